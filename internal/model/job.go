@@ -1,0 +1,140 @@
+package model
+
+import (
+	"fmt"
+	"time"
+)
+
+// JobState is Mosaic's normalised batch-job state. Dialects map every scheduler state
+// to one of these explicitly; anything unmapped becomes JobUnknown with the raw value kept.
+type JobState string
+
+// Job states.
+const (
+	JobPending     JobState = "pending"
+	JobRunning     JobState = "running"
+	JobCompleting  JobState = "completing"
+	JobSuspended   JobState = "suspended"
+	JobRequeued    JobState = "requeued"
+	JobSucceeded   JobState = "succeeded"
+	JobFailed      JobState = "failed"
+	JobTimeout     JobState = "timeout"
+	JobOOM         JobState = "out_of_memory"
+	JobNodeFail    JobState = "node_fail"
+	JobBootFail    JobState = "boot_fail"
+	JobCancelled   JobState = "cancelled"
+	JobPreempted   JobState = "preempted"
+	JobDeadline    JobState = "deadline"
+	JobLost        JobState = "lost" // vanished from the site without a final state
+	JobUnknown     JobState = "unknown"
+	JobSubmitting  JobState = "submitting" // Mosaic-side: written before the submit call
+	JobSubmitError JobState = "submit_error"
+)
+
+// Final reports whether a job in this state will not change again.
+func (s JobState) Final() bool {
+	switch s {
+	case JobSucceeded, JobFailed, JobTimeout, JobOOM, JobNodeFail, JobBootFail,
+		JobCancelled, JobPreempted, JobDeadline, JobLost, JobSubmitError:
+		return true
+	}
+	return false
+}
+
+// Active reports whether the job is known to the site and not final.
+func (s JobState) Active() bool {
+	switch s {
+	case JobPending, JobRunning, JobCompleting, JobSuspended, JobRequeued:
+		return true
+	}
+	return false
+}
+
+// Container asks for the job to run inside an image.
+type Container struct {
+	Image   string `json:"image" yaml:"image"`
+	Runtime string `json:"runtime,omitempty" yaml:"runtime,omitempty"` // apptainer | singularity
+}
+
+// JobSpec is one concrete batch job: what a provider renders and submits.
+type JobSpec struct {
+	Tag         string            `json:"tag"`  // mosaic-<task>-<attempt>: job name, idempotency key
+	Name        string            `json:"name"` // human task name
+	System      string            `json:"system"`
+	Partition   string            `json:"partition"`
+	Account     string            `json:"account,omitempty"`
+	Nodes       int               `json:"nodes"`
+	NTasks      int               `json:"ntasks"`
+	CPUsPerTask int               `json:"cpus_per_task"`
+	GPUs        int               `json:"gpus"` // total over all nodes
+	GPUsPerNode int               `json:"gpus_per_node"`
+	GPUModel    string            `json:"gpu_model,omitempty"`
+	MemoryGB    int               `json:"memory_gb"` // per node; 0 = site default
+	Walltime    Duration          `json:"walltime"`
+	Command     string            `json:"command,omitempty"` // shell command line
+	Script      string            `json:"script,omitempty"`  // full script body (overrides Command)
+	Env         map[string]string `json:"env,omitempty"`
+	WorkDir     string            `json:"workdir,omitempty"`
+	Container   *Container        `json:"container,omitempty"`
+}
+
+// Validate checks the fields every provider needs.
+func (j *JobSpec) Validate() error {
+	switch {
+	case j.Tag == "":
+		return fmt.Errorf("job spec: tag is empty")
+	case j.Partition == "":
+		return fmt.Errorf("job spec %s: partition is empty", j.Tag)
+	case j.Nodes < 1:
+		return fmt.Errorf("job spec %s: nodes must be at least 1, got %d", j.Tag, j.Nodes)
+	case j.GPUs < 0 || j.CPUsPerTask < 0 || j.MemoryGB < 0:
+		return fmt.Errorf("job spec %s: negative resource request", j.Tag)
+	case j.Walltime <= 0:
+		return fmt.Errorf("job spec %s: walltime must be positive", j.Tag)
+	case j.Command == "" && j.Script == "":
+		return fmt.Errorf("job spec %s: neither command nor script given", j.Tag)
+	}
+	return nil
+}
+
+// TotalCores is the number of cores the job occupies.
+func (j *JobSpec) TotalCores() int {
+	nt := j.NTasks
+	if nt < 1 {
+		nt = 1
+	}
+	c := j.CPUsPerTask
+	if c < 1 {
+		c = 1
+	}
+	return nt * c
+}
+
+// JobStatus is what a site says about one job.
+type JobStatus struct {
+	JobID    string    `json:"job_id"`
+	Name     string    `json:"name,omitempty"`
+	State    JobState  `json:"state"`
+	RawState string    `json:"raw_state,omitempty"` // the scheduler's own word
+	ExitCode int       `json:"exit_code"`
+	Signal   int       `json:"signal,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Submit   time.Time `json:"submit,omitzero"`
+	Start    time.Time `json:"start,omitzero"`
+	End      time.Time `json:"end,omitzero"`
+	Elapsed  Duration  `json:"elapsed"`
+	NodeList string    `json:"node_list,omitempty"`
+}
+
+// Logs are tails of a job's output files.
+type Logs struct {
+	JobID      string `json:"job_id"`
+	StdoutPath string `json:"stdout_path,omitempty"`
+	StderrPath string `json:"stderr_path,omitempty"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	Truncated  bool   `json:"truncated"`
+}
+
+// JobTag builds the idempotency tag that goes into the job name.
+func JobTag(taskID string, attempt int) string { return fmt.Sprintf("mosaic-%s-%d", taskID, attempt) }

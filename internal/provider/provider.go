@@ -1,0 +1,59 @@
+// Package provider defines the contract every kind of site implements: the simulator
+// (internal/provider/simprov) and real batch systems reached through a transport
+// (internal/provider/hpc). The federation collector, the dispatcher and the monitor
+// see only this interface.
+package provider
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// ErrUnsupported is returned by optional operations a provider cannot perform
+// (for example a start-time estimate on a scheduler without one).
+var ErrUnsupported = errors.New("not supported by this provider")
+
+// ErrSiteDown is wrapped by errors that mean the site cannot be reached at all
+// (as opposed to refusing one request). The collector marks the system down.
+var ErrSiteDown = errors.New("site unreachable")
+
+// ErrNeedsLogin is wrapped by errors that mean credentials are missing or expired.
+var ErrNeedsLogin = errors.New("credentials missing or expired")
+
+// Provider is one system of the federation.
+type Provider interface {
+	// System is the catalog name, e.g. "Delta@NCSA".
+	System() string
+	// Kind is the provider kind: sim, ssh, local or globus.
+	Kind() string
+	// Endpoint is the login host, Globus endpoint id, or sim:// address.
+	Endpoint() string
+
+	// Probe reports every (partition, account) of the system.
+	Probe(ctx context.Context) ([]model.ResourceRecord, error)
+	// Submit hands a job to the batch system and returns its id.
+	Submit(ctx context.Context, spec model.JobSpec) (jobID string, err error)
+	// Status reports many jobs in one call. Ids the site does not know are absent
+	// from the map (the caller decides when absence means lost).
+	Status(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error)
+	// Cancel asks the site to stop jobs. Unknown or finished ids are not an error.
+	Cancel(ctx context.Context, jobIDs []string) error
+	// EstimateStart asks the site when a job like spec would start; ErrUnsupported if it cannot tell.
+	EstimateStart(ctx context.Context, spec model.JobSpec) (time.Time, error)
+	// Logs returns the last tail bytes of a job's stdout and stderr.
+	Logs(ctx context.Context, jobID string, tail int) (model.Logs, error)
+}
+
+// TagFinder is implemented by providers that can look jobs up by their Mosaic tag
+// (the job name), used to reconcile after a crash.
+type TagFinder interface {
+	FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error)
+}
+
+// Closer is implemented by providers holding processes or connections.
+type Closer interface {
+	Close() error
+}
