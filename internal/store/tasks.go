@@ -1,0 +1,416 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// TaskRow is a task with its stored decision trace and continuation policy (opaque JSON
+// to the store).
+type TaskRow struct {
+	model.Task
+	Decision json.RawMessage `json:"decision,omitempty"`
+	Policy   json.RawMessage `json:"policy,omitempty"`
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+func fromNanos(n int64) time.Time {
+	return time.Unix(0, n).UTC()
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insertEvents(ctx context.Context, x execer, evs []model.Event) ([]int64, error) {
+	ids := make([]int64, 0, len(evs))
+	for _, e := range evs {
+		if e.Time.IsZero() {
+			e.Time = time.Now()
+		}
+		res, err := x.ExecContext(ctx, `INSERT INTO events (time, task_id, attempt, system, kind, message, rationale, actor)
+			VALUES (?,?,?,?,?,?,?,?)`, nanos(e.Time), e.TaskID, e.Attempt, e.System, e.Kind, e.Message, e.Rationale, string(e.Actor))
+		if err != nil {
+			return nil, fmt.Errorf("store: append event: %w", err)
+		}
+		id, _ := res.LastInsertId()
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// tx runs fn in one immediate transaction.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// CreateTask inserts a task and its events in one transaction.
+func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) error {
+	env, err := json.Marshal(t.Envelope)
+	if err != nil {
+		return err
+	}
+	pol := t.Policy
+	if len(pol) == 0 {
+		pol = json.RawMessage("{}")
+	}
+	var ts, tp string
+	if t.Target != nil {
+		ts, tp = t.Target.System, t.Target.Partition
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, name, command, script, description, envelope, target_system,
+			target_partition, policy, state, reason, decision, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			t.ID, t.Name, t.Command, t.Script, t.Description, string(env), ts, tp, string(pol), string(t.State), t.Reason,
+			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt)); err != nil {
+			return fmt.Errorf("store: create task %s: %w", t.ID, err)
+		}
+		_, err := insertEvents(ctx, tx, evs)
+		return err
+	})
+}
+
+// TaskUpdate changes a task; nil fields stay as they are.
+type TaskUpdate struct {
+	State    *model.TaskState
+	Reason   *string
+	Decision json.RawMessage
+	Envelope *model.Envelope
+	Target   **model.Target // pointer to nil clears the pin
+}
+
+// UpdateTask applies an update and appends events in one transaction.
+func (s *Store) UpdateTask(ctx context.Context, id string, u TaskUpdate, evs ...model.Event) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		now := nanos(time.Now())
+		if u.State != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET state=?, updated_at=? WHERE id=?`, string(*u.State), now, id); err != nil {
+				return err
+			}
+		}
+		if u.Reason != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET reason=?, updated_at=? WHERE id=?`, *u.Reason, now, id); err != nil {
+				return err
+			}
+		}
+		if u.Decision != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET decision=?, updated_at=? WHERE id=?`, string(u.Decision), now, id); err != nil {
+				return err
+			}
+		}
+		if u.Envelope != nil {
+			b, _ := json.Marshal(u.Envelope)
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET envelope=?, updated_at=? WHERE id=?`, string(b), now, id); err != nil {
+				return err
+			}
+		}
+		if u.Target != nil {
+			var ts, tp string
+			if *u.Target != nil {
+				ts, tp = (*u.Target).System, (*u.Target).Partition
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET target_system=?, target_partition=?, updated_at=? WHERE id=?`, ts, tp, now, id); err != nil {
+				return err
+			}
+		}
+		_, err := insertEvents(ctx, tx, evs)
+		return err
+	})
+}
+
+const taskCols = `id, name, command, script, description, envelope, target_system, target_partition, policy, state, reason, decision, created_at, updated_at`
+
+func scanTask(sc interface{ Scan(...any) error }) (*TaskRow, error) {
+	var t TaskRow
+	var env, ts, tp, pol, state, dec string
+	var created, updated int64
+	if err := sc.Scan(&t.ID, &t.Name, &t.Command, &t.Script, &t.Description, &env, &ts, &tp, &pol, &state, &t.Reason, &dec, &created, &updated); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(env), &t.Envelope); err != nil {
+		return nil, fmt.Errorf("store: task %s: bad envelope JSON: %w", t.ID, err)
+	}
+	if ts != "" {
+		t.Target = &model.Target{System: ts, Partition: tp}
+	}
+	t.State = model.TaskState(state)
+	if dec != "" {
+		t.Decision = json.RawMessage(dec)
+	}
+	t.Policy = json.RawMessage(pol)
+	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return &t, nil
+}
+
+// Task returns one task.
+func (s *Store) Task(ctx context.Context, id string) (*TaskRow, error) {
+	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskCols+` FROM tasks WHERE id=?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("task %q: %w", id, ErrNotFound)
+	}
+	return t, err
+}
+
+// Tasks lists tasks, newest first, optionally only those in given states.
+func (s *Store) Tasks(ctx context.Context, states []model.TaskState, limit int) ([]*TaskRow, error) {
+	if limit <= 0 || limit > 10000 {
+		limit = 1000
+	}
+	q := `SELECT ` + taskCols + ` FROM tasks`
+	var args []any
+	if len(states) > 0 {
+		q += ` WHERE state IN (`
+		for i, st := range states {
+			if i > 0 {
+				q += ","
+			}
+			q += "?"
+			args = append(args, string(st))
+		}
+		q += `)`
+	}
+	q += ` ORDER BY created_at DESC, id LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []*TaskRow
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// CreateAttempt writes an attempt (normally in state submitting, before the submit call)
+// and its events in one transaction. The tag is unique: a second attempt with the same
+// tag is refused, which is what keeps a crash from producing two jobs.
+func (s *Store) CreateAttempt(ctx context.Context, a *model.Attempt, evs ...model.Event) error {
+	spec, err := json.Marshal(a.Spec)
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (task_id, n, tag, system, partition, account, spec, script, job_id,
+			state, raw_state, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			a.TaskID, a.N, a.Tag, a.System, a.Partition, a.Account, string(spec), a.Script, a.JobID,
+			string(a.State), a.RawState, a.Reason, nanos(a.CreatedAt)); err != nil {
+			return fmt.Errorf("store: create attempt %s: %w", a.Tag, err)
+		}
+		_, err := insertEvents(ctx, tx, evs)
+		return err
+	})
+}
+
+// AttemptUpdate changes an attempt; nil fields stay as they are.
+type AttemptUpdate struct {
+	JobID    *string
+	State    *model.JobState
+	RawState *string
+	ExitCode *int
+	Reason   *string
+	Script   *string
+	Started  *time.Time
+	Ended    *time.Time
+}
+
+// UpdateAttempt applies an update and appends events in one transaction.
+func (s *Store) UpdateAttempt(ctx context.Context, taskID string, n int, u AttemptUpdate, evs ...model.Event) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		set := func(col string, v any) error {
+			_, err := tx.ExecContext(ctx, `UPDATE attempts SET `+col+`=? WHERE task_id=? AND n=?`, v, taskID, n)
+			if err != nil {
+				return fmt.Errorf("store: update attempt %s/%d %s: %w", taskID, n, col, err)
+			}
+			return nil
+		}
+		var errs []error
+		if u.JobID != nil {
+			errs = append(errs, set("job_id", *u.JobID))
+		}
+		if u.State != nil {
+			errs = append(errs, set("state", string(*u.State)))
+		}
+		if u.RawState != nil {
+			errs = append(errs, set("raw_state", *u.RawState))
+		}
+		if u.ExitCode != nil {
+			errs = append(errs, set("exit_code", *u.ExitCode))
+		}
+		if u.Reason != nil {
+			errs = append(errs, set("reason", *u.Reason))
+		}
+		if u.Script != nil {
+			errs = append(errs, set("script", *u.Script))
+		}
+		if u.Started != nil {
+			errs = append(errs, set("started_at", nanos(*u.Started)))
+		}
+		if u.Ended != nil {
+			errs = append(errs, set("ended_at", nanos(*u.Ended)))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		_, err := insertEvents(ctx, tx, evs)
+		return err
+	})
+}
+
+const attemptCols = `task_id, n, tag, system, partition, account, spec, script, job_id, state, raw_state, exit_code, reason, created_at, started_at, ended_at`
+
+func scanAttempt(sc interface{ Scan(...any) error }) (*model.Attempt, error) {
+	var a model.Attempt
+	var spec, state string
+	var exit, started, ended sql.NullInt64
+	var created int64
+	if err := sc.Scan(&a.TaskID, &a.N, &a.Tag, &a.System, &a.Partition, &a.Account, &spec, &a.Script, &a.JobID, &state,
+		&a.RawState, &exit, &a.Reason, &created, &started, &ended); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(spec), &a.Spec); err != nil {
+		return nil, fmt.Errorf("store: attempt %s: bad spec JSON: %w", a.Tag, err)
+	}
+	a.State = model.JobState(state)
+	if exit.Valid {
+		v := int(exit.Int64)
+		a.ExitCode = &v
+	}
+	a.CreatedAt = fromNanos(created)
+	if started.Valid {
+		t := fromNanos(started.Int64)
+		a.StartedAt = &t
+	}
+	if ended.Valid {
+		t := fromNanos(ended.Int64)
+		a.EndedAt = &t
+	}
+	return &a, nil
+}
+
+func (s *Store) queryAttempts(ctx context.Context, where string, args ...any) ([]*model.Attempt, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+attemptCols+` FROM attempts `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: read attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []*model.Attempt
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Attempts returns a task's attempts in order.
+func (s *Store) Attempts(ctx context.Context, taskID string) ([]*model.Attempt, error) {
+	return s.queryAttempts(ctx, `WHERE task_id=? ORDER BY n`, taskID)
+}
+
+// OpenAttempts returns attempts that are submitting or active at a site (not final),
+// oldest first: what the monitor follows and what recovery reconciles.
+func (s *Store) OpenAttempts(ctx context.Context) ([]*model.Attempt, error) {
+	return s.queryAttempts(ctx, `WHERE state NOT IN ('succeeded','failed','timeout','out_of_memory','node_fail','boot_fail',
+		'cancelled','preempted','deadline','lost','submit_error') ORDER BY created_at, task_id, n`)
+}
+
+// AppendEvents adds events outside any other change.
+func (s *Store) AppendEvents(ctx context.Context, evs ...model.Event) ([]int64, error) {
+	var ids []int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		ids, err = insertEvents(ctx, tx, evs)
+		return err
+	})
+	return ids, err
+}
+
+// EventQuery filters Events.
+type EventQuery struct {
+	TaskID  string
+	AfterID int64     // only events with a larger id
+	Since   time.Time // only events at or after this time
+	Kinds   []string
+	Limit   int // default 200, max 10000
+	Newest  bool
+}
+
+// Events returns events in id order (or newest first with Newest).
+func (s *Store) Events(ctx context.Context, q EventQuery) ([]model.Event, error) {
+	if q.Limit <= 0 {
+		q.Limit = 200
+	}
+	if q.Limit > 10000 {
+		q.Limit = 10000
+	}
+	sqlq := `SELECT id, time, task_id, attempt, system, kind, message, rationale, actor FROM events WHERE id > ?`
+	args := []any{q.AfterID}
+	if q.TaskID != "" {
+		sqlq += ` AND task_id = ?`
+		args = append(args, q.TaskID)
+	}
+	if !q.Since.IsZero() {
+		sqlq += ` AND time >= ?`
+		args = append(args, nanos(q.Since))
+	}
+	if len(q.Kinds) > 0 {
+		sqlq += ` AND kind IN (`
+		for i, k := range q.Kinds {
+			if i > 0 {
+				sqlq += ","
+			}
+			sqlq += "?"
+			args = append(args, k)
+		}
+		sqlq += `)`
+	}
+	if q.Newest {
+		sqlq += ` ORDER BY id DESC LIMIT ?`
+	} else {
+		sqlq += ` ORDER BY id LIMIT ?`
+	}
+	args = append(args, q.Limit)
+	rows, err := s.db.QueryContext(ctx, sqlq, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: read events: %w", err)
+	}
+	defer rows.Close()
+	var out []model.Event
+	for rows.Next() {
+		var e model.Event
+		var at int64
+		var actor string
+		if err := rows.Scan(&e.ID, &at, &e.TaskID, &e.Attempt, &e.System, &e.Kind, &e.Message, &e.Rationale, &actor); err != nil {
+			return nil, err
+		}
+		e.Time = fromNanos(at)
+		e.Actor = model.Actor(actor)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
