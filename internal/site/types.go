@@ -25,6 +25,9 @@ type Catalog struct {
 	Path    string    `yaml:"-" json:"path,omitempty"`
 	Sim     SimGlobal `yaml:"sim,omitempty" json:"sim"`
 	Systems []System  `yaml:"systems" json:"systems"`
+	// Warnings are non-fatal problems found while loading (e.g. placeholder accounts),
+	// each "file:line: field: message". Set by Parse/Load; not read from the file.
+	Warnings []string `yaml:"-" json:"warnings,omitempty"`
 }
 
 // SimGlobal holds settings shared by all simulated systems.
