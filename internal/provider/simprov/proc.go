@@ -1,0 +1,141 @@
+package simprov
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/sim"
+)
+
+// proc is a user job's running process.
+type proc struct {
+	cmd    *exec.Cmd
+	reason sim.State // why the provider killed it (TIMEOUT, NODE_FAIL, CANCELLED), "" if it exited
+}
+
+// launch runs a job the model just started; the caller holds p.mu. A job whose
+// process cannot be started ends FAILED with exit code 127 and the reason in its
+// stderr file.
+func (p *Provider) launch(ev sim.Event) {
+	spec := p.specs[ev.JobID]
+	if spec == nil || p.closed {
+		return // not submitted through this provider (cannot happen) or shutting down
+	}
+	j, _ := p.c.Job(ev.JobID)
+	dir := p.jobDir(ev.JobID)
+	fail := func(err error) {
+		p.log.Warn("sim job could not start", "job", ev.JobID, "err", err)
+		if f, ferr := os.OpenFile(filepath.Join(dir, "stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); ferr == nil {
+			fmt.Fprintf(f, "mosaic-sim: cannot start the job: %v\n", err)
+			f.Close()
+		}
+		_ = p.c.Finish(ev.JobID, 127)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		p.log.Warn("sim job work directory", "dir", dir, "err", err)
+		_ = p.c.Finish(ev.JobID, 127)
+		return
+	}
+	body := spec.Script
+	if body == "" {
+		body = "#!/bin/sh\n" + spec.Command + "\n"
+	}
+	script := filepath.Join(dir, "job.sh")
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		fail(err)
+		return
+	}
+	stdout, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer stdout.Close()
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer stderr.Close()
+	if spec.Container != nil {
+		fmt.Fprintf(stderr, "mosaic-sim: simulated site: image %s is not pulled; running the command directly\n", spec.Container.Image)
+	}
+	var cmd *exec.Cmd
+	if strings.HasPrefix(body, "#!") && !strings.HasPrefix(body, "#!/bin/sh") {
+		cmd = exec.Command(script) // honour another interpreter
+	} else {
+		cmd = exec.Command("/bin/sh", script)
+	}
+	cmd.Dir = dir
+	if spec.WorkDir != "" {
+		if fi, err := os.Stat(spec.WorkDir); err == nil && fi.IsDir() {
+			cmd.Dir = spec.WorkDir
+		}
+	}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Env = p.jobEnv(j, spec.Env, dir)
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		fail(err)
+		return
+	}
+	pr := &proc{cmd: cmd}
+	p.procs[ev.JobID] = pr
+	p.log.Debug("sim job started", "job", ev.JobID, "pid", cmd.Process.Pid, "dir", dir)
+	p.waiters.Add(1)
+	go p.wait(ev.JobID, pr)
+}
+
+// wait reaps a process and reports its exit code to the model.
+func (p *Provider) wait(id int64, pr *proc) {
+	defer p.waiters.Done()
+	err := pr.cmd.Wait()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = exitCode(ee)
+		} else {
+			code = 1
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.procs, id)
+	if p.closed || pr.reason != "" {
+		return // the model already ended it (timeout, node failure, cancel) or we are closing
+	}
+	p.advanceLocked()
+	if err := p.c.Finish(id, code); err != nil && !errors.Is(err, sim.ErrNotRunning) {
+		p.log.Warn("sim job finish", "job", id, "err", err)
+	}
+	p.advanceLocked() // report the end and start what it made room for
+}
+
+// jobEnv is the process environment: ours, MOSAIC_* variables, then the spec's.
+func (p *Provider) jobEnv(j sim.Job, extra map[string]string, dir string) []string {
+	gpus := make([]string, j.GPUsPerNode)
+	for i := range gpus {
+		gpus[i] = strconv.Itoa(i)
+	}
+	env := append(os.Environ(),
+		"MOSAIC_JOB_ID="+strconv.FormatInt(j.ID, 10),
+		"MOSAIC_SYSTEM="+p.sys.Name,
+		"MOSAIC_PARTITION="+j.Partition,
+		"MOSAIC_NODES="+strconv.Itoa(j.Nodes),
+		"MOSAIC_GPUS="+strconv.Itoa(j.GPUsPerNode*j.Nodes),
+		"MOSAIC_CPUS_PER_NODE="+strconv.Itoa(j.CoresPerNode),
+		"MOSAIC_JOB_NAME="+j.Tag,
+		"MOSAIC_WORKDIR="+dir,
+		"CUDA_VISIBLE_DEVICES="+strings.Join(gpus, ","),
+	)
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return env
+}

@@ -1,0 +1,628 @@
+// Package simprov is the Provider of a simulated system: a sim.Cluster (batch-queue
+// model with background load and faults) whose clock runs Speed times faster than the
+// wall clock, and whose user jobs really run as local processes when the model starts
+// them.
+//
+// Times: the model's clock is start + (real elapsed × speed). By default every time
+// the provider reports (record timestamps, job submit/start/end, start estimates) is
+// mapped back to the wall clock, so it can be compared with time.Now; set
+// Options.SimTimestamps to report simulated times instead. Durations that come from
+// the catalog or the spec (walltime caps, a job's walltime, Elapsed) are simulated:
+// a 1h walltime at speed 60 is killed after one real minute.
+//
+// Use:
+//
+//	p, err := simprov.New(sys, catalog.Sim, simprov.Options{Logger: log})
+//	p.Start()       // advance the model every 200 ms so jobs start and end promptly
+//	defer p.Close() // stops the goroutine and kills job processes
+//
+// Each started job runs `/bin/sh <workdir>/<system>/<jobid>/job.sh` (a script with
+// its own #! line other than /bin/sh is executed directly) in its own process group,
+// with stdout and stderr in files next to it and MOSAIC_JOB_ID, MOSAIC_SYSTEM,
+// MOSAIC_PARTITION, MOSAIC_NODES, MOSAIC_GPUS, MOSAIC_CPUS_PER_NODE, MOSAIC_JOB_NAME,
+// MOSAIC_WORKDIR and CUDA_VISIBLE_DEVICES set, then the spec's Env. Its exit code
+// decides COMPLETED (0) or FAILED; the model's walltime, node failures, injected
+// failures and cancels kill the whole group (TIMEOUT, NODE_FAIL, CANCELLED).
+package simprov
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/sim"
+	"github.com/mosaic-hpc/mosaic/internal/site"
+)
+
+// Defaults.
+const (
+	DefaultSpeed   = 60.0
+	DefaultTick    = 200 * time.Millisecond
+	DefaultLogTail = 16 << 10
+	maxLogTail     = 1 << 20
+)
+
+// Options tune a simulated provider.
+type Options struct {
+	// Clock is the wall clock; default time.Now. Tests inject a fake one.
+	Clock func() time.Time
+	// Speed is simulated seconds per real second; 0 = the catalog's sim.speed, else 60.
+	Speed float64
+	// WorkDir is the base directory of job work directories
+	// (<WorkDir>/<system>/<jobid>/); "" = the catalog's sim.workdir, else
+	// $XDG_STATE_HOME/mosaic/sim (~/.local/state/mosaic/sim).
+	WorkDir string
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Tick is how often the background goroutine (Start) advances the model; default 200ms.
+	Tick time.Duration
+	// SimTimestamps reports simulated times instead of wall-clock times.
+	SimTimestamps bool
+	// Configure, when set, may adjust the model's configuration before it is built
+	// (tests use it to remove background load).
+	Configure func(*sim.Config)
+}
+
+// Provider is one simulated system. It is safe for concurrent use.
+type Provider struct {
+	sys       site.System
+	parts     map[string]site.Partition
+	speed     float64
+	clock     func() time.Time
+	realStart time.Time
+	simStart  time.Time
+	workdir   string
+	log       *slog.Logger
+	tick      time.Duration
+	simTimes  bool
+
+	mu     sync.Mutex
+	c      *sim.Cluster
+	specs  map[int64]*model.JobSpec
+	procs  map[int64]*proc
+	closed bool
+
+	startOnce sync.Once
+	stop      chan struct{}
+	loopDone  chan struct{}
+	waiters   sync.WaitGroup
+}
+
+var (
+	_ provider.Provider  = (*Provider)(nil)
+	_ provider.TagFinder = (*Provider)(nil)
+	_ provider.Closer    = (*Provider)(nil)
+)
+
+// New builds the simulated system sys (kind sim) from the catalog. The model starts
+// at the current clock reading with its background load already warmed up. Call
+// Start to advance it in the background and Close to stop it and kill its processes.
+func New(sys site.System, g site.SimGlobal, opts Options) (*Provider, error) {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	speed := opts.Speed
+	if speed <= 0 {
+		speed = g.Speed
+	}
+	if speed <= 0 {
+		speed = DefaultSpeed
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Tick <= 0 {
+		opts.Tick = DefaultTick
+	}
+	wd := opts.WorkDir
+	if wd == "" {
+		wd = g.WorkDir
+	}
+	if wd == "" {
+		base := os.Getenv("XDG_STATE_HOME")
+		if base == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, fmt.Errorf("sim %s: no work directory: set sim.workdir in the catalog (%w)", sys.Name, err)
+			}
+			base = filepath.Join(home, ".local", "state")
+		}
+		wd = filepath.Join(base, "mosaic", "sim")
+	}
+	now := opts.Clock()
+	cfg, err := sim.ConfigFromSite(sys, now)
+	if err != nil {
+		return nil, err
+	}
+	cfg.FirstJobID = firstJobID(now)
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	seed := g.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	c, err := sim.New(cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{
+		sys: sys, parts: map[string]site.Partition{}, speed: speed, clock: opts.Clock,
+		realStart: now, simStart: now, workdir: filepath.Join(wd, safeName(sys.Name)),
+		log: opts.Logger.With("system", sys.Name), tick: opts.Tick, simTimes: opts.SimTimestamps,
+		c: c, specs: map[int64]*model.JobSpec{}, procs: map[int64]*proc{},
+		stop: make(chan struct{}), loopDone: make(chan struct{}),
+	}
+	for _, pt := range sys.Partitions {
+		p.parts[pt.Name] = pt
+	}
+	return p, nil
+}
+
+// idEpoch is the origin of job-id bases (2026-01-01 UTC).
+var idEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// firstJobID grows with the wall clock (1000 ids per second since 2026) so a
+// simulator rebuilt after a restart never reissues an id an earlier run gave out.
+func firstJobID(now time.Time) int64 {
+	return 1000 + max(int64(now.Sub(idEpoch)/time.Second), 0)*1000
+}
+
+// safeName keeps a system name usable as a directory name.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_', r == '@':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// System is the catalog name.
+func (p *Provider) System() string { return p.sys.Name }
+
+// Kind is "sim".
+func (p *Provider) Kind() string { return site.KindSim }
+
+// Endpoint is sim://<name>.
+func (p *Provider) Endpoint() string { return "sim://" + p.sys.Name }
+
+// Speed is simulated seconds per real second.
+func (p *Provider) Speed() float64 { return p.speed }
+
+// WorkDir is the directory holding this system's job directories.
+func (p *Provider) WorkDir() string { return p.workdir }
+
+// SimNow is the model's clock now.
+func (p *Provider) SimNow() time.Time { return p.toSim(p.clock()) }
+
+// toSim maps a wall-clock time to simulated time.
+func (p *Provider) toSim(real time.Time) time.Time {
+	d := real.Sub(p.realStart)
+	return p.simStart.Add(time.Duration(float64(d) * p.speed))
+}
+
+// toReal maps a simulated time to the wall clock.
+func (p *Provider) toReal(st time.Time) time.Time {
+	d := st.Sub(p.simStart)
+	return p.realStart.Add(time.Duration(float64(d) / p.speed))
+}
+
+// out renders a model time the way the provider reports times.
+func (p *Provider) out(st time.Time) time.Time {
+	if st.IsZero() || p.simTimes {
+		return st
+	}
+	return p.toReal(st)
+}
+
+// Start advances the model in the background every Tick so user jobs start, time
+// out and fail promptly even when nobody calls the provider. Idempotent.
+func (p *Provider) Start() {
+	p.startOnce.Do(func() {
+		go func() {
+			defer close(p.loopDone)
+			t := time.NewTicker(p.tick)
+			defer t.Stop()
+			for {
+				select {
+				case <-p.stop:
+					return
+				case <-t.C:
+					p.mu.Lock()
+					if !p.closed {
+						p.advanceLocked()
+					}
+					p.mu.Unlock()
+				}
+			}
+		}()
+	})
+}
+
+// Close stops the background goroutine and kills every job process still running.
+// The model keeps their jobs as they were.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.stop)
+	for _, pr := range p.procs {
+		pr.kill()
+	}
+	p.mu.Unlock()
+	p.startOnce.Do(func() { close(p.loopDone) }) // never started: nothing to wait for
+	<-p.loopDone
+	done := make(chan struct{})
+	go func() { p.waiters.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("sim %s: job processes did not exit within 5s of being killed", p.sys.Name)
+	}
+}
+
+// advanceLocked moves the model to now and acts on user jobs that started or ended.
+func (p *Provider) advanceLocked() time.Time {
+	now := p.toSim(p.clock())
+	for _, ev := range p.c.AdvanceTo(now) {
+		switch ev.Kind {
+		case sim.JobStarted:
+			p.launch(ev)
+		case sim.JobEnded:
+			if pr := p.procs[ev.JobID]; pr != nil {
+				pr.reason = ev.State
+				pr.kill()
+			}
+		}
+	}
+	return now
+}
+
+// begin checks the context and the provider and advances the model; the caller holds p.mu.
+func (p *Provider) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.closed {
+		return fmt.Errorf("sim %s: provider is closed", p.sys.Name)
+	}
+	p.advanceLocked()
+	return nil
+}
+
+// reachable fails with provider.ErrSiteDown during an outage window; the caller holds p.mu.
+func (p *Provider) reachable(what string) error {
+	if p.c.Down(p.c.Now()) {
+		return fmt.Errorf("sim %s: %w: simulated outage; %s cannot reach the controller, retry later", p.sys.Name, provider.ErrSiteDown, what)
+	}
+	return nil
+}
+
+// Probe reports one record per (partition, account). During an outage window it
+// fails with an error wrapping provider.ErrSiteDown.
+func (p *Provider) Probe(ctx context.Context) ([]model.ResourceRecord, error) {
+	t0 := p.clock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	now := p.c.Now()
+	if err := p.reachable("the probe"); err != nil {
+		return nil, err
+	}
+	var recs []model.ResourceRecord
+	for _, pt := range p.sys.Partitions {
+		st, ok := p.c.PartitionState(pt.Name)
+		if !ok {
+			continue
+		}
+		accounts := pt.Accounts
+		if len(accounts) == 0 {
+			accounts = p.sys.Accounts
+		}
+		if len(accounts) == 0 {
+			accounts = []string{""}
+		}
+		arch := cmp.Or(pt.Arch, p.sys.Arch, "x86_64")
+		health, lastErr := model.HealthOK, ""
+		switch {
+		case st.Down == st.Total:
+			health, lastErr = model.HealthDown, fmt.Sprintf("all %d nodes down", st.Total)
+		case st.Down > 0:
+			health, lastErr = model.HealthDegraded, fmt.Sprintf("%d of %d nodes down", st.Down, st.Total)
+		}
+		features := slices.Concat(p.sys.Features, pt.Features)
+		for _, acct := range accounts {
+			recs = append(recs, model.ResourceRecord{
+				Timestamp: p.out(now), Provider: site.KindSim, Endpoint: p.Endpoint(), System: p.sys.Name,
+				Partition: pt.Name, Account: acct, Arch: arch,
+				CPUCoresPerNode: pt.CPUCores, MemoryPerNodeGB: pt.MemoryGB, GPUModel: pt.GPUModel,
+				GPUsPerNode: pt.GPUs, GPUMemoryGB: pt.GPUMemoryGB,
+				Nodes:     model.NodeCounts{Idle: st.Idle, Mixed: st.Mixed, Allocated: st.Allocated, Down: st.Down, Total: st.Total},
+				TotalGPUs: st.TotalGPUs, FreeGPUs: st.FreeGPUs, TotalCores: st.TotalCores, FreeCores: st.FreeCores,
+				RunningJobs: st.Running, PendingJobs: st.Pending, MyRunningJobs: st.UserRunning, MyPendingJobs: st.UserPending,
+				WalltimeCap: model.Duration(st.MaxWalltime), MaxNodesPerJob: st.MaxNodesPerJob,
+				MaxRunningPerUser: pt.MaxRunningPerUser, MaxSubmitPerUser: pt.MaxSubmitPerUser,
+				Exclusive: st.Exclusive, ChargeFactor: pt.ChargeFactor,
+				ContainerRuntimes: slices.Clone(p.sys.ContainerRuntimes), Features: features,
+				Health: health, LastError: lastErr,
+				ProbeLatencyMS: p.clock().Sub(t0).Milliseconds(),
+			})
+		}
+	}
+	return recs, nil
+}
+
+// request translates a job spec into a model request, checking what the model does
+// not know about (accounts, GPU model, container runtime).
+func (p *Provider) request(spec model.JobSpec) (sim.JobRequest, error) {
+	if err := spec.Validate(); err != nil {
+		return sim.JobRequest{}, fmt.Errorf("sim %s: %w", p.sys.Name, err)
+	}
+	pt, ok := p.parts[spec.Partition]
+	if !ok {
+		names := make([]string, 0, len(p.sys.Partitions))
+		for _, x := range p.sys.Partitions {
+			names = append(names, x.Name)
+		}
+		return sim.JobRequest{}, fmt.Errorf("%s: sbatch refused the job: \"invalid partition specified: %s\" (partitions: %s). Pick one of those",
+			p.sys.Name, spec.Partition, strings.Join(names, ", "))
+	}
+	accounts := pt.Accounts
+	if len(accounts) == 0 {
+		accounts = p.sys.Accounts
+	}
+	if spec.Account != "" && len(accounts) > 0 && !slices.Contains(accounts, spec.Account) {
+		return sim.JobRequest{}, fmt.Errorf("%s: sbatch refused the job: \"Invalid account or account/partition combination specified\" (account %s; partition %s accepts %s)",
+			p.sys.Name, spec.Account, pt.Name, strings.Join(accounts, ", "))
+	}
+	if spec.GPUModel != "" && pt.GPUModel != "" && !strings.EqualFold(spec.GPUModel, pt.GPUModel) {
+		return sim.JobRequest{}, fmt.Errorf("%s: sbatch refused the job: \"Invalid generic resource (gres) specification\" (partition %s has %s GPUs, asked %s)",
+			p.sys.Name, pt.Name, pt.GPUModel, spec.GPUModel)
+	}
+	if spec.Container != nil && spec.Container.Runtime != "" && !slices.Contains(p.sys.ContainerRuntimes, spec.Container.Runtime) {
+		return sim.JobRequest{}, fmt.Errorf("%s: container runtime %q is not available (has: %s); pick another runtime or system",
+			p.sys.Name, spec.Container.Runtime, strings.Join(p.sys.ContainerRuntimes, ", "))
+	}
+	gpn := spec.GPUsPerNode
+	if gpn <= 0 && spec.GPUs > 0 {
+		gpn = (spec.GPUs + spec.Nodes - 1) / spec.Nodes
+	}
+	cpn := (spec.TotalCores() + spec.Nodes - 1) / spec.Nodes
+	return sim.JobRequest{
+		Partition: spec.Partition, Nodes: spec.Nodes, CoresPerNode: cpn, GPUsPerNode: gpn,
+		MemGBPerNode: spec.MemoryGB, Walltime: spec.Walltime.D(), External: true, User: true, Tag: spec.Tag,
+	}, nil
+}
+
+// refusal turns a model error into what a user reads.
+func (p *Provider) refusal(err error) error {
+	var le *sim.LimitError
+	switch {
+	case errors.Is(err, sim.ErrDown):
+		return fmt.Errorf("%s: %w: %v", p.sys.Name, provider.ErrSiteDown, err)
+	case errors.As(err, &le):
+		return fmt.Errorf("%s: sbatch refused the job: %w. Lower the %s or pick another partition", p.sys.Name, err, le.Limit)
+	}
+	return fmt.Errorf("%s: %w", p.sys.Name, err)
+}
+
+// Submit queues the job in the model as the user's own; it runs as a local process
+// when the model starts it. The id is the model's job number ("1234").
+func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, error) {
+	req, err := p.request(spec)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.begin(ctx); err != nil {
+		return "", err
+	}
+	id, err := p.c.Submit(req)
+	if err != nil {
+		return "", p.refusal(err)
+	}
+	s := spec
+	p.specs[id] = &s
+	p.advanceLocked() // it may start right away
+	return strconv.FormatInt(id, 10), nil
+}
+
+// Status reports many jobs; ids the model does not know are absent.
+func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.reachable("squeue"); err != nil {
+		return nil, err
+	}
+	out := make(map[string]model.JobStatus, len(jobIDs))
+	for _, s := range jobIDs {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			continue
+		}
+		if j, ok := p.c.Job(id); ok {
+			out[s] = p.status(j)
+		}
+	}
+	return out, nil
+}
+
+func (p *Provider) status(j sim.Job) model.JobStatus {
+	st := model.JobStatus{
+		JobID: strconv.FormatInt(j.ID, 10), Name: j.Tag, State: j.State.Model(), RawState: string(j.State),
+		ExitCode: j.ExitCode, Submit: p.out(j.Submit), Start: p.out(j.Start), End: p.out(j.End),
+	}
+	if j.State == sim.Pending || j.State.Final() && j.Reason != sim.ReasonNone {
+		st.Reason = j.Reason
+	}
+	switch {
+	case !j.End.IsZero() && !j.Start.IsZero():
+		st.Elapsed = model.Duration(j.End.Sub(j.Start))
+	case !j.Start.IsZero():
+		st.Elapsed = model.Duration(p.c.Now().Sub(j.Start))
+	}
+	if len(j.NodeList) > 0 {
+		names := make([]string, len(j.NodeList))
+		for i, n := range j.NodeList {
+			names[i] = fmt.Sprintf("%s-%03d", j.Partition, n+1)
+		}
+		st.NodeList = strings.Join(names, ",")
+	}
+	return st
+}
+
+// Cancel cancels jobs; unknown and finished ids are ignored. Running processes are killed.
+func (p *Provider) Cancel(ctx context.Context, jobIDs []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	if err := p.reachable("scancel"); err != nil {
+		return err
+	}
+	for _, s := range jobIDs {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			continue
+		}
+		if err := p.c.Cancel(id); err != nil && !errors.Is(err, sim.ErrUnknownJob) {
+			return fmt.Errorf("sim %s: cancel %s: %w", p.sys.Name, s, err)
+		}
+	}
+	p.advanceLocked() // kill what was cancelled now
+	return nil
+}
+
+// EstimateStart plans when a job like spec would start (like sbatch --test-only).
+func (p *Provider) EstimateStart(ctx context.Context, spec model.JobSpec) (time.Time, error) {
+	req, err := p.request(spec)
+	if err != nil {
+		return time.Time{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.begin(ctx); err != nil {
+		return time.Time{}, err
+	}
+	if err := p.reachable("sbatch --test-only"); err != nil {
+		return time.Time{}, err
+	}
+	t, err := p.c.EstimateStart(req)
+	if err != nil {
+		return time.Time{}, p.refusal(err)
+	}
+	return p.out(t), nil
+}
+
+// FindByTag finds the user's jobs by tag (job name). The map is keyed by tag; when a
+// tag was submitted more than once the newest job wins.
+func (p *Provider) FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.reachable("squeue"); err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, t := range tags {
+		want[t] = true
+	}
+	out := map[string]model.JobStatus{}
+	for _, j := range p.c.Jobs() { // ascending ids: later ones overwrite
+		if want[j.Tag] {
+			out[j.Tag] = p.status(j)
+		}
+	}
+	return out, nil
+}
+
+// jobDir is the work directory of one job.
+func (p *Provider) jobDir(id int64) string {
+	return filepath.Join(p.workdir, strconv.FormatInt(id, 10))
+}
+
+// Logs returns the last tail bytes (default 16 KiB, at most 1 MiB) of the job's
+// stdout and stderr files.
+func (p *Provider) Logs(ctx context.Context, jobID string, tail int) (model.Logs, error) {
+	id, err := strconv.ParseInt(strings.TrimSpace(jobID), 10, 64)
+	if err != nil {
+		return model.Logs{}, fmt.Errorf("sim %s: job id %q is not a number", p.sys.Name, jobID)
+	}
+	p.mu.Lock()
+	_, known := p.specs[id]
+	down := p.reachable("reading job output")
+	p.mu.Unlock()
+	if down != nil {
+		return model.Logs{}, down
+	}
+	if !known {
+		return model.Logs{}, fmt.Errorf("sim %s: job %s: %w (only jobs submitted through this provider have logs)", p.sys.Name, jobID, sim.ErrUnknownJob)
+	}
+	if err := ctx.Err(); err != nil {
+		return model.Logs{}, err
+	}
+	if tail <= 0 {
+		tail = DefaultLogTail
+	}
+	tail = min(tail, maxLogTail)
+	dir := p.jobDir(id)
+	l := model.Logs{JobID: jobID, StdoutPath: filepath.Join(dir, "stdout"), StderrPath: filepath.Join(dir, "stderr")}
+	var t1, t2 bool
+	if l.Stdout, t1, err = readTail(l.StdoutPath, tail); err != nil {
+		return l, fmt.Errorf("sim %s: job %s stdout: %w", p.sys.Name, jobID, err)
+	}
+	if l.Stderr, t2, err = readTail(l.StderrPath, tail); err != nil {
+		return l, fmt.Errorf("sim %s: job %s stderr: %w", p.sys.Name, jobID, err)
+	}
+	l.Truncated = t1 || t2
+	return l, nil
+}
+
+// readTail reads the last n bytes of a file; a missing file (job not started) is empty.
+func readTail(path string, n int) (string, bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", false, err
+	}
+	size := fi.Size()
+	off := max(size-int64(n), 0)
+	buf := make([]byte, size-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return "", false, err
+	}
+	return string(buf), off > 0, nil
+}

@@ -1,0 +1,79 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// ErrNoEstimate means the what-if planner could not find a start time within its
+// bounds (for example nodes that never come back).
+var ErrNoEstimate = errors.New("no start-time estimate")
+
+// EstimateStart answers "when would a job like req start if submitted now?" the way
+// `sbatch --test-only` does: it plans the current queue forward on a copy of the
+// partition, assuming every job runs to its requested walltime and nothing else
+// arrives, with req queued last. The model itself is not changed.
+func (c *Cluster) EstimateStart(req JobRequest) (time.Time, error) {
+	req.External = true
+	req, err := c.Check(req)
+	if err != nil {
+		return time.Time{}, err
+	}
+	p := c.byName[req.Partition]
+	now := c.outageEnd(c.now)
+
+	q := &partition{cfg: p.cfg, nodes: slices.Clone(p.nodes)}
+	for _, j := range p.running {
+		cj := *j
+		q.running = append(q.running, &cj)
+	}
+	for _, j := range p.queue {
+		cj := *j
+		q.queue = append(q.queue, &cj)
+	}
+	probe := &job{id: -1, req: req, part: q, state: Pending, dc: req.CoresPerNode, dg: req.GPUsPerNode, dm: req.MemGBPerNode}
+	if p.cfg.Exclusive {
+		probe.dc, probe.dg, probe.dm = p.cfg.CoresPerNode, p.cfg.GPUsPerNode, p.cfg.MemGBPerNode
+	}
+	probe.req.User = true
+	q.queue = append(q.queue, probe)
+
+	for range estimateMaxIterations {
+		for _, j := range q.schedule(now, c.cfg.BackfillDepth) {
+			if j == probe {
+				return c.epoch.Add(now), nil
+			}
+		}
+		next := time.Duration(math.MaxInt64)
+		for _, j := range q.running {
+			next = min(next, j.expEnd())
+		}
+		for i := range q.nodes {
+			if q.nodes[i].down && q.nodes[i].upAt > 0 {
+				next = min(next, q.nodes[i].upAt)
+			}
+		}
+		if next == math.MaxInt64 {
+			return time.Time{}, fmt.Errorf("sim %s: %w: partition %s cannot fit the job with the nodes it has up", c.cfg.Name, ErrNoEstimate, p.cfg.Name)
+		}
+		now = c.outageEnd(max(next, now))
+		kept := q.running[:0]
+		for _, j := range q.running {
+			if j.expEnd() <= now {
+				give(q.nodes, j, j.alloc)
+				continue
+			}
+			kept = append(kept, j)
+		}
+		q.running = kept
+		for i := range q.nodes {
+			if q.nodes[i].down && q.nodes[i].upAt > 0 && q.nodes[i].upAt <= now {
+				q.nodes[i] = node{cores: p.cfg.CoresPerNode, gpus: p.cfg.GPUsPerNode, mem: p.cfg.MemGBPerNode}
+			}
+		}
+	}
+	return time.Time{}, fmt.Errorf("sim %s: %w: gave up after %d planning steps", c.cfg.Name, ErrNoEstimate, estimateMaxIterations)
+}
