@@ -28,6 +28,7 @@ const (
 	JobLost        JobState = "lost" // vanished from the site without a final state
 	JobUnknown     JobState = "unknown"
 	JobSubmitting  JobState = "submitting" // Mosaic-side: written before the submit call
+	JobCancelling  JobState = "cancelling" // Mosaic-side: cancel requested, site not yet confirmed
 	JobSubmitError JobState = "submit_error"
 )
 
@@ -44,7 +45,7 @@ func (s JobState) Final() bool {
 // Active reports whether the job is known to the site and not final.
 func (s JobState) Active() bool {
 	switch s {
-	case JobPending, JobRunning, JobCompleting, JobSuspended, JobRequeued:
+	case JobPending, JobRunning, JobCompleting, JobSuspended, JobRequeued, JobCancelling:
 		return true
 	}
 	return false

@@ -45,22 +45,25 @@ type Task struct {
 
 // Attempt is one submission of a task to one site.
 type Attempt struct {
-	TaskID    string     `json:"task_id"`
-	N         int        `json:"n"` // 1-based
-	Tag       string     `json:"tag"`
-	System    string     `json:"system"`
-	Partition string     `json:"partition"`
-	Account   string     `json:"account,omitempty"`
-	Spec      JobSpec    `json:"spec"`
-	Script    string     `json:"script,omitempty"` // as rendered for the site
-	JobID     string     `json:"job_id,omitempty"`
-	State     JobState   `json:"state"`
-	RawState  string     `json:"raw_state,omitempty"`
-	ExitCode  *int       `json:"exit_code,omitempty"`
-	Reason    string     `json:"reason,omitempty"`
-	CreatedAt time.Time  `json:"created_at"`
-	StartedAt *time.Time `json:"started_at,omitempty"`
-	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	TaskID    string    `json:"task_id"`
+	N         int       `json:"n"` // 1-based
+	Tag       string    `json:"tag"`
+	System    string    `json:"system"`
+	Partition string    `json:"partition"`
+	Account   string    `json:"account,omitempty"`
+	Spec      JobSpec   `json:"spec"`
+	Script    string    `json:"script,omitempty"` // as rendered for the site
+	JobID     string    `json:"job_id,omitempty"`
+	State     JobState  `json:"state"`
+	RawState  string    `json:"raw_state,omitempty"`
+	ExitCode  *int      `json:"exit_code,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// EstimatedStart is when the placement expected the job to start (nil if unknown);
+	// the monitor compares real waits against it.
+	EstimatedStart *time.Time `json:"estimated_start,omitempty"`
+	StartedAt      *time.Time `json:"started_at,omitempty"`
+	EndedAt        *time.Time `json:"ended_at,omitempty"`
 }
 
 // Actor says who caused an event.

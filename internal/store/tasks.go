@@ -213,10 +213,14 @@ func (s *Store) CreateAttempt(ctx context.Context, a *model.Attempt, evs ...mode
 		return err
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		var est sql.NullInt64
+		if a.EstimatedStart != nil {
+			est = sql.NullInt64{Int64: nanos(*a.EstimatedStart), Valid: true}
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (task_id, n, tag, system, partition, account, spec, script, job_id,
-			state, raw_state, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			state, raw_state, reason, created_at, est_start) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			a.TaskID, a.N, a.Tag, a.System, a.Partition, a.Account, string(spec), a.Script, a.JobID,
-			string(a.State), a.RawState, a.Reason, nanos(a.CreatedAt)); err != nil {
+			string(a.State), a.RawState, a.Reason, nanos(a.CreatedAt), est); err != nil {
 			return fmt.Errorf("store: create attempt %s: %w", a.Tag, err)
 		}
 		_, err := insertEvents(ctx, tx, evs)
@@ -279,15 +283,15 @@ func (s *Store) UpdateAttempt(ctx context.Context, taskID string, n int, u Attem
 	})
 }
 
-const attemptCols = `task_id, n, tag, system, partition, account, spec, script, job_id, state, raw_state, exit_code, reason, created_at, started_at, ended_at`
+const attemptCols = `task_id, n, tag, system, partition, account, spec, script, job_id, state, raw_state, exit_code, reason, created_at, started_at, ended_at, est_start`
 
 func scanAttempt(sc interface{ Scan(...any) error }) (*model.Attempt, error) {
 	var a model.Attempt
 	var spec, state string
-	var exit, started, ended sql.NullInt64
+	var exit, started, ended, est sql.NullInt64
 	var created int64
 	if err := sc.Scan(&a.TaskID, &a.N, &a.Tag, &a.System, &a.Partition, &a.Account, &spec, &a.Script, &a.JobID, &state,
-		&a.RawState, &exit, &a.Reason, &created, &started, &ended); err != nil {
+		&a.RawState, &exit, &a.Reason, &created, &started, &ended, &est); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(spec), &a.Spec); err != nil {
@@ -306,6 +310,10 @@ func scanAttempt(sc interface{ Scan(...any) error }) (*model.Attempt, error) {
 	if ended.Valid {
 		t := fromNanos(ended.Int64)
 		a.EndedAt = &t
+	}
+	if est.Valid {
+		t := fromNanos(est.Int64)
+		a.EstimatedStart = &t
 	}
 	return &a, nil
 }
@@ -413,4 +421,10 @@ func (s *Store) Events(ctx context.Context, q EventQuery) ([]model.Event, error)
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// AppendEventsErr is AppendEvents for callers that need only the error.
+func (s *Store) AppendEventsErr(ctx context.Context, evs ...model.Event) error {
+	_, err := s.AppendEvents(ctx, evs...)
+	return err
 }

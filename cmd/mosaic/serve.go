@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mosaic-hpc/mosaic/internal/api"
+	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/core"
+)
+
+func newServeCmd() *cobra.Command {
+	var sites, addr string
+	var tick time.Duration
+	var speed float64
+	var allowHosts []string
+	var headless bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Mosaic core: probes, API and UI (default: a simulated federation)",
+		Long: `Run the Mosaic core on 127.0.0.1:8642.
+
+With no sites file (--sites or MOSAIC_SITES) it runs the embedded simulated federation
+of six machines (Delta, DeltaAI, Anvil, Vista, Frontera, Lonestar6): real batch-queue
+models with background load, running your jobs as local processes.
+
+The API token is created on first start at $XDG_CONFIG_HOME/mosaic/token (mode 0600);
+the CLI reads it from there.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := config.LoadEnv(".")
+			if err != nil {
+				return err
+			}
+			cfg, err := config.Resolve(env)
+			if err != nil {
+				return err
+			}
+			f := cmd.Flags()
+			if f.Changed("sites") {
+				cfg.SitesFile = sites
+			}
+			if f.Changed("addr") {
+				cfg.Addr = addr
+			}
+			if f.Changed("tick") {
+				if tick < 100*time.Millisecond {
+					return fmt.Errorf("--tick %s: want at least 100ms", tick)
+				}
+				cfg.Tick = tick
+			}
+			if f.Changed("speed") {
+				if speed <= 0 {
+					return fmt.Errorf("--speed %g: want a positive number", speed)
+				}
+				cfg.SimSpeed = speed
+			}
+			cfg.AllowHosts = append(cfg.AllowHosts, allowHosts...)
+			return serve(cmd, cfg, headless)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sites, "sites", "", "site catalog file (default: embedded simulated federation; env MOSAIC_SITES)")
+	f.StringVar(&addr, "addr", config.DefaultAddr, "listen address (env MOSAIC_ADDR)")
+	f.DurationVar(&tick, "tick", 0, "probe interval (default 5s simulated, 60s live; env MOSAIC_TICK)")
+	f.Float64Var(&speed, "speed", 0, "simulated seconds per real second (default 60; env MOSAIC_SIM_SPEED)")
+	f.StringSliceVar(&allowHosts, "allow-host", nil, "accept requests for this Host name besides loopback names (repeatable)")
+	f.BoolVar(&headless, "headless", false, "serve the API only, without the web UI")
+	return cmd
+}
+
+func serve(cmd *cobra.Command, cfg *config.Config, headless bool) error {
+	level := slog.LevelInfo
+	if strings.EqualFold(cfg.LogLevel, "debug") {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	// Claim the port first: a busy port must fail before anything else starts.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return busyPortError(cfg.Addr, err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+
+	token, err := config.EnsureToken(cfg.TokenPath)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer c.Close()
+	srv, err := api.New(c, api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, Headless: headless})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go c.Run(ctx)
+
+	url := "http://" + ln.Addr().String()
+	out := cmd.OutOrStdout()
+	about := c.About()
+	fmt.Fprintf(out, "Mosaic %s serving %d systems (%s) at %s\n", about.Version, about.Systems, about.Catalog, url)
+	fmt.Fprintf(out, "  API token: %s (send as Authorization: Bearer; the CLI reads it)\n", cfg.TokenPath)
+	fmt.Fprintf(out, "  API docs:  %s/docs   status: mosaic status   stop: Ctrl-C\n", url)
+	fmt.Fprintf(out, "  store:     %s   tick: %s\n", about.Store, about.Tick)
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+		log.Info("shutting down")
+	}
+	shCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return hs.Shutdown(shCtx)
+}
+
+func busyPortError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		_, port, _ := net.SplitHostPort(addr)
+		return fmt.Errorf("port %s is already in use (%s): another `mosaic serve` may be running — check with `ss -ltnp 'sport = :%s'` or `lsof -i :%s`, stop it, or pick another port with --addr",
+			port, addr, port, port)
+	}
+	return fmt.Errorf("listen on %s: %w", addr, err)
+}

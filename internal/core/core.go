@@ -1,0 +1,290 @@
+// Package core is the one facade every surface (HTTP API, web UI, MCP, CLI through the
+// API) calls. It owns the catalog, the providers, the federation collector and the store;
+// surfaces never reach into those directly.
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/federation"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/site"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// ErrNotFound marks lookups of unknown systems, tasks or runs.
+var ErrNotFound = errors.New("not found")
+
+// ErrInvalid marks requests the caller must change (bad envelope, infeasible pin, …).
+var ErrInvalid = errors.New("invalid request")
+
+// ErrNotReady is returned before the first probe round has finished.
+var ErrNotReady = errors.New("federation not probed yet")
+
+// Options configure a Core.
+type Options struct {
+	Catalog   *site.Catalog
+	Store     *store.Store
+	Providers []provider.Provider // one per catalog system, same order
+	Tick      time.Duration
+	Logger    *slog.Logger
+	Clock     func() time.Time
+}
+
+// Core is Mosaic's service.
+type Core struct {
+	cat       *site.Catalog
+	store     *store.Store
+	collector *federation.Collector
+	log       *slog.Logger
+	clock     func() time.Time
+	started   time.Time
+
+	runOnce   sync.Once
+	ownsStore bool
+}
+
+// New assembles a core; call Run to start probing.
+func New(opts Options) (*Core, error) {
+	if opts.Catalog == nil {
+		return nil, fmt.Errorf("core: no catalog")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	var sink federation.HistorySink
+	if opts.Store != nil {
+		sink = opts.Store
+	}
+	col, err := federation.New(opts.Providers, federation.Options{
+		Tick: opts.Tick, Sink: sink, Clock: opts.Clock, Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Core{cat: opts.Catalog, store: opts.Store, collector: col, log: opts.Logger, clock: opts.Clock, started: opts.Clock()}, nil
+}
+
+// Run probes every tick until ctx ends.
+func (c *Core) Run(ctx context.Context) {
+	c.runOnce.Do(func() { c.collector.Run(ctx) })
+}
+
+// Refresh forces one probe round now and returns its snapshot.
+func (c *Core) Refresh(ctx context.Context) *model.ResourceSnapshot { return c.collector.Refresh(ctx) }
+
+// WaitReady blocks until the first snapshot exists or ctx ends.
+func (c *Core) WaitReady(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for c.collector.Snapshot() == nil {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the first probe round: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Federation returns the latest merged snapshot.
+func (c *Core) Federation() (*model.ResourceSnapshot, error) {
+	s := c.collector.Snapshot()
+	if s == nil {
+		return nil, ErrNotReady
+	}
+	return s, nil
+}
+
+// Subscribe delivers each new snapshot until the returned stop function is called.
+func (c *Core) Subscribe() (<-chan *model.ResourceSnapshot, func()) { return c.collector.Subscribe() }
+
+// History returns downsampled partition history from the store.
+func (c *Core) History(ctx context.Context, system string, since time.Time, limit int) ([]store.HistoryPoint, error) {
+	if system != "" {
+		sys, ok := c.cat.System(system)
+		if !ok {
+			return nil, c.unknownSystem(system)
+		}
+		system = sys.Name
+	}
+	if c.store == nil {
+		return nil, nil
+	}
+	return c.store.History(ctx, system, since, limit)
+}
+
+// ResourceDetail is one system: its health, records and how it is reached.
+type ResourceDetail struct {
+	System     model.SystemHealth     `json:"system"`
+	Kind       string                 `json:"kind"`
+	Dialect    string                 `json:"dialect"`
+	Host       string                 `json:"host,omitempty"`
+	Endpoint   string                 `json:"endpoint,omitempty"`
+	Accounts   []string               `json:"accounts"`
+	WorkDir    string                 `json:"workdir,omitempty"`
+	Machine    string                 `json:"machine,omitempty"`
+	Partitions []model.ResourceRecord `json:"partitions"`
+}
+
+// Resource returns one system's detail. The name may be the catalog name or machine name.
+func (c *Core) Resource(name string) (*ResourceDetail, error) {
+	sys, ok := c.cat.System(name)
+	if !ok {
+		return nil, c.unknownSystem(name)
+	}
+	snap, err := c.Federation()
+	if err != nil {
+		return nil, err
+	}
+	h, _ := snap.System(sys.Name)
+	d := &ResourceDetail{System: h, Kind: sys.Kind, Dialect: sys.Dialect, Host: sys.Host, Endpoint: h.Endpoint,
+		Accounts: sys.Accounts, WorkDir: sys.WorkDir, Machine: sys.Machine, Partitions: snap.RecordsOf(sys.Name)}
+	if d.Accounts == nil {
+		d.Accounts = []string{}
+	}
+	if d.Partitions == nil {
+		d.Partitions = []model.ResourceRecord{}
+	}
+	return d, nil
+}
+
+func (c *Core) unknownSystem(name string) error {
+	names := make([]string, 0, len(c.cat.Systems))
+	for _, s := range c.cat.Systems {
+		names = append(names, s.Name)
+	}
+	return fmt.Errorf("system %q: %w; known systems: %s", name, ErrNotFound, strings.Join(names, ", "))
+}
+
+// IdleFilter selects partitions with free capacity.
+type IdleFilter struct {
+	GPUs     int    // at least this many free GPUs (0 = any)
+	GPUMemGB int    // at least this much memory per GPU
+	Cores    int    // at least this many free cores
+	Arch     string // exact arch
+	GPUModel string // case-insensitive model
+	MaxQueue int    // at most this many pending jobs (-1 = any)
+	Provider string // sim, ssh, local, globus
+	System   string
+}
+
+// Idle returns partitions that have the requested free capacity right now, most free
+// gating units first.
+func (c *Core) Idle(f IdleFilter) ([]model.ResourceRecord, error) {
+	snap, err := c.Federation()
+	if err != nil {
+		return nil, err
+	}
+	out := []model.ResourceRecord{}
+	for _, r := range snap.Records {
+		if !r.Health.Usable() {
+			continue
+		}
+		if f.GPUs > 0 && r.FreeGPUs < f.GPUs {
+			continue
+		}
+		if f.GPUMemGB > 0 && (r.GPUsPerNode == 0 || r.GPUMemoryGB < f.GPUMemGB) {
+			continue
+		}
+		if f.Cores > 0 && r.FreeCores < f.Cores {
+			continue
+		}
+		if f.Arch != "" && !strings.EqualFold(r.Arch, f.Arch) {
+			continue
+		}
+		if f.GPUModel != "" && !strings.EqualFold(r.GPUModel, f.GPUModel) {
+			continue
+		}
+		if f.MaxQueue >= 0 && r.PendingJobs > f.MaxQueue {
+			continue
+		}
+		if f.Provider != "" && r.Provider != f.Provider {
+			continue
+		}
+		if f.System != "" {
+			if sys, ok := c.cat.System(f.System); !ok || sys.Name != r.System {
+				continue
+			}
+		}
+		if f.GPUs == 0 && f.Cores == 0 {
+			if free, _ := r.FreeUnits(); free == 0 {
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].FreeGPUs != out[j].FreeGPUs {
+			return out[i].FreeGPUs > out[j].FreeGPUs
+		}
+		return out[i].FreeCores > out[j].FreeCores
+	})
+	return out, nil
+}
+
+// About describes this core.
+type About struct {
+	Version   string    `json:"version"`
+	Commit    string    `json:"commit,omitempty"`
+	GoVersion string    `json:"go_version"`
+	Catalog   string    `json:"catalog"` // file path or "embedded simulated federation"
+	Systems   int       `json:"systems"`
+	Tick      string    `json:"tick"`
+	Store     string    `json:"store"`
+	Ranker    string    `json:"ranker"`
+	Started   time.Time `json:"started"`
+}
+
+// Version is set at build time with -ldflags "-X github.com/mosaic-hpc/mosaic/internal/core.Version=…".
+var Version = "dev"
+
+// About reports version and configuration.
+func (c *Core) About() About {
+	a := About{Version: Version, Systems: len(c.cat.Systems), Tick: c.collector.Tick().String(), Ranker: "heuristic", Started: c.started}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		a.GoVersion = bi.GoVersion
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				a.Commit = s.Value
+			}
+		}
+	}
+	a.Catalog = c.cat.Path
+	if a.Catalog == "" {
+		a.Catalog = "embedded simulated federation"
+	}
+	if c.store != nil {
+		a.Store = c.store.Path()
+	}
+	return a
+}
+
+// Catalog returns the site catalog (read-only).
+func (c *Core) Catalog() *site.Catalog { return c.cat }
+
+// Close releases providers that hold processes or connections.
+func (c *Core) Close() error {
+	var errs []error
+	for _, p := range c.collector.Providers() {
+		if cl, ok := p.(provider.Closer); ok {
+			errs = append(errs, cl.Close())
+		}
+	}
+	if c.ownsStore && c.store != nil {
+		errs = append(errs, c.store.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,363 @@
+package execution
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// ActionKind is what the continuation policy does after an attempt ends badly.
+type ActionKind string
+
+// Actions.
+const (
+	ActRetry   ActionKind = "retry"   // same site, same size
+	ActResize  ActionKind = "resize"  // same site, more walltime or memory
+	ActMigrate ActionKind = "migrate" // replan elsewhere
+	ActFail    ActionKind = "fail"    // give up; the task fails with the story
+	ActCancel  ActionKind = "cancel"  // someone cancelled the job at the site
+)
+
+// Action is a continuation decision with its rationale.
+type Action struct {
+	Kind      ActionKind
+	Spec      model.JobSpec   // for retry/resize: the next attempt's sizing
+	Envelope  *model.Envelope // for migrate: the envelope to replan with (raised minimums)
+	Rationale string
+}
+
+// History summarises a task's attempts for the policy.
+type History struct {
+	Attempts   int
+	Migrations int
+	Retries    map[model.JobState]int // in-place retries per failure class
+}
+
+func historyOf(atts []*model.Attempt) History {
+	h := History{Attempts: len(atts), Retries: map[model.JobState]int{}}
+	for i := 1; i < len(atts); i++ {
+		if atts[i].System != atts[i-1].System {
+			h.Migrations++
+		} else {
+			h.Retries[atts[i-1].State]++
+		}
+	}
+	return h
+}
+
+// Decide is the continuation policy as a pure function: given the task's envelope and
+// policy, what the attempt ended with, the partition it ran on (may be nil), and the
+// history, what happens next.
+func Decide(env model.Envelope, pol model.Policy, a *model.Attempt, part *model.ResourceRecord, h History, transientSubmit bool) Action {
+	pol = pol.WithDefaults()
+	spec := a.Spec
+	if h.Attempts >= pol.MaxAttempts {
+		return Action{Kind: ActFail, Rationale: fmt.Sprintf("attempt %d ended %s and the policy allows %d attempts", a.N, a.State, pol.MaxAttempts)}
+	}
+	migrate := func(why string, e model.Envelope) Action {
+		if h.Migrations >= pol.MaxMigrations {
+			return Action{Kind: ActFail, Rationale: why + fmt.Sprintf("; migration needed but the policy's %d migrations are used up", pol.MaxMigrations)}
+		}
+		return Action{Kind: ActMigrate, Envelope: &e, Rationale: why}
+	}
+	switch a.State {
+	case model.JobNodeFail, model.JobBootFail, model.JobLost, model.JobPreempted:
+		if *pol.RetryTransient {
+			return Action{Kind: ActRetry, Spec: spec, Rationale: fmt.Sprintf("%s is a transient failure of the site, not of the job: retry in place", a.State)}
+		}
+		return migrate(fmt.Sprintf("%s and in-place retries are off", a.State), env)
+	case model.JobSubmitError:
+		if transientSubmit && h.Retries[model.JobSubmitError] < 1 {
+			return Action{Kind: ActRetry, Spec: spec, Rationale: "the site was unreachable at submit: retry in place once"}
+		}
+		return migrate("the site refused the submission: "+firstLine(a.Reason), env)
+	case model.JobTimeout:
+		cur := spec.Walltime
+		if !*pol.ResizeOnTimeout {
+			return Action{Kind: ActFail, Rationale: "the job hit its walltime and resizing is off"}
+		}
+		max := env.Walltime.Max
+		if max == 0 {
+			max = env.Walltime.Min
+		}
+		if cur >= max {
+			return Action{Kind: ActFail, Rationale: fmt.Sprintf("the job hit its walltime of %s, already the envelope's maximum; raise walltime.max to let Mosaic give it longer", cur)}
+		}
+		next := model.Duration(float64(cur) * pol.Growth)
+		if next > max {
+			next = max
+		}
+		if part != nil && part.WalltimeCap > 0 && next > part.WalltimeCap {
+			e := env
+			e.Walltime.Min = next
+			return migrate(fmt.Sprintf("the job hit its walltime of %s; it needs %s, more than %s:%s allows (%s)", cur, next, a.System, a.Partition, part.WalltimeCap), e)
+		}
+		spec.Walltime = next
+		return Action{Kind: ActResize, Spec: spec, Rationale: fmt.Sprintf("the job hit its walltime of %s: resize to %s (envelope max %s)", cur, next, max)}
+	case model.JobOOM:
+		if !*pol.ResizeOnOOM {
+			return Action{Kind: ActFail, Rationale: "the job ran out of memory and resizing is off"}
+		}
+		nodes := max(spec.Nodes, 1)
+		curTotal := spec.MemoryGB * nodes
+		if curTotal == 0 && part != nil {
+			curTotal = part.MemoryPerNodeGB * nodes / 2 // site default: assume about half a node
+		}
+		maxTotal := env.MemoryGB.Max
+		if maxTotal == 0 {
+			maxTotal = env.MemoryGB.Min
+		}
+		if maxTotal == 0 && part != nil {
+			maxTotal = part.MemoryPerNodeGB * nodes
+		}
+		if curTotal >= maxTotal {
+			return Action{Kind: ActFail, Rationale: fmt.Sprintf("the job ran out of memory at %d GB, already the envelope's maximum; raise memory_gb.max", curTotal)}
+		}
+		nextTotal := min(int(float64(curTotal)*pol.Growth+0.5), maxTotal)
+		perNode := (nextTotal + nodes - 1) / nodes
+		if part != nil && part.MemoryPerNodeGB > 0 && perNode > part.MemoryPerNodeGB {
+			e := env
+			e.MemoryGB.Min = nextTotal
+			return migrate(fmt.Sprintf("the job ran out of memory at %d GB; it needs %d GB/node, more than a %s:%s node has (%d GB)", curTotal, perNode, a.System, a.Partition, part.MemoryPerNodeGB), e)
+		}
+		spec.MemoryGB = perNode
+		return Action{Kind: ActResize, Spec: spec, Rationale: fmt.Sprintf("the job ran out of memory at %d GB: resize to %d GB (%d GB/node)", curTotal, nextTotal, perNode)}
+	case model.JobFailed:
+		if h.Retries[model.JobFailed] < max(pol.RetryFailed, 0) {
+			return Action{Kind: ActRetry, Spec: spec, Rationale: fmt.Sprintf("the job exited %s; the policy retries a failed run %d time(s) in place", exitText(a), pol.RetryFailed)}
+		}
+		return Action{Kind: ActFail, Rationale: fmt.Sprintf("the job exited %s: its own failure, not the site's; fix the command and resubmit", exitText(a))}
+	case model.JobCancelled:
+		return Action{Kind: ActCancel, Rationale: "the job was cancelled at the site, outside Mosaic"}
+	case model.JobDeadline:
+		return Action{Kind: ActFail, Rationale: "the job missed its deadline at the site"}
+	}
+	return Action{Kind: ActFail, Rationale: fmt.Sprintf("the job ended %s (%s)", a.State, a.RawState)}
+}
+
+func exitText(a *model.Attempt) string {
+	if a.ExitCode != nil {
+		return fmt.Sprintf("with code %d", *a.ExitCode)
+	}
+	return "non-zero"
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+func (e *Engine) partition(system, partition string) *model.ResourceRecord {
+	snap := e.o.Snapshot()
+	if snap == nil {
+		return nil
+	}
+	for i := range snap.Records {
+		r := &snap.Records[i]
+		if r.System == system && r.Partition == partition {
+			return r
+		}
+	}
+	return nil
+}
+
+// continueAfter runs the policy after attempt a ended badly and acts on it.
+func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.Attempt, transientSubmit bool) error {
+	atts, err := e.o.Store.Attempts(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	act := Decide(t.Envelope, policyOf(t), a, e.partition(a.System, a.Partition), historyOf(atts), transientSubmit)
+	next := len(atts) + 1
+	switch act.Kind {
+	case ActRetry, ActResize:
+		if err := e.o.Store.AppendEventsErr(ctx, ev(t.ID, a.N, a.System, "continuation", string(act.Kind)+" on "+a.System, act.Rationale, model.ActorRules)); err != nil {
+			return err
+		}
+		pl := &Placement{System: a.System, Partition: a.Partition, Account: a.Account, Spec: act.Spec}
+		_, err := e.dispatch(ctx, t, next, pl, act.Rationale)
+		return err
+	case ActMigrate:
+		if t.Target != nil {
+			return e.fail(ctx, t, a, act.Rationale+"; the task is pinned to "+t.Target.System+", so it cannot move (replan with --clear-target)")
+		}
+		tt := t.Task
+		tt.Envelope = *act.Envelope
+		pl, err := e.o.Placer.Place(ctx, &tt, excluded(atts, a.System))
+		if err != nil {
+			return e.fail(ctx, t, a, act.Rationale+"; no other system can take it: "+firstLine(err.Error()))
+		}
+		if err := e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{Decision: pl.Decision, Envelope: act.Envelope},
+			ev(t.ID, a.N, a.System, "continuation", fmt.Sprintf("migrate %s → %s:%s", a.System, pl.System, pl.Partition), act.Rationale, model.ActorRules)); err != nil {
+			return err
+		}
+		_, err = e.dispatch(ctx, t, next, pl, act.Rationale+"; "+pl.Rationale)
+		return err
+	case ActCancel:
+		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &act.Rationale},
+			ev(t.ID, a.N, a.System, "cancelled", "task cancelled", act.Rationale, model.ActorSystem))
+	}
+	return e.fail(ctx, t, a, act.Rationale)
+}
+
+// excluded lists systems to avoid when migrating: the one that just failed, plus any
+// system an earlier attempt was migrated away from.
+func excluded(atts []*model.Attempt, current string) []string {
+	out := []string{current}
+	for i := 1; i < len(atts); i++ {
+		if atts[i].System != atts[i-1].System {
+			out = append(out, atts[i-1].System)
+		}
+	}
+	return out
+}
+
+func (e *Engine) fail(ctx context.Context, t *store.TaskRow, a *model.Attempt, why string) error {
+	atts, _ := e.o.Store.Attempts(ctx, t.ID)
+	var story []string
+	for _, x := range atts {
+		s := fmt.Sprintf("#%d %s:%s %s", x.N, x.System, x.Partition, x.State)
+		if x.JobID != "" {
+			s += " (job " + x.JobID + ")"
+		}
+		story = append(story, s)
+	}
+	reason := why + ". Attempts: " + strings.Join(story, "; ")
+	return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
+		ev(t.ID, a.N, a.System, "failure", "task failed", reason, model.ActorRules))
+}
+
+// migratePending moves a pending job: place elsewhere, submit, and only once the new
+// job is accepted cancel the old one.
+func (e *Engine) migratePending(ctx context.Context, t *store.TaskRow, a *model.Attempt, why string) error {
+	atts, err := e.o.Store.Attempts(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	pol := policyOf(t)
+	h := historyOf(atts)
+	if h.Migrations >= pol.MaxMigrations || h.Attempts >= pol.MaxAttempts {
+		return nil // stay queued: waiting is better than failing
+	}
+	pl, err := e.o.Placer.Place(ctx, &t.Task, excluded(atts, a.System))
+	if err != nil {
+		return nil // nowhere better: stay
+	}
+	if !pl.EstimatedStart.IsZero() && a.EstimatedStart != nil && !pl.EstimatedStart.Before(e.now()) &&
+		pl.EstimatedStart.After(*a.EstimatedStart) {
+		return nil // the alternative is expected to start later than this one
+	}
+	if err := e.o.Store.AppendEventsErr(ctx, ev(t.ID, a.N, a.System, "continuation",
+		fmt.Sprintf("migrate pending job %s: %s → %s:%s", a.JobID, a.System, pl.System, pl.Partition), why, model.ActorRules)); err != nil {
+		return err
+	}
+	na, err := e.dispatch(ctx, t, len(atts)+1, pl, why+"; "+pl.Rationale)
+	if err != nil || na == nil || na.JobID == "" {
+		return err // the new job was not accepted: keep the old one
+	}
+	return e.cancelAttempt(ctx, a, "migrated to "+pl.System+" as attempt "+fmt.Sprint(na.N))
+}
+
+// cancelAttempt asks the site to cancel; if it cannot be reached the attempt stays in
+// cancelling and the monitor asks again every tick until the site confirms.
+func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string) error {
+	if a.JobID == "" {
+		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
+			ev(a.TaskID, a.N, a.System, "transition", "attempt cancelled before a job existed", why, model.ActorSystem))
+	}
+	p, err := e.provider(a.System)
+	if err == nil {
+		err = p.Cancel(ctx, []string{a.JobID})
+	}
+	if err != nil {
+		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &why},
+			ev(a.TaskID, a.N, a.System, "transition", fmt.Sprintf("cancel of job %s pending: %v", a.JobID, err), why, model.ActorSystem))
+	}
+	return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &why},
+		ev(a.TaskID, a.N, a.System, "transition", fmt.Sprintf("cancel requested for job %s", a.JobID), why, model.ActorSystem))
+}
+
+// Cancel stops a task: every open attempt's job is cancelled at its site.
+func (e *Engine) Cancel(ctx context.Context, taskID, why string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.o.Store.Task(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if t.State.Final() {
+		return fmt.Errorf("task %s is already %s", taskID, t.State)
+	}
+	atts, err := e.o.Store.Attempts(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	for _, a := range atts {
+		if a.State.Final() || a.State == model.JobCancelling {
+			continue
+		}
+		if err := e.cancelAttempt(ctx, a, why); err != nil {
+			return err
+		}
+	}
+	return e.o.Store.UpdateTask(ctx, taskID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &why},
+		ev(taskID, 0, "", "cancelled", "task cancelled", why, model.ActorUser))
+}
+
+// Replan places a task anew (optionally without its pin). A pending job is replaced
+// (new job first, old one cancelled after); a running task is refused.
+func (e *Engine) Replan(ctx context.Context, taskID string, clearTarget bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.o.Store.Task(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if t.State.Final() {
+		return fmt.Errorf("task %s is %s; submit it again instead", taskID, t.State)
+	}
+	atts, err := e.o.Store.Attempts(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	var pending *model.Attempt
+	for _, a := range atts {
+		switch a.State {
+		case model.JobRunning, model.JobCompleting:
+			return fmt.Errorf("task %s is running on %s (job %s); cancel it first if you want it elsewhere", taskID, a.System, a.JobID)
+		case model.JobPending, model.JobRequeued, model.JobSubmitting, model.JobSuspended:
+			pending = a
+		}
+	}
+	if clearTarget && t.Target != nil {
+		var none *model.Target
+		if err := e.o.Store.UpdateTask(ctx, taskID, store.TaskUpdate{Target: &none},
+			ev(taskID, 0, "", "replan", "pin to "+t.Target.System+" cleared", "requested by the user", model.ActorUser)); err != nil {
+			return err
+		}
+		t.Target = nil
+	}
+	pl, err := e.o.Placer.Place(ctx, &t.Task, nil)
+	if err != nil {
+		return err
+	}
+	if pending != nil && pending.System == pl.System && pending.Partition == pl.Partition {
+		return e.o.Store.UpdateTask(ctx, taskID, store.TaskUpdate{Decision: pl.Decision},
+			ev(taskID, pending.N, pl.System, "replan", "replanned: staying on "+pl.System+":"+pl.Partition, pl.Rationale, model.ActorUser))
+	}
+	if err := e.o.Store.UpdateTask(ctx, taskID, store.TaskUpdate{Decision: pl.Decision, State: ptr(model.TaskPlaced)},
+		ev(taskID, 0, pl.System, "replan", "replanned → "+pl.System+":"+pl.Partition, pl.Rationale, model.ActorUser)); err != nil {
+		return err
+	}
+	na, err := e.dispatch(ctx, t, len(atts)+1, pl, "replan: "+pl.Rationale)
+	if err != nil {
+		return err
+	}
+	if pending != nil && na != nil && na.JobID != "" {
+		return e.cancelAttempt(ctx, pending, "replanned to "+pl.System)
+	}
+	return nil
+}

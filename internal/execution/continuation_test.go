@@ -1,0 +1,104 @@
+package execution
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+func hours(h float64) model.Duration { return model.Duration(h * float64(time.Hour)) }
+
+func TestDecide(t *testing.T) {
+	env := model.Envelope{GPUs: model.IntRange{Min: 1, Max: 4}, MemoryGB: model.IntRange{Min: 16, Max: 128},
+		Walltime: model.DurationRange{Min: hours(1), Max: hours(8)}}
+	part := &model.ResourceRecord{System: "A", Partition: "gpu", WalltimeCap: hours(4), MemoryPerNodeGB: 64}
+	spec := model.JobSpec{Nodes: 1, GPUs: 2, MemoryGB: 32, Walltime: hours(1)}
+	code := 3
+	att := func(st model.JobState) *model.Attempt {
+		return &model.Attempt{N: 1, System: "A", Partition: "gpu", State: st, Spec: spec, ExitCode: &code}
+	}
+	h1 := History{Attempts: 1, Retries: map[model.JobState]int{}}
+	cases := []struct {
+		name     string
+		a        *model.Attempt
+		pol      model.Policy
+		part     *model.ResourceRecord
+		h        History
+		transSub bool
+		want     ActionKind
+		why      string
+		check    func(t *testing.T, act Action)
+	}{
+		{name: "node fail retries in place", a: att(model.JobNodeFail), h: h1, want: ActRetry, why: "transient"},
+		{name: "lost retries in place", a: att(model.JobLost), h: h1, want: ActRetry},
+		{name: "preempted retries", a: att(model.JobPreempted), h: h1, want: ActRetry},
+		{name: "transient retry off migrates", a: att(model.JobBootFail), pol: model.Policy{RetryTransient: new(bool)}, h: h1, want: ActMigrate},
+		{name: "timeout resizes walltime", a: att(model.JobTimeout), part: part, h: h1, want: ActResize, why: "resize to 2h",
+			check: func(t *testing.T, act Action) {
+				if act.Spec.Walltime != hours(2) {
+					t.Errorf("walltime %s", act.Spec.Walltime)
+				}
+			}},
+		{name: "timeout beyond partition cap migrates", a: func() *model.Attempt { a := att(model.JobTimeout); a.Spec.Walltime = hours(4); return a }(),
+			part: part, h: h1, want: ActMigrate, why: "more than A:gpu allows",
+			check: func(t *testing.T, act Action) {
+				if act.Envelope.Walltime.Min != hours(8) {
+					t.Errorf("raised min %s", act.Envelope.Walltime.Min)
+				}
+			}},
+		{name: "timeout at envelope max fails", a: func() *model.Attempt { a := att(model.JobTimeout); a.Spec.Walltime = hours(8); return a }(),
+			h: h1, want: ActFail, why: "raise walltime.max"},
+		{name: "oom resizes memory", a: att(model.JobOOM), part: part, h: h1, want: ActResize,
+			check: func(t *testing.T, act Action) {
+				if act.Spec.MemoryGB != 64 {
+					t.Errorf("memory %d", act.Spec.MemoryGB)
+				}
+			}},
+		{name: "oom beyond node migrates", a: func() *model.Attempt { a := att(model.JobOOM); a.Spec.MemoryGB = 64; return a }(),
+			part: part, h: h1, want: ActMigrate, why: "more than a A:gpu node has"},
+		{name: "oom at envelope max fails", a: func() *model.Attempt { a := att(model.JobOOM); a.Spec.MemoryGB = 128; return a }(),
+			h: h1, want: ActFail, why: "memory_gb.max"},
+		{name: "failed exit retried once", a: att(model.JobFailed), h: h1, want: ActRetry, why: "code 3"},
+		{name: "failed exit twice fails", a: att(model.JobFailed), h: History{Attempts: 2, Retries: map[model.JobState]int{model.JobFailed: 1}}, want: ActFail, why: "fix the command"},
+		{name: "retry_failed -1 never retries", a: att(model.JobFailed), pol: model.Policy{RetryFailed: -1}, h: h1, want: ActFail},
+		{name: "cancelled outside", a: att(model.JobCancelled), h: h1, want: ActCancel},
+		{name: "attempt cap", a: att(model.JobNodeFail), h: History{Attempts: 4, Retries: map[model.JobState]int{}}, want: ActFail, why: "allows 4 attempts"},
+		{name: "migration cap", a: att(model.JobBootFail), pol: model.Policy{RetryTransient: new(bool), MaxMigrations: 1},
+			h: History{Attempts: 2, Migrations: 1, Retries: map[model.JobState]int{}}, want: ActFail, why: "migrations are used up"},
+		{name: "submit refused migrates", a: func() *model.Attempt { a := att(model.JobSubmitError); a.Reason = "Invalid account"; return a }(), h: h1, want: ActMigrate, why: "Invalid account"},
+		{name: "submit transient retries once", a: att(model.JobSubmitError), h: h1, transSub: true, want: ActRetry},
+		{name: "submit transient twice migrates", a: att(model.JobSubmitError), h: History{Attempts: 2, Retries: map[model.JobState]int{model.JobSubmitError: 1}}, transSub: true, want: ActMigrate},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			act := Decide(env, c.pol, c.a, c.part, c.h, c.transSub)
+			if act.Kind != c.want {
+				t.Fatalf("got %s (%s), want %s", act.Kind, act.Rationale, c.want)
+			}
+			if act.Rationale == "" {
+				t.Fatal("every action needs a rationale")
+			}
+			if c.why != "" && !strings.Contains(act.Rationale, c.why) {
+				t.Errorf("rationale %q lacks %q", act.Rationale, c.why)
+			}
+			if c.check != nil {
+				c.check(t, act)
+			}
+		})
+	}
+}
+
+func TestHistoryOf(t *testing.T) {
+	atts := []*model.Attempt{
+		{System: "A", State: model.JobNodeFail}, {System: "A", State: model.JobTimeout}, {System: "B", State: model.JobFailed}, {System: "B"},
+	}
+	h := historyOf(atts)
+	if h.Attempts != 4 || h.Migrations != 1 || h.Retries[model.JobNodeFail] != 1 || h.Retries[model.JobFailed] != 1 {
+		t.Fatalf("%+v", h)
+	}
+	if ex := excluded(atts, "B"); len(ex) != 2 || ex[0] != "B" || ex[1] != "A" {
+		t.Fatalf("excluded %v", ex)
+	}
+}

@@ -1,0 +1,135 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// Dispatch submits the first (or next) attempt of a placed task.
+func (e *Engine) Dispatch(ctx context.Context, taskID string, pl *Placement, why string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.o.Store.Task(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	atts, err := e.o.Store.Attempts(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	_, err = e.dispatch(ctx, t, len(atts)+1, pl, why)
+	return err
+}
+
+// dispatch writes attempt n (state submitting) BEFORE calling the site, submits, and
+// stores the job id as soon as it is known. It returns the attempt. A submit failure is
+// recorded on the attempt and handed to the continuation policy.
+func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Placement, why string) (*model.Attempt, error) {
+	spec := pl.Spec
+	spec.Tag = model.JobTag(t.ID, n)
+	spec.Name = t.Name
+	spec.System, spec.Partition, spec.Account = pl.System, pl.Partition, pl.Account
+	spec.Command, spec.Script = t.Command, t.Script
+	a := &model.Attempt{TaskID: t.ID, N: n, Tag: spec.Tag, System: pl.System, Partition: pl.Partition, Account: pl.Account,
+		Spec: spec, State: model.JobSubmitting, CreatedAt: e.now()}
+	if !pl.EstimatedStart.IsZero() {
+		a.EstimatedStart = ptr(pl.EstimatedStart.UTC())
+	}
+	msg := fmt.Sprintf("attempt %d → %s:%s (%s)", n, pl.System, pl.Partition, sizing(spec))
+	if err := e.o.Store.CreateAttempt(ctx, a, ev(t.ID, n, pl.System, "dispatch", msg, why, model.ActorRules)); err != nil {
+		return nil, err
+	}
+	p, err := e.provider(pl.System)
+	var jobID string
+	if err == nil {
+		jobID, err = e.submit(ctx, p, spec)
+	}
+	if err != nil {
+		reason := err.Error()
+		if err := e.o.Store.UpdateAttempt(ctx, t.ID, n, store.AttemptUpdate{State: ptr(model.JobSubmitError), Reason: &reason, Ended: ptr(e.now())},
+			ev(t.ID, n, pl.System, "failure", "submit refused: "+reason, classify(err), model.ActorSystem)); err != nil {
+			return a, err
+		}
+		a.State, a.Reason = model.JobSubmitError, reason
+		return a, e.continueAfter(ctx, t, a, transientErr(err))
+	}
+	a.JobID, a.State = jobID, model.JobPending
+	if err := e.o.Store.UpdateAttempt(ctx, t.ID, n, store.AttemptUpdate{JobID: &jobID, State: ptr(model.JobPending)},
+		ev(t.ID, n, pl.System, "transition", fmt.Sprintf("job %s accepted by %s", jobID, pl.System), "", model.ActorSystem)); err != nil {
+		return a, err
+	}
+	return a, e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskSubmitted), Reason: ptr("")})
+}
+
+// submit calls the provider, retrying transient errors with exponential backoff.
+func (e *Engine) submit(ctx context.Context, p provider.Provider, spec model.JobSpec) (string, error) {
+	var last error
+	wait := e.o.SubmitBackoff
+	for try := 1; try <= e.o.SubmitTries; try++ {
+		id, err := p.Submit(ctx, spec)
+		if err == nil {
+			return id, nil
+		}
+		last = err
+		if !transientErr(err) || try == e.o.SubmitTries {
+			break
+		}
+		e.o.Logger.Warn("transient submit error, retrying", "system", spec.System, "tag", spec.Tag, "try", try, "err", err)
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+	return "", last
+}
+
+// transientErr reports whether an error may go away by itself: the site was
+// unreachable or slow, as opposed to refusing the request.
+func transientErr(err error) bool {
+	if errors.Is(err, provider.ErrSiteDown) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	s := strings.ToLower(err.Error())
+	for _, w := range []string{"temporarily", "try again", "timed out", "connection reset", "socket timed out", "slurm_load", "unable to contact slurm controller"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func classify(err error) string {
+	if transientErr(err) {
+		return "transient: the site was unreachable or busy"
+	}
+	return "permanent: the site refused the request"
+}
+
+func sizing(s model.JobSpec) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d node", s.Nodes)
+	if s.Nodes != 1 {
+		b.WriteString("s")
+	}
+	if s.GPUs > 0 {
+		fmt.Fprintf(&b, ", %d GPU", s.GPUs)
+		if s.GPUs != 1 {
+			b.WriteString("s")
+		}
+	}
+	fmt.Fprintf(&b, ", %d cores", s.TotalCores())
+	if s.MemoryGB > 0 {
+		fmt.Fprintf(&b, ", %d GB/node", s.MemoryGB)
+	}
+	fmt.Fprintf(&b, ", %s", s.Walltime)
+	return b.String()
+}

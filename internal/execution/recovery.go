@@ -1,0 +1,153 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// Recover reconciles what a crash may have left behind. It is safe to run at any time
+// and is run at start:
+//   - an attempt still "submitting" without a job id is looked up at its site by its
+//     tag: adopted if the job exists, submitted exactly once if it does not;
+//   - a task that is not final but has no open attempt is carried on: placed and
+//     dispatched if it never had one, else its last attempt goes through the policy.
+//
+// Sites that cannot be reached are left for a later call (the monitor calls it too).
+func (e *Engine) Recover(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.recoverLocked(ctx)
+}
+
+func (e *Engine) recoverLocked(ctx context.Context) error {
+	open, err := e.o.Store.OpenAttempts(ctx)
+	if err != nil {
+		return err
+	}
+	bySystem := map[string][]*model.Attempt{}
+	openTask := map[string]bool{}
+	for _, a := range open {
+		openTask[a.TaskID] = true
+		if a.State == model.JobSubmitting && a.JobID == "" {
+			bySystem[a.System] = append(bySystem[a.System], a)
+		}
+	}
+	var errs []error
+	for sys, atts := range bySystem {
+		errs = append(errs, e.reconcileSystem(ctx, sys, atts))
+	}
+	tasks, err := e.o.Store.Tasks(ctx, []model.TaskState{model.TaskPending, model.TaskPlaced, model.TaskSubmitted, model.TaskQueued, model.TaskRunning}, 10000)
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		if openTask[t.ID] {
+			continue
+		}
+		errs = append(errs, e.resume(ctx, t))
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) reconcileSystem(ctx context.Context, sys string, atts []*model.Attempt) error {
+	p, err := e.provider(sys)
+	if err != nil {
+		return err
+	}
+	tf, ok := p.(provider.TagFinder)
+	if !ok {
+		for _, a := range atts {
+			why := "Mosaic restarted during the submit and " + sys + " cannot look jobs up by name, so it cannot tell whether the job exists; check the site's queue for " + a.Tag
+			if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobLost), Reason: &why, Ended: ptr(e.now())},
+				ev(a.TaskID, a.N, sys, "recovery", "attempt state unknown after restart", why, model.ActorSystem)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tags := make([]string, len(atts))
+	for i, a := range atts {
+		tags[i] = a.Tag
+	}
+	found, err := tf.FindByTag(ctx, tags)
+	if err != nil {
+		return fmt.Errorf("recovery: looking up %d job tags on %s: %w (will retry)", len(tags), sys, err)
+	}
+	for _, a := range atts {
+		if st, ok := found[a.Tag]; ok && st.JobID != "" {
+			id := st.JobID
+			state := st.State
+			if state == "" || state == model.JobUnknown {
+				state = model.JobPending
+			}
+			if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{JobID: &id, State: &state},
+				ev(a.TaskID, a.N, sys, "recovery", fmt.Sprintf("adopted job %s found by its tag %s after a restart", id, a.Tag), "the submit had reached the site before the crash", model.ActorSystem)); err != nil {
+				return err
+			}
+			continue
+		}
+		id, err := e.submit(ctx, p, a.Spec)
+		if err != nil {
+			reason := err.Error()
+			if uerr := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobSubmitError), Reason: &reason, Ended: ptr(e.now())},
+				ev(a.TaskID, a.N, sys, "recovery", "resubmit after restart refused: "+reason, classify(err), model.ActorSystem)); uerr != nil {
+				return uerr
+			}
+			t, terr := e.o.Store.Task(ctx, a.TaskID)
+			if terr != nil {
+				return terr
+			}
+			a.State, a.Reason = model.JobSubmitError, reason
+			if err := e.continueAfter(ctx, t, a, transientErr(err)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{JobID: &id, State: ptr(model.JobPending)},
+			ev(a.TaskID, a.N, sys, "recovery", fmt.Sprintf("resubmitted as job %s after a restart", id), "no job with tag "+a.Tag+" existed at the site", model.ActorSystem)); err != nil {
+			return err
+		}
+		if err := e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskSubmitted)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resume carries on a non-final task that has no open attempt.
+func (e *Engine) resume(ctx context.Context, t *store.TaskRow) error {
+	atts, err := e.o.Store.Attempts(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	if len(atts) == 0 {
+		pl, err := e.o.Placer.Place(ctx, &t.Task, nil)
+		if err != nil {
+			reason := "after a restart no system can take it: " + firstLine(err.Error())
+			return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
+				ev(t.ID, 0, "", "failure", "task failed", reason, model.ActorRules))
+		}
+		if err := e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{Decision: pl.Decision, State: ptr(model.TaskPlaced)},
+			ev(t.ID, 0, pl.System, "recovery", "placed after a restart → "+pl.System+":"+pl.Partition, pl.Rationale, model.ActorSystem)); err != nil {
+			return err
+		}
+		_, err = e.dispatch(ctx, t, 1, pl, "dispatched after a restart")
+		return err
+	}
+	last := atts[len(atts)-1]
+	if last.State == model.JobSucceeded {
+		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskSucceeded)})
+	}
+	if last.State == model.JobCancelled {
+		// A cancel was cut short between the site confirming and the task being marked.
+		why := "cancelled (confirmed after a restart)"
+		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &why},
+			ev(t.ID, last.N, last.System, "cancelled", "task cancelled", why, model.ActorSystem))
+	}
+	return e.continueAfter(ctx, t, last, false)
+}
