@@ -1,0 +1,136 @@
+package slurm
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Gres is one generic resource entry such as "gpu:a100:4(S:0-1)".
+type Gres struct {
+	Name  string // "gpu"
+	Type  string // "a100"; "" when untyped
+	Count int
+}
+
+// ParseGres reads a node's GRES list as sinfo prints it: "gpu:a100:4(S:0-1)",
+// "gpu:4", "gpu:a100:2(IDX:0-1),gpu:v100:1(IDX:2)", "(null)". Parenthesised socket or
+// index annotations are ignored. Counts may carry a K/M/G multiplier (shards, mps).
+func ParseGres(s string) ([]Gres, error) {
+	s = strings.TrimSpace(s)
+	if cleanNull(s) == "" {
+		return nil, nil
+	}
+	var out []Gres
+	for _, item := range splitTopLevel(s) {
+		item = strings.TrimSpace(item)
+		if i := strings.IndexByte(item, '('); i >= 0 {
+			if !strings.HasSuffix(item, ")") {
+				return nil, fmt.Errorf("gres %q: unbalanced parenthesis", s)
+			}
+			item = item[:i]
+		}
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, ":")
+		g := Gres{Name: parts[0], Count: 1}
+		if g.Name == "" {
+			return nil, fmt.Errorf("gres %q: empty name", s)
+		}
+		if len(parts) > 1 {
+			last := parts[len(parts)-1]
+			if n, ok := parseCount(last); ok {
+				g.Count = n
+				g.Type = strings.Join(parts[1:len(parts)-1], ":")
+			} else {
+				g.Type = strings.Join(parts[1:], ":")
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func parseCount(s string) (int, bool) {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1024, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1024*1024, strings.TrimSuffix(s, "M")
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n * mult, true
+}
+
+// splitTopLevel splits on commas outside parentheses.
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth > 0 {
+				depth--
+			}
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// gpuSummary returns the GPU count and the dominant GPU type in a GRES list.
+func gpuSummary(gs []Gres) (count int, typ string) {
+	byType := map[string]int{}
+	for _, g := range gs {
+		if g.Name != "gpu" {
+			continue
+		}
+		count += g.Count
+		byType[g.Type] += g.Count
+	}
+	best := -1
+	for t, n := range byType {
+		if n > best || (n == best && t < typ) {
+			best, typ = n, t
+		}
+	}
+	return count, typ
+}
+
+var knownGPUs = []string{"GH200", "H200", "H100", "A100", "A40", "A30", "A10", "L40S", "L40", "L4", "V100", "P100", "T4",
+	"MI300X", "MI300A", "MI250X", "MI250", "MI210", "MI100", "RTX6000", "RTX8000", "A6000", "PVC", "MAX1550"}
+
+var gpuMemRe = regexp.MustCompile(`(?i)(\d+)gb`)
+
+// CanonicalGPU maps a Slurm GRES type ("a100", "nvidia_a100-sxm4-80gb", "h100_80gb") to a
+// canonical model name ("A100") and the per-GPU memory in GB when the type spells it (0 if not).
+func CanonicalGPU(typ string) (model string, memGB int) {
+	up := strings.ToUpper(typ)
+	if up == "" {
+		return "", 0
+	}
+	flat := strings.NewReplacer("-", "", "_", "", " ", "").Replace(up)
+	model = up
+	for _, k := range knownGPUs {
+		if strings.Contains(flat, k) {
+			model = k
+			break
+		}
+	}
+	if m := gpuMemRe.FindStringSubmatch(strings.ReplaceAll(typ, "_", " ")); m != nil {
+		memGB, _ = strconv.Atoi(m[1])
+	}
+	return model, memGB
+}

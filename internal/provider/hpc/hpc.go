@@ -1,0 +1,258 @@
+// Package hpc is the provider for real batch systems: a site catalog entry, a transport
+// (this host or OpenSSH) and a dialect (Slurm or PBS) make a provider.Provider. It also
+// offers read-only "look-around" helpers (Env, Exec, PutFile) for assistants that need
+// to inspect a site before placing work there.
+package hpc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/dialect"
+	"github.com/mosaic-hpc/mosaic/internal/dialect/pbs"
+	"github.com/mosaic-hpc/mosaic/internal/dialect/slurm"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/site"
+	"github.com/mosaic-hpc/mosaic/internal/transport"
+)
+
+// MaxIDsPerCall bounds how many job ids go into one status or cancel command line.
+const MaxIDsPerCall = 500
+
+// Provider is one HPC system reached through a transport.
+type Provider struct {
+	sys      site.System
+	kind     string
+	endpoint string
+	tr       transport.Transport
+	d        dialect.Dialect
+	now      func() time.Time
+	log      *slog.Logger
+
+	mu           sync.Mutex
+	user         string
+	noAccounting bool // the dialect's primary status query failed with ErrFallback once
+}
+
+var (
+	_ provider.Provider  = (*Provider)(nil)
+	_ provider.TagFinder = (*Provider)(nil)
+	_ provider.Closer    = (*Provider)(nil)
+)
+
+// Option adjusts a Provider.
+type Option func(*Provider)
+
+// WithTransport replaces the transport built from the catalog (tests, wrappers).
+func WithTransport(t transport.Transport) Option { return func(p *Provider) { p.tr = t } }
+
+// WithDialect replaces the dialect chosen by the catalog's dialect field.
+func WithDialect(d dialect.Dialect) Option { return func(p *Provider) { p.d = d } }
+
+// WithLocalEnv adds environment variables to a kind-local transport (e.g. SLURM_CONF).
+func WithLocalEnv(env ...string) Option {
+	return func(p *Provider) {
+		if l, ok := p.tr.(*transport.Local); ok {
+			l.Env = append(l.Env, env...)
+		}
+	}
+}
+
+// WithLimits sets per-call timeout and output cap of the catalog-built transport.
+func WithLimits(lim transport.Limits) Option {
+	return func(p *Provider) {
+		switch t := p.tr.(type) {
+		case *transport.Local:
+			t.Limits = lim
+		case *transport.SSH:
+			t.Limits = lim
+		}
+	}
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.log = l } }
+
+// New builds a provider for a catalog system of kind ssh or local.
+func New(sys site.System, opts ...Option) (*Provider, error) {
+	p := &Provider{sys: sys, kind: sys.Kind, now: time.Now, log: slog.Default(), user: sys.User}
+	switch sys.Kind {
+	case site.KindSSH:
+		if sys.Host == "" {
+			return nil, fmt.Errorf("system %s: kind ssh needs host (a hostname or ~/.ssh/config alias)", sys.Name)
+		}
+		s := &transport.SSH{Host: sys.Host, User: sys.User}
+		if o := sys.SSH; o != nil {
+			s.Port, s.IdentityFile, s.ProxyJump, s.ConfigFile, s.Options = o.Port, o.IdentityFile, o.ProxyJump, o.ConfigFile, o.Options
+			if o.ConnectTimeout != "" {
+				d, err := model.ParseDuration(o.ConnectTimeout)
+				if err != nil {
+					return nil, fmt.Errorf("system %s: ssh.connect_timeout: %w", sys.Name, err)
+				}
+				s.ConnectTimeout = d.D()
+			}
+		}
+		p.tr = s
+		p.endpoint = sys.Host
+		if sys.User != "" {
+			p.endpoint = sys.User + "@" + sys.Host
+		}
+	case site.KindLocal:
+		p.tr = &transport.Local{}
+		p.endpoint = "localhost"
+	default:
+		return nil, fmt.Errorf("system %s: kind %q is not an HPC kind (want ssh or local)", sys.Name, sys.Kind)
+	}
+	switch strings.ToLower(sys.Dialect) {
+	case "", site.DialectSlurm:
+		p.d = &slurm.Slurm{EnvScript: sys.EnvScript}
+	case site.DialectPBS:
+		d := &pbs.PBS{EnvScript: sys.EnvScript}
+		for _, f := range sys.Features {
+			if v, ok := strings.CutPrefix(f, "filesystems="); ok {
+				d.Filesystems = v
+			}
+		}
+		p.d = d
+	default:
+		return nil, fmt.Errorf("system %s: dialect %q: want slurm or pbs", sys.Name, sys.Dialect)
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	if p.tr == nil || p.d == nil {
+		return nil, fmt.Errorf("system %s: no transport or dialect", sys.Name)
+	}
+	return p, nil
+}
+
+// System is the catalog name.
+func (p *Provider) System() string { return p.sys.Name }
+
+// Kind is ssh or local.
+func (p *Provider) Kind() string { return p.kind }
+
+// Endpoint is the login host.
+func (p *Provider) Endpoint() string { return p.endpoint }
+
+// Dialect returns the provider's dialect.
+func (p *Provider) Dialect() dialect.Dialect { return p.d }
+
+// Close ends the SSH multiplexing master, if any.
+func (p *Provider) Close() error {
+	if c, ok := p.tr.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// run executes argv and converts the result for the dialect. Transport errors are
+// returned wrapped with the system name.
+func (p *Provider) run(ctx context.Context, argv []string, stdin io.Reader) (dialect.Output, error) {
+	res, err := p.tr.Run(ctx, argv, stdin)
+	if err != nil {
+		return dialect.Output{}, fmt.Errorf("%s: %s: %w", p.sys.Name, argv[0], err)
+	}
+	return dialect.Output{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode}, nil
+}
+
+// User returns the login user on the site, asking it once (`id -un`) if the catalog
+// does not say.
+func (p *Provider) User(ctx context.Context) (string, error) {
+	p.mu.Lock()
+	u := p.user
+	p.mu.Unlock()
+	if u != "" {
+		return u, nil
+	}
+	out, err := p.run(ctx, []string{"id", "-un"}, nil)
+	if err != nil {
+		return "", err
+	}
+	if out.ExitCode != 0 {
+		return "", fmt.Errorf("%s: id -un: %s", p.sys.Name, strings.TrimSpace(string(out.Stderr)))
+	}
+	u = strings.TrimSpace(string(out.Stdout))
+	p.mu.Lock()
+	p.user = u
+	p.mu.Unlock()
+	return u, nil
+}
+
+// workDir is the site directory for Mosaic's files.
+func (p *Provider) workDir() (string, error) {
+	if p.sys.WorkDir == "" {
+		return "", fmt.Errorf("system %s has no workdir in the catalog; add `workdir: /path/you/can/write` to submit jobs", p.sys.Name)
+	}
+	if !path.IsAbs(p.sys.WorkDir) {
+		return "", fmt.Errorf("system %s: workdir %q must be an absolute path", p.sys.Name, p.sys.WorkDir)
+	}
+	return path.Clean(p.sys.WorkDir), nil
+}
+
+// jobFiles are the site paths for a tag: <workdir>/mosaic/<tag>.{sbatch,out,err}.
+func (p *Provider) jobFiles(tag string) (dialect.JobFiles, error) {
+	wd, err := p.workDir()
+	if err != nil {
+		return dialect.JobFiles{}, err
+	}
+	if tag == "" || strings.ContainsAny(tag, "/\x00") || tag == "." || tag == ".." {
+		return dialect.JobFiles{}, fmt.Errorf("job tag %q cannot be used as a file name", tag)
+	}
+	dir := path.Join(wd, "mosaic")
+	ext := ".sbatch"
+	if p.d.Name() == site.DialectPBS {
+		ext = ".pbs"
+	}
+	return dialect.JobFiles{Script: path.Join(dir, tag+ext), Stdout: path.Join(dir, tag+".out"), Stderr: path.Join(dir, tag+".err")}, nil
+}
+
+// upload writes data to an absolute site path, creating its directory. The shell
+// snippet is constant; the paths travel as positional arguments.
+func (p *Provider) upload(ctx context.Context, dst string, data []byte) error {
+	out, err := p.run(ctx, []string{"sh", "-c", `umask 077 && mkdir -p "$1" && cat > "$2"`, "sh", path.Dir(dst), dst}, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	if out.ExitCode != 0 {
+		return fmt.Errorf("%s: upload %s: %s", p.sys.Name, dst, strings.TrimSpace(string(out.Stderr)))
+	}
+	return nil
+}
+
+func chunks(ids []string, n int) [][]string {
+	var out [][]string
+	for len(ids) > n {
+		out = append(out, ids[:n])
+		ids = ids[n:]
+	}
+	if len(ids) > 0 {
+		out = append(out, ids)
+	}
+	return out
+}
+
+// Version asks the site for its batch system's version (`sinfo --version`,
+// `qstat --version`).
+func (p *Provider) Version(ctx context.Context) (string, error) {
+	out, err := p.run(ctx, p.d.VersionCommand(), nil)
+	if err != nil {
+		return "", err
+	}
+	if out.ExitCode != 0 {
+		return "", fmt.Errorf("%s: %s: %s", p.sys.Name, strings.Join(p.d.VersionCommand(), " "), strings.TrimSpace(string(out.Stderr)))
+	}
+	v, err := p.d.ParseVersion(out.Stdout)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p.sys.Name, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,279 @@
+package hpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/dialect"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+)
+
+// prepare fills defaults (account, workdir) and renders the script for spec.
+func (p *Provider) prepare(spec model.JobSpec) (model.JobSpec, dialect.JobFiles, []byte, error) {
+	if err := spec.Validate(); err != nil {
+		return spec, dialect.JobFiles{}, nil, err
+	}
+	files, err := p.jobFiles(spec.Tag)
+	if err != nil {
+		return spec, files, nil, err
+	}
+	if spec.WorkDir == "" {
+		spec.WorkDir, _ = p.workDir()
+	}
+	if spec.Account == "" && len(p.sys.Accounts) == 1 {
+		spec.Account = p.sys.Accounts[0]
+	}
+	script, err := p.d.RenderJob(spec, files)
+	if err != nil {
+		return spec, files, nil, fmt.Errorf("%s: %w", p.sys.Name, err)
+	}
+	return spec, files, script, nil
+}
+
+// Submit renders spec, uploads the script to <workdir>/mosaic/<tag>.<ext> and submits it.
+func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, error) {
+	_, files, script, err := p.prepare(spec)
+	if err != nil {
+		return "", err
+	}
+	if err := p.upload(ctx, files.Script, script); err != nil {
+		return "", err
+	}
+	out, err := p.run(ctx, p.d.SubmitCommand(files.Script), nil)
+	if err != nil {
+		return "", err
+	}
+	id, err := p.d.ParseSubmit(out)
+	if err != nil {
+		return "", fmt.Errorf("%s: submit %s: %w", p.sys.Name, spec.Tag, err)
+	}
+	p.log.Debug("submitted", "system", p.sys.Name, "tag", spec.Tag, "job", id)
+	return id, nil
+}
+
+// Status reports many jobs with one remote call per MaxIDsPerCall ids (two on Slurm
+// sites without accounting).
+func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error) {
+	res := map[string]model.JobStatus{}
+	for _, ids := range chunks(dedupe(jobIDs), MaxIDsPerCall) {
+		got, err := p.statusChunk(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range got {
+			res[k] = v
+		}
+	}
+	return res, nil
+}
+
+func (p *Provider) statusChunk(ctx context.Context, ids []string) (map[string]model.JobStatus, error) {
+	p.mu.Lock()
+	fallback := p.noAccounting
+	p.mu.Unlock()
+	if !fallback {
+		out, err := p.run(ctx, p.d.StatusCommand(ids), nil)
+		if err != nil {
+			return nil, err
+		}
+		got, err := p.d.ParseStatus(ids, out)
+		if err == nil {
+			return got, nil
+		}
+		if !errors.Is(err, dialect.ErrFallback) {
+			return nil, fmt.Errorf("%s: status: %w", p.sys.Name, err)
+		}
+		p.log.Info("job accounting unavailable; using the fallback status query", "system", p.sys.Name, "reason", err)
+		p.mu.Lock()
+		p.noAccounting = true
+		p.mu.Unlock()
+	}
+	cmds := p.d.FallbackStatusCommands(ids)
+	if cmds == nil {
+		return nil, fmt.Errorf("%s: status: no fallback query for %s", p.sys.Name, p.d.Name())
+	}
+	var outs []dialect.Output
+	for _, argv := range cmds {
+		out, err := p.run(ctx, argv, nil)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, out)
+	}
+	got, err := p.d.ParseFallbackStatus(ids, outs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: status: %w", p.sys.Name, err)
+	}
+	return got, nil
+}
+
+// Cancel asks the site to stop jobs; unknown or finished ids are not an error.
+func (p *Provider) Cancel(ctx context.Context, jobIDs []string) error {
+	for _, ids := range chunks(dedupe(jobIDs), MaxIDsPerCall) {
+		out, err := p.run(ctx, p.d.CancelCommand(ids), nil)
+		if err != nil {
+			return err
+		}
+		if err := p.d.ParseCancel(out); err != nil {
+			return fmt.Errorf("%s: %w", p.sys.Name, err)
+		}
+	}
+	return nil
+}
+
+// FindByTag looks jobs up by their Mosaic tag (the job name); the newest job per tag.
+// It asks both the primary query (accounting: jobs of the last 30 days) and, when the
+// dialect has one, the fallback (the live queue), because accounting can lag behind
+// for jobs that just ended.
+func (p *Provider) FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {
+	res := map[string]model.JobStatus{}
+	for _, ts := range chunks(dedupe(tags), 100) {
+		out, err := p.run(ctx, p.d.FindByTagCommand(ts), nil)
+		if err != nil {
+			return nil, err
+		}
+		got, err := p.d.ParseFindByTag(ts, out)
+		needFallback := errors.Is(err, dialect.ErrFallback)
+		if err != nil && !needFallback {
+			return nil, fmt.Errorf("%s: find by tag: %w", p.sys.Name, err)
+		}
+		merge(res, got)
+		if argv := p.d.FallbackFindByTagCommand(ts); argv != nil {
+			out, err := p.run(ctx, argv, nil)
+			if err != nil {
+				return nil, err
+			}
+			got, err := p.d.ParseFallbackFindByTag(ts, out)
+			if err != nil && needFallback {
+				return nil, fmt.Errorf("%s: find by tag: %w", p.sys.Name, err)
+			}
+			merge(res, got) // a failing live query is not fatal when accounting answered
+		} else if needFallback {
+			return nil, fmt.Errorf("%s: find by tag: no fallback query for %s", p.sys.Name, p.d.Name())
+		}
+	}
+	return res, nil
+}
+
+// merge keeps, per tag, the status with the newest job id (longer ids are newer).
+func merge(dst, src map[string]model.JobStatus) {
+	for k, v := range src {
+		cur, ok := dst[k]
+		if !ok || len(cur.JobID) < len(v.JobID) || (len(cur.JobID) == len(v.JobID) && cur.JobID < v.JobID) {
+			dst[k] = v
+		}
+	}
+}
+
+// EstimateStart uploads the script for spec under a separate name and asks the
+// scheduler when it would start (sbatch --test-only); provider.ErrUnsupported when the
+// dialect cannot tell.
+func (p *Provider) EstimateStart(ctx context.Context, spec model.JobSpec) (time.Time, error) {
+	if p.d.EstimateCommand("x") == nil {
+		return time.Time{}, fmt.Errorf("%s: start estimate with %s: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
+	}
+	spec.Tag = spec.Tag + "-estimate"
+	_, files, script, err := p.prepare(spec)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := p.upload(ctx, files.Script, script); err != nil {
+		return time.Time{}, err
+	}
+	out, err := p.run(ctx, p.d.EstimateCommand(files.Script), nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := p.d.ParseEstimate(out)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", p.sys.Name, err)
+	}
+	return t, nil
+}
+
+// Logs returns the last tail bytes of a job's stdout and stderr. The job's tag (its
+// name) locates the files; a job that has not started yet has empty logs.
+func (p *Provider) Logs(ctx context.Context, jobID string, tail int) (model.Logs, error) {
+	if tail <= 0 {
+		tail = 64 << 10
+	}
+	name, err := p.jobName(ctx, jobID)
+	if err != nil {
+		return model.Logs{}, err
+	}
+	files, err := p.jobFiles(name)
+	if err != nil {
+		return model.Logs{}, err
+	}
+	logs := model.Logs{JobID: jobID, StdoutPath: files.Stdout, StderrPath: files.Stderr}
+	var trunc bool
+	if logs.Stdout, trunc, err = p.tailFile(ctx, files.Stdout, tail); err != nil {
+		return logs, err
+	}
+	logs.Truncated = trunc
+	if logs.Stderr, trunc, err = p.tailFile(ctx, files.Stderr, tail); err != nil {
+		return logs, err
+	}
+	logs.Truncated = logs.Truncated || trunc
+	return logs, nil
+}
+
+// jobName finds a job's name (its Mosaic tag), asking the fallback query when the
+// primary one does not know the name (yet).
+func (p *Provider) jobName(ctx context.Context, jobID string) (string, error) {
+	st, err := p.Status(ctx, []string{jobID})
+	if err != nil {
+		return "", err
+	}
+	if s, ok := st[jobID]; ok && s.Name != "" {
+		return s.Name, nil
+	}
+	if cmds := p.d.FallbackStatusCommands([]string{jobID}); cmds != nil {
+		var outs []dialect.Output
+		for _, argv := range cmds {
+			out, err := p.run(ctx, argv, nil)
+			if err != nil {
+				return "", err
+			}
+			outs = append(outs, out)
+		}
+		if got, err := p.d.ParseFallbackStatus([]string{jobID}, outs); err == nil && got[jobID].Name != "" {
+			return got[jobID].Name, nil
+		}
+	}
+	return "", fmt.Errorf("%s: job %s is unknown to the site (or its name is not known yet); retry in a few seconds", p.sys.Name, jobID)
+}
+
+// tailFile prints the file size then its last n bytes (`tail -c`); a missing file is empty.
+func (p *Provider) tailFile(ctx context.Context, file string, n int) (string, bool, error) {
+	out, err := p.run(ctx, []string{"sh", "-c", `[ -e "$1" ] || exit 0; wc -c < "$1" && tail -c "$2" "$1"`, "sh", file, strconv.Itoa(n)}, nil)
+	if err != nil {
+		return "", false, err
+	}
+	if out.ExitCode != 0 {
+		return "", false, fmt.Errorf("%s: read %s: %s", p.sys.Name, file, strings.TrimSpace(string(out.Stderr)))
+	}
+	size, body, ok := strings.Cut(string(out.Stdout), "\n")
+	if !ok {
+		return "", false, nil
+	}
+	total, _ := strconv.Atoi(strings.TrimSpace(size))
+	return body, total > n, nil
+}
+
+func dedupe(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
