@@ -24,7 +24,8 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newResourcesCmd(), newIdleCmd(), newStatusCmd(), newAboutCmd())
+	root.AddCommand(newServeCmd(), newResourcesCmd(), newIdleCmd(), newStatusCmd(), newAboutCmd(),
+		newEnvCmd(), newExecCmd(), newPutFileCmd())
 	return root
 }
 

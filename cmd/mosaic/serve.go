@@ -66,7 +66,7 @@ the CLI reads it from there.`,
 				cfg.SimSpeed = speed
 			}
 			cfg.AllowHosts = append(cfg.AllowHosts, allowHosts...)
-			return serve(cmd, cfg, headless)
+			return serve(cmd, cfg, env, headless)
 		},
 	}
 	f := cmd.Flags()
@@ -79,7 +79,7 @@ the CLI reads it from there.`,
 	return cmd
 }
 
-func serve(cmd *cobra.Command, cfg *config.Config, headless bool) error {
+func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool) error {
 	level := slog.LevelInfo
 	if strings.EqualFold(cfg.LogLevel, "debug") {
 		level = slog.LevelDebug
@@ -99,7 +99,8 @@ func serve(cmd *cobra.Command, cfg *config.Config, headless bool) error {
 		ln.Close()
 		return err
 	}
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log})
+	getenv := func(k string) string { v, _ := env(k); return v }
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv})
 	if err != nil {
 		ln.Close()
 		return err

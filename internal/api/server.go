@@ -11,12 +11,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // Options configure the server.
@@ -53,8 +55,12 @@ func New(c *core.Core, opts Options) (*Server, error) {
 		"bearer": {Type: "http", Scheme: "bearer"},
 	}
 	cfg.Security = []map[string][]string{{"bearer": {}}}
+	// Durations travel as strings ("2h", "1:30:00", "2-00:00:00").
+	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeOf(model.Duration(0)), reflect.TypeOf(""))
 	s.api = humago.New(s.mux, cfg)
 	s.registerFederation()
+	s.registerLookAround()
+	s.registerTasks()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.mux.HandleFunc("GET /docs", serveDocs)

@@ -14,9 +14,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/execution"
 	"github.com/mosaic-hpc/mosaic/internal/federation"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler/draft"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler/llm"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
@@ -38,6 +42,10 @@ type Options struct {
 	Tick      time.Duration
 	Logger    *slog.Logger
 	Clock     func() time.Time
+	// Getenv reads LLM settings (ANTHROPIC_API_KEY, MOSAIC_LLM_*); nil = no LLM.
+	Getenv func(string) string
+	// MonitorEvery is the execution monitor's interval; default = Tick.
+	MonitorEvery time.Duration
 }
 
 // Core is Mosaic's service.
@@ -48,6 +56,11 @@ type Core struct {
 	log       *slog.Logger
 	clock     func() time.Time
 	started   time.Time
+
+	sched   *scheduler.Scheduler
+	drafter *draft.Drafter
+	engine  *execution.Engine
+	monitor time.Duration
 
 	runOnce   sync.Once
 	ownsStore bool
@@ -74,13 +87,70 @@ func New(opts Options) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Core{cat: opts.Catalog, store: opts.Store, collector: col, log: opts.Logger, clock: opts.Clock, started: opts.Clock()}, nil
+	c := &Core{cat: opts.Catalog, store: opts.Store, collector: col, log: opts.Logger, clock: opts.Clock, started: opts.Clock()}
+	var llmClient llm.Client
+	if opts.Getenv != nil {
+		cl, err := llm.FromEnv(opts.Getenv)
+		switch {
+		case err == nil:
+			llmClient = cl
+		case !errors.Is(err, llm.ErrNotConfigured):
+			return nil, fmt.Errorf("LLM configuration: %w", err)
+		}
+	}
+	so := scheduler.Options{Estimator: estimator{c}, Logger: opts.Logger, Now: opts.Clock}
+	if llmClient != nil {
+		so.LLM = scheduler.NewLLMRanker(llmClient)
+	}
+	c.sched = scheduler.New(so)
+	c.drafter = draft.New(llmClient)
+	c.monitor = opts.MonitorEvery
+	if c.monitor <= 0 {
+		c.monitor = col.Tick()
+	}
+	if opts.Store != nil {
+		c.engine = execution.New(execution.Options{Store: opts.Store, Providers: col, Placer: placer{c},
+			Snapshot: col.Snapshot, Clock: opts.Clock, Logger: opts.Logger})
+	}
+	return c, nil
 }
 
-// Run probes every tick until ctx ends.
-func (c *Core) Run(ctx context.Context) {
-	c.runOnce.Do(func() { c.collector.Run(ctx) })
+// estimator asks a system's own scheduler when a job would start (sbatch --test-only,
+// the simulator's what-if), for the heuristic ranker.
+type estimator struct{ c *Core }
+
+func (e estimator) EstimateStart(ctx context.Context, system string, spec model.JobSpec) (time.Time, error) {
+	p, ok := e.c.collector.Provider(system)
+	if !ok {
+		return time.Time{}, fmt.Errorf("unknown system %s", system)
+	}
+	return p.EstimateStart(ctx, spec)
 }
+
+// Run probes every tick and, once the first snapshot exists, recovers what a previous
+// run left behind and monitors jobs, until ctx ends.
+func (c *Core) Run(ctx context.Context) {
+	c.runOnce.Do(func() {
+		go c.collector.Run(ctx)
+		if c.engine == nil {
+			<-ctx.Done()
+			return
+		}
+		if err := c.WaitReady(ctx); err != nil {
+			return
+		}
+		if err := c.engine.Recover(ctx); err != nil {
+			c.log.Warn("recovery after restart (will retry on the next ticks)", "err", err)
+		}
+		c.engine.Run(ctx, c.monitor)
+	})
+}
+
+// MonitorOnce runs one execution-monitor round now (tests, tools).
+func (c *Core) MonitorOnce(ctx context.Context) error { return c.engine.Tick(ctx) }
+
+// Recover runs crash recovery now.
+func (c *Core) Recover(ctx context.Context) error { return c.engine.Recover(ctx) }
 
 // Refresh forces one probe round now and returns its snapshot.
 func (c *Core) Refresh(ctx context.Context) *model.ResourceSnapshot { return c.collector.Refresh(ctx) }
@@ -244,7 +314,9 @@ type About struct {
 	Systems   int       `json:"systems"`
 	Tick      string    `json:"tick"`
 	Store     string    `json:"store"`
-	Ranker    string    `json:"ranker"`
+	Ranker    string    `json:"ranker"`  // heuristic, or llm:<provider/model> with heuristic fallback
+	Drafter   string    `json:"drafter"` // envelope drafter: heuristic or llm:<provider/model>
+	Rules     []string  `json:"rules"`   // the rule chain in order
 	Started   time.Time `json:"started"`
 }
 
@@ -253,7 +325,8 @@ var Version = "dev"
 
 // About reports version and configuration.
 func (c *Core) About() About {
-	a := About{Version: Version, Systems: len(c.cat.Systems), Tick: c.collector.Tick().String(), Ranker: "heuristic", Started: c.started}
+	a := About{Version: Version, Systems: len(c.cat.Systems), Tick: c.collector.Tick().String(), Ranker: c.sched.ActiveRanker(),
+		Drafter: c.drafter.Active(), Rules: c.sched.Rules(), Started: c.started}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		a.GoVersion = bi.GoVersion
 		for _, s := range bi.Settings {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/provider/hpc"
 	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/store"
@@ -25,6 +27,8 @@ const (
 type OpenOptions struct {
 	Config *config.Config
 	Logger *slog.Logger
+	// Getenv reads LLM settings; nil = os.Getenv.
+	Getenv func(string) string
 }
 
 // Open loads the catalog (the sites file, or the embedded simulated federation), opens
@@ -74,7 +78,11 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			tick = DefaultSimTick
 		}
 	}
-	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: tick, Logger: log})
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: tick, Logger: log, Getenv: getenv})
 	if err != nil {
 		closeAll()
 		st.Close()
@@ -105,6 +113,13 @@ func buildProviders(cat *site.Catalog, log *slog.Logger) ([]provider.Provider, e
 				continue
 			}
 			p.Start() // advance simulated time in the background so jobs start promptly
+			out = append(out, p)
+		case site.KindSSH, site.KindLocal:
+			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)))
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			out = append(out, p)
 		default:
 			errs = append(errs, fmt.Errorf("system %s: provider kind %q is not available in this build yet", sys.Name, sys.Kind))

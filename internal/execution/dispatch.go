@@ -42,7 +42,7 @@ func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Plac
 	if !pl.EstimatedStart.IsZero() {
 		a.EstimatedStart = ptr(pl.EstimatedStart.UTC())
 	}
-	msg := fmt.Sprintf("attempt %d → %s:%s (%s)", n, pl.System, pl.Partition, sizing(spec))
+	msg := fmt.Sprintf("attempt %d → %s:%s (%s)", n, pl.System, pl.Partition, Sizing(spec))
 	if err := e.o.Store.CreateAttempt(ctx, a, ev(t.ID, n, pl.System, "dispatch", msg, why, model.ActorRules)); err != nil {
 		return nil, err
 	}
@@ -114,7 +114,8 @@ func classify(err error) string {
 	return "permanent: the site refused the request"
 }
 
-func sizing(s model.JobSpec) string {
+// Sizing renders a job size for people: "1 node, 2 GPUs, 16 cores, 64 GB/node, 2h".
+func Sizing(s model.JobSpec) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d node", s.Nodes)
 	if s.Nodes != 1 {

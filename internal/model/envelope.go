@@ -16,14 +16,14 @@ var Objectives = []Objective{ObjEarliestStart, ObjFastestFinish, ObjMaxThroughpu
 
 // IntRange is a closed [min viable, max useful] range.
 type IntRange struct {
-	Min int `json:"min" yaml:"min"`
-	Max int `json:"max" yaml:"max"`
+	Min int `json:"min,omitempty" yaml:"min"`
+	Max int `json:"max,omitempty" yaml:"max"`
 }
 
 // DurationRange is a closed range of durations.
 type DurationRange struct {
-	Min Duration `json:"min" yaml:"min"`
-	Max Duration `json:"max" yaml:"max"`
+	Min Duration `json:"min,omitempty" yaml:"min"`
+	Max Duration `json:"max,omitempty" yaml:"max"`
 }
 
 // Constraints restrict where a task may run, independent of size.
@@ -41,12 +41,12 @@ type Constraints struct {
 // GPUs, CPU cores and memory are totals for the whole job; Nodes bounds how they may be
 // spread. A zero Max means "same as Min".
 type Envelope struct {
-	GPUs         IntRange      `json:"gpus" yaml:"gpus"`
-	CPUCores     IntRange      `json:"cpu_cores" yaml:"cpu_cores"`
-	MemoryGB     IntRange      `json:"memory_gb" yaml:"memory_gb"`
-	Walltime     DurationRange `json:"walltime" yaml:"walltime"`
-	Nodes        IntRange      `json:"nodes" yaml:"nodes"`
-	Constraints  Constraints   `json:"constraints" yaml:"constraints"`
+	GPUs         IntRange      `json:"gpus,omitempty" yaml:"gpus,omitempty"`
+	CPUCores     IntRange      `json:"cpu_cores,omitempty" yaml:"cpu_cores,omitempty"`
+	MemoryGB     IntRange      `json:"memory_gb,omitempty" yaml:"memory_gb,omitempty"`
+	Walltime     DurationRange `json:"walltime,omitempty" yaml:"walltime,omitempty"`
+	Nodes        IntRange      `json:"nodes,omitempty" yaml:"nodes,omitempty"`
+	Constraints  Constraints   `json:"constraints,omitempty" yaml:"constraints,omitempty"`
 	Objective    Objective     `json:"objective,omitempty" yaml:"objective,omitempty"`
 	MaxQueueWait Duration      `json:"max_queue_wait,omitempty" yaml:"max_queue_wait,omitempty"`
 

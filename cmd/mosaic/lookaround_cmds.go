@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newEnvCmd() *cobra.Command {
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "env SYSTEM",
+		Short: "Look at a system's login node: host, workdir, python/torch, modules, containers, accounts",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			e, err := c.SystemEnv(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), e)
+			}
+			tw := table(cmd.OutOrStdout())
+			exists := "missing"
+			if e.WorkDirExists {
+				exists = "exists"
+			}
+			rows := [][2]string{{"host", e.Host}, {"user", e.User}, {"workdir", e.WorkDir + " (" + exists + ")"},
+				{"python", dash(e.Python)}, {"torch", dash(e.Torch)},
+				{"containers", dash(strings.Join(e.ContainerRuntimes, ", "))},
+				{"modules", fmt.Sprintf("%d available", e.ModuleCount)}}
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+			}
+			for i, a := range e.Associations {
+				k := ""
+				if i == 0 {
+					k = "accounts"
+				}
+				fmt.Fprintf(tw, "%s\t%s\n", k, a)
+			}
+			return tw.Flush()
+		},
+	}
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newExecCmd() *cobra.Command {
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "exec SYSTEM \"COMMAND\"",
+		Short: "Run one read-only look-around command on a login node (allowlisted, no shell, bounded)",
+		Example: `  mosaic exec delta "sinfo -s"
+  mosaic exec anvil "ls /anvil/scratch"`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			r, err := c.Exec(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), r)
+			}
+			fmt.Fprint(cmd.OutOrStdout(), r.Stdout)
+			fmt.Fprint(cmd.ErrOrStderr(), r.Stderr)
+			if r.Truncated {
+				fmt.Fprintln(cmd.ErrOrStderr(), "mosaic: output truncated")
+			}
+			if r.ExitCode != 0 {
+				return &exitError{code: r.ExitCode}
+			}
+			return nil
+		},
+	}
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newPutFileCmd() *cobra.Command {
+	var to string
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "put-file SYSTEM LOCAL_FILE --to PATH",
+		Short: "Stage a small file (at most 2 MiB) into a system's workdir",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[1])
+			if err != nil {
+				return err
+			}
+			if to == "" {
+				return fmt.Errorf("--to PATH is required (relative to the system's workdir)")
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			p, err := c.PutFile(cmd.Context(), args[0], to, data)
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), map[string]any{"path": p, "bytes": len(data)})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s (%d bytes)\n", p, len(data))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "destination path inside the system's workdir")
+	addJSONFlag(cmd, &j)
+	return cmd
+}

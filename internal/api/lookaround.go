@@ -1,0 +1,85 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/mosaic-hpc/mosaic/internal/core"
+)
+
+type envOut struct{ Body *core.SiteEnv }
+
+type execIn struct {
+	System string `path:"system"`
+	Body   struct {
+		Command string `json:"command" minLength:"1" maxLength:"4096" doc:"An allowlisted read-only command, e.g. \"sinfo -s\" or \"ls /scratch\"; no shell metacharacters"`
+	}
+}
+
+type execOut struct{ Body *core.ExecResult }
+
+type filesIn struct {
+	System string `path:"system"`
+	Body   struct {
+		Path          string `json:"path" minLength:"1" maxLength:"1024" doc:"Destination, relative to the system's workdir (or absolute inside it)"`
+		Content       string `json:"content,omitempty" doc:"File content as text"`
+		ContentBase64 string `json:"content_base64,omitempty" doc:"File content, base64 (for binary files)"`
+	}
+}
+
+type filesOut struct {
+	Body struct {
+		Path  string `json:"path"`
+		Bytes int    `json:"bytes"`
+	}
+}
+
+func (s *Server) registerLookAround() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-system-env", Method: http.MethodGet, Path: "/api/resources/{system}/env",
+		Summary: "Probe a login node: host, workdir, python/torch, modules, containers, accounts", Tags: []string{"look-around"},
+	}, func(ctx context.Context, in *resourceIn) (*envOut, error) {
+		env, err := s.core.SystemEnv(ctx, in.System)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		return &envOut{Body: env}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "exec-on-system", Method: http.MethodPost, Path: "/api/resources/{system}/exec",
+		Summary: "Run one read-only look-around command on a login node (bounded)", Tags: []string{"look-around"},
+	}, func(ctx context.Context, in *execIn) (*execOut, error) {
+		res, err := s.core.Exec(ctx, in.System, in.Body.Command)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		return &execOut{Body: res}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "put-file", Method: http.MethodPost, Path: "/api/resources/{system}/files",
+		Summary: "Stage a small file (≤ 2 MiB) into the system's workdir", Tags: []string{"look-around"},
+		MaxBodyBytes: 3 << 20,
+	}, func(ctx context.Context, in *filesIn) (*filesOut, error) {
+		data := []byte(in.Body.Content)
+		if in.Body.ContentBase64 != "" {
+			if in.Body.Content != "" {
+				return nil, huma.Error422UnprocessableEntity("give content or content_base64, not both")
+			}
+			b, err := base64.StdEncoding.DecodeString(in.Body.ContentBase64)
+			if err != nil {
+				return nil, huma.Error422UnprocessableEntity("content_base64: " + err.Error())
+			}
+			data = b
+		}
+		p, err := s.core.PutFile(ctx, in.System, in.Body.Path, data)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		out := &filesOut{}
+		out.Body.Path, out.Body.Bytes = p, len(data)
+		return out, nil
+	})
+}

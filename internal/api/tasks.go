@@ -1,0 +1,268 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/sse"
+
+	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler/draft"
+)
+
+type submitIn struct {
+	Body core.SubmitRequest
+}
+
+type submitOut struct {
+	Status int
+	Body   *core.SubmitResult
+}
+
+type taskIn struct {
+	ID string `path:"id" maxLength:"64"`
+}
+
+type taskOut struct{ Body *core.TaskDetail }
+
+type tasksIn struct {
+	State string `query:"state" doc:"Comma-separated states: pending, placed, submitted, queued, running, succeeded, failed, cancelled"`
+	Limit int    `query:"limit" minimum:"0" maximum:"10000" doc:"At most this many (default 1000)"`
+}
+
+type tasksOut struct {
+	Body struct {
+		Tasks []core.TaskSummary `json:"tasks"`
+	}
+}
+
+type replanIn struct {
+	ID   string `path:"id" maxLength:"64"`
+	Body *struct {
+		ClearTarget bool `json:"clear_target,omitempty" doc:"Drop the pin and let the meta-scheduler choose"`
+	} `required:"false"`
+}
+
+type logsIn struct {
+	ID      string `path:"id" maxLength:"64"`
+	Attempt int    `query:"attempt" minimum:"0" doc:"Attempt number; 0 = the latest submitted"`
+	Tail    int    `query:"tail" minimum:"0" maximum:"1048576" doc:"Bytes from the end of each stream (default 65536)"`
+}
+
+type logsOut struct{ Body *model.Logs }
+
+type eventsIn struct {
+	Task    string `query:"task" doc:"Only this task's events"`
+	Since   string `query:"since" doc:"RFC 3339 time or a duration back from now (1h)"`
+	AfterID int64  `query:"after_id" minimum:"0" doc:"Only events with a larger id"`
+	Kind    string `query:"kind" doc:"Comma-separated kinds: decision, dispatch, transition, continuation, failure, finished, cancelled, replan, recovery, draft"`
+	Limit   int    `query:"limit" minimum:"0" maximum:"10000" doc:"At most this many (default 200)"`
+}
+
+type eventsOut struct {
+	Body struct {
+		Events []model.Event `json:"events"`
+	}
+}
+
+type envelopeIn struct {
+	Body struct {
+		Name        string `json:"name,omitempty" maxLength:"128"`
+		Description string `json:"description" minLength:"1" maxLength:"20000"`
+	}
+}
+
+type envelopeOut struct {
+	Body struct {
+		draft.Result
+		Drafter string `json:"drafter"`
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (s *Server) registerTasks() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "submit-task", Method: http.MethodPost, Path: "/api/tasks",
+		Summary: "Submit a task (auto-placed or pinned); dry_run returns the decision only", Tags: []string{"tasks"},
+		DefaultStatus: http.StatusCreated,
+		Description: "Validates the envelope (or drafts one from the description), runs the rule chain, sizing and " +
+			"rankers, stores the task with its decision trace and submits attempt 1. An infeasible request or pin is " +
+			"refused (422) with the failing rule's reason per system.",
+	}, func(ctx context.Context, in *submitIn) (*submitOut, error) {
+		res, err := s.core.SubmitTask(ctx, in.Body)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		st := http.StatusCreated
+		if res.DryRun {
+			st = http.StatusOK
+		}
+		return &submitOut{Status: st, Body: res}, nil
+	})
+
+	huma.Register(s.api, huma.Operation{
+		OperationID: "list-tasks", Method: http.MethodGet, Path: "/api/tasks",
+		Summary: "List tasks, newest first", Tags: []string{"tasks"},
+	}, func(ctx context.Context, in *tasksIn) (*tasksOut, error) {
+		var states []model.TaskState
+		for _, st := range splitList(in.State) {
+			states = append(states, model.TaskState(st))
+		}
+		ts, err := s.core.Tasks(ctx, states, in.Limit)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		out := &tasksOut{}
+		out.Body.Tasks = ts
+		return out, nil
+	})
+
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-task", Method: http.MethodGet, Path: "/api/tasks/{id}",
+		Summary: "One task: state, attempts, decision trace", Tags: []string{"tasks"},
+	}, func(ctx context.Context, in *taskIn) (*taskOut, error) {
+		t, err := s.core.Task(ctx, in.ID)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		return &taskOut{Body: t}, nil
+	})
+
+	huma.Register(s.api, huma.Operation{
+		OperationID: "cancel-task", Method: http.MethodPost, Path: "/api/tasks/{id}/cancel",
+		Summary: "Cancel a task's jobs at their sites", Tags: []string{"tasks"},
+	}, func(ctx context.Context, in *taskIn) (*taskOut, error) {
+		t, err := s.core.CancelTask(ctx, in.ID)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		return &taskOut{Body: t}, nil
+	})
+
+	huma.Register(s.api, huma.Operation{
+		OperationID: "replan-task", Method: http.MethodPost, Path: "/api/tasks/{id}/replan",
+		Summary: "Place a task anew (clear_target drops its pin); a pending job is replaced", Tags: []string{"tasks"},
+	}, func(ctx context.Context, in *replanIn) (*taskOut, error) {
+		clear := in.Body != nil && in.Body.ClearTarget
+		t, err := s.core.ReplanTask(ctx, in.ID, clear)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		return &taskOut{Body: t}, nil
+	})
+
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-task-logs", Method: http.MethodGet, Path: "/api/tasks/{id}/logs",
+		Summary: "stdout/stderr tails of a task's job", Tags: []string{"tasks"},
+	}, func(ctx context.Context, in *logsIn) (*logsOut, error) {
+		l, err := s.core.TaskLogs(ctx, in.ID, in.Attempt, in.Tail)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		return &logsOut{Body: l}, nil
+	})
+
+	huma.Register(s.api, huma.Operation{
+		OperationID: "list-events", Method: http.MethodGet, Path: "/api/events",
+		Summary: "Activity log: decisions, dispatches, transitions, continuations, with rationales", Tags: []string{"events"},
+	}, func(ctx context.Context, in *eventsIn) (*eventsOut, error) {
+		q := core.EventQuery{TaskID: in.Task, AfterID: in.AfterID, Kinds: splitList(in.Kind), Limit: in.Limit}
+		if in.Since != "" {
+			t, err := parseSince(in.Since, time.Now())
+			if err != nil {
+				return nil, huma.Error422UnprocessableEntity(err.Error())
+			}
+			q.Since = t
+		}
+		evs, err := s.core.Events(ctx, q)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		out := &eventsOut{}
+		out.Body.Events = evs
+		return out, nil
+	})
+
+	sse.Register(s.api, huma.Operation{
+		OperationID: "stream-events", Method: http.MethodGet, Path: "/api/events/stream",
+		Summary: "Server-sent events: each new activity-log entry as an `event` message", Tags: []string{"events"},
+		Description: "Sends events with an id greater than after_id (default: only new ones), then follows. " +
+			"A comment line keeps the connection alive every 15 s.",
+	}, map[string]any{"event": model.Event{}, "ping": ping{}}, func(ctx context.Context, in *struct {
+		Task    string `query:"task"`
+		AfterID int64  `query:"after_id" minimum:"0"`
+	}, send sse.Sender) {
+		s.streamEvents(ctx, in.Task, in.AfterID, send)
+	})
+
+	huma.Register(s.api, huma.Operation{
+		OperationID: "generate-envelope", Method: http.MethodPost, Path: "/api/envelope/generate",
+		Summary: "Draft a resource envelope from a description (LLM when configured, heuristics otherwise)", Tags: []string{"tasks"},
+	}, func(ctx context.Context, in *envelopeIn) (*envelopeOut, error) {
+		r, err := s.core.DraftEnvelope(ctx, in.Body.Name, in.Body.Description)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		out := &envelopeOut{}
+		out.Body.Result = r
+		out.Body.Drafter = s.core.About().Drafter
+		return out, nil
+	})
+}
+
+// streamEvents polls the store for new events (bounded batches) and sends them.
+func (s *Server) streamEvents(ctx context.Context, task string, after int64, send sse.Sender) {
+	if after == 0 {
+		// Start from now: find the newest id.
+		if evs, err := s.core.Events(ctx, core.EventQuery{TaskID: task, Limit: 1, Newest: true}); err == nil && len(evs) > 0 {
+			after = evs[0].ID
+		}
+	}
+	poll := time.NewTicker(500 * time.Millisecond)
+	defer poll.Stop()
+	lastSent := time.Now()
+	for {
+		evs, err := s.core.Events(ctx, core.EventQuery{TaskID: task, AfterID: after, Limit: 500})
+		if err != nil {
+			send.Data(map[string]string{"error": err.Error()})
+			return
+		}
+		for _, e := range evs {
+			if err := send(sse.Message{ID: int(e.ID), Data: e}); err != nil {
+				return
+			}
+			after = e.ID
+			lastSent = time.Now()
+		}
+		if time.Since(lastSent) > 15*time.Second {
+			// A keep-alive ("event: ping") so proxies and clients see the stream is alive.
+			if err := send.Data(ping{Time: time.Now().UTC()}); err != nil {
+				return
+			}
+			lastSent = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+	}
+}
+
+// ping is the SSE keep-alive payload.
+type ping struct {
+	Time time.Time `json:"time"`
+}

@@ -1,0 +1,100 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/provider/hpc"
+)
+
+// Look-around types, re-exported for surfaces.
+type (
+	SiteEnv    = hpc.SiteEnv
+	ExecResult = hpc.ExecResult
+)
+
+// lookArounder is implemented by providers that can inspect a login node.
+type lookArounder interface {
+	Env(ctx context.Context) (hpc.SiteEnv, error)
+	Exec(ctx context.Context, argv []string) (hpc.ExecResult, error)
+	PutFile(ctx context.Context, name string, data []byte) (string, error)
+}
+
+func (c *Core) lookAround(system string) (lookArounder, string, error) {
+	sys, ok := c.cat.System(system)
+	if !ok {
+		return nil, "", c.unknownSystem(system)
+	}
+	p, ok := c.collector.Provider(sys.Name)
+	if !ok {
+		return nil, "", c.unknownSystem(system)
+	}
+	la, ok := p.(lookArounder)
+	if !ok {
+		return nil, "", fmt.Errorf("%s is a %s system; look-around (env, exec, put-file) needs a login node reached over ssh or locally: %w",
+			sys.Name, p.Kind(), ErrInvalid)
+	}
+	return la, sys.Name, nil
+}
+
+// SystemEnv probes a login node: host, workdir, python/torch, modules, containers, accounts.
+func (c *Core) SystemEnv(ctx context.Context, system string) (*SiteEnv, error) {
+	la, name, err := c.lookAround(system)
+	if err != nil {
+		return nil, err
+	}
+	env, err := la.Env(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, siteErr(err))
+	}
+	return &env, nil
+}
+
+// Exec runs one read-only look-around command (an allowlisted program, no shell) on a
+// system's login node. The command line is split on whitespace; shell metacharacters
+// are refused with the reason.
+func (c *Core) Exec(ctx context.Context, system, command string) (*ExecResult, error) {
+	la, name, err := c.lookAround(system)
+	if err != nil {
+		return nil, err
+	}
+	argv := strings.Fields(command)
+	if err := hpc.CheckExec(argv); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	res, err := la.Exec(ctx, argv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, siteErr(err))
+	}
+	return &res, nil
+}
+
+// PutFile stages a small file (at most 2 MiB) into the system's workdir.
+func (c *Core) PutFile(ctx context.Context, system, name string, data []byte) (string, error) {
+	la, sysName, err := c.lookAround(system)
+	if err != nil {
+		return "", err
+	}
+	if len(data) > hpc.MaxPutFile {
+		return "", fmt.Errorf("%w: refused: %d bytes is over the 2 MiB limit for put-file", ErrInvalid, len(data))
+	}
+	p, err := la.PutFile(ctx, name, data)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "refused") {
+			return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return "", fmt.Errorf("%s: %w", sysName, siteErr(err))
+	}
+	return p, nil
+}
+
+// siteErr wraps provider errors that mean the site is unreachable.
+func siteErr(err error) error {
+	if errors.Is(err, provider.ErrSiteDown) {
+		return fmt.Errorf("%w (the site is unreachable; check `mosaic status`)", err)
+	}
+	return err
+}

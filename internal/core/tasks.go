@@ -1,0 +1,375 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/mosaic-hpc/mosaic/internal/execution"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler/draft"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// SubmitRequest is a new task as a user or agent describes it.
+type SubmitRequest struct {
+	Name         string          `json:"name" doc:"Short task name"`
+	Command      string          `json:"command,omitempty" doc:"Shell command line the job runs"`
+	Script       string          `json:"script,omitempty" doc:"Full batch script body (instead of command)"`
+	Description  string          `json:"description,omitempty" doc:"What the task does; used to draft an envelope"`
+	Envelope     *model.Envelope `json:"envelope,omitempty" doc:"Resource envelope; omit with auto_envelope to draft one"`
+	AutoEnvelope bool            `json:"auto_envelope,omitempty" doc:"Draft the envelope from the description"`
+	Target       string          `json:"target,omitempty" doc:"Pin: SYSTEM or SYSTEM:PARTITION; the rules still apply"`
+	Objective    model.Objective `json:"objective,omitempty" doc:"earliest_start (default), fastest_finish, max_throughput or min_cost"`
+	Policy       *model.Policy   `json:"policy,omitempty" doc:"Continuation policy; defaults are sensible"`
+	DryRun       bool            `json:"dry_run,omitempty" doc:"Place but do not store or submit; returns the decision"`
+}
+
+// TaskDetail is a task with everything known about it.
+type TaskDetail struct {
+	model.Task
+	Policy   model.Policy     `json:"policy"`
+	Attempts []*model.Attempt `json:"attempts"`
+	Decision json.RawMessage  `json:"decision,omitempty"`
+	// DraftFallback says why an LLM-drafted envelope was not used (heuristic instead).
+	DraftFallback string `json:"draft_fallback,omitempty"`
+}
+
+// SubmitResult is the answer to a submission: the stored task (nil on dry run) and the
+// placement decision.
+type SubmitResult struct {
+	Task     *TaskDetail         `json:"task,omitempty"`
+	Decision *scheduler.Decision `json:"decision"`
+	DryRun   bool                `json:"dry_run"`
+}
+
+const idAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
+
+func newTaskID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return string(b)
+}
+
+// ParseTarget reads "SYSTEM" or "SYSTEM:PARTITION" and resolves the system name.
+func (c *Core) ParseTarget(s string) (*model.Target, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	sysName, part, _ := strings.Cut(s, ":")
+	sys, ok := c.cat.System(sysName)
+	if !ok {
+		return nil, fmt.Errorf("target %q: %w", s, c.unknownSystem(sysName))
+	}
+	t := &model.Target{System: sys.Name, Partition: part}
+	if part != "" {
+		if _, ok := sys.PartitionByName(part); !ok {
+			var names []string
+			for _, p := range sys.Partitions {
+				names = append(names, p.Name)
+			}
+			return nil, fmt.Errorf("target %q: %s has no partition %q; it has %s: %w", s, sys.Name, part, strings.Join(names, ", "), ErrInvalid)
+		}
+	}
+	return t, nil
+}
+
+func checkName(n string) error {
+	if strings.TrimSpace(n) == "" {
+		return fmt.Errorf("name is empty; give the task a short name: %w", ErrInvalid)
+	}
+	if len(n) > 128 {
+		return fmt.Errorf("name is %d characters; at most 128: %w", len(n), ErrInvalid)
+	}
+	for _, r := range n {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("name contains a control character: %w", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// DraftEnvelope drafts an envelope from a description (LLM when configured, else heuristic).
+func (c *Core) DraftEnvelope(ctx context.Context, name, description string) (draft.Result, error) {
+	text := strings.TrimSpace(name + "\n" + description)
+	if strings.TrimSpace(description) == "" {
+		return draft.Result{}, fmt.Errorf("the description is empty; describe the job (model size, training or inference, duration): %w", ErrInvalid)
+	}
+	return c.drafter.Draft(ctx, text)
+}
+
+// SubmitTask validates a request, places the task and (unless dry run) stores and
+// dispatches it. An infeasible request is refused with every system's reasons.
+func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult, error) {
+	if err := checkName(req.Name); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.Command) == "" && strings.TrimSpace(req.Script) == "" {
+		return nil, fmt.Errorf("neither command nor script given; pass --command \"…\": %w", ErrInvalid)
+	}
+	if len(req.Command) > 64<<10 || len(req.Script) > 1<<20 {
+		return nil, fmt.Errorf("command (64 KiB) or script (1 MiB) too long: %w", ErrInvalid)
+	}
+	var env model.Envelope
+	var fallback string
+	switch {
+	case req.Envelope != nil && req.AutoEnvelope:
+		return nil, fmt.Errorf("give an envelope or auto_envelope, not both: %w", ErrInvalid)
+	case req.Envelope != nil:
+		env = *req.Envelope
+		if env.Source == "" {
+			env.Source = model.SourceUser
+		}
+	case req.AutoEnvelope || req.Description != "":
+		d, err := c.DraftEnvelope(ctx, req.Name, req.Description)
+		if err != nil {
+			return nil, err
+		}
+		env, fallback = d.Envelope, d.FallbackReason
+	default:
+		return nil, fmt.Errorf("no envelope: give one, or auto_envelope with a description (--auto-envelope --description \"…\"): %w", ErrInvalid)
+	}
+	if req.Objective != "" {
+		env.Objective = req.Objective
+	}
+	if err := env.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	env.Normalize()
+	pol := model.Policy{}
+	if req.Policy != nil {
+		pol = *req.Policy
+	}
+	if err := pol.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	target, err := c.ParseTarget(req.Target)
+	if err != nil {
+		return nil, err
+	}
+	now := c.clock().UTC()
+	task := &model.Task{ID: newTaskID(), Name: req.Name, Command: req.Command, Script: req.Script, Description: req.Description,
+		Envelope: env, Target: target, State: model.TaskPending, CreatedAt: now, UpdatedAt: now}
+	snap, err := c.Federation()
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{})
+	if err != nil {
+		var pe *scheduler.PlacementError
+		if errors.As(err, &pe) || errors.Is(err, scheduler.ErrNoFeasible) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return nil, err
+	}
+	if req.DryRun {
+		d.Explain()
+		return &SubmitResult{Decision: d, DryRun: true}, nil
+	}
+	trace, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	polJSON, _ := json.Marshal(pol)
+	task.State = model.TaskPlaced
+	actor := model.ActorRules
+	if strings.HasPrefix(d.Ranker, "llm") {
+		actor = model.ActorAI
+	}
+	row := &store.TaskRow{Task: *task, Decision: trace, Policy: polJSON}
+	evs := []model.Event{{TaskID: task.ID, Kind: "decision", Actor: actor, Time: now,
+		Message:   fmt.Sprintf("placed %s on %s (%s, ranker %s)", task.Name, d.Chosen, d.Mode, d.Ranker),
+		Rationale: d.Rationale}}
+	if fallback != "" {
+		evs = append(evs, model.Event{TaskID: task.ID, Kind: "draft", Actor: model.ActorRules, Time: now,
+			Message: "envelope drafted heuristically", Rationale: "the LLM draft was not used: " + fallback})
+	}
+	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
+		return nil, err
+	}
+	pl := placementOf(d, c.clock())
+	if err := c.engine.Dispatch(ctx, task.ID, pl, d.Rationale); err != nil {
+		c.log.Error("dispatch", "task", task.ID, "err", err)
+	}
+	detail, err := c.Task(ctx, task.ID)
+	if err != nil {
+		return nil, err
+	}
+	detail.DraftFallback = fallback
+	return &SubmitResult{Task: detail, Decision: d}, nil
+}
+
+func placementOf(d *scheduler.Decision, now time.Time) *execution.Placement {
+	ch := d.ChosenCandidate()
+	pl := &execution.Placement{System: ch.System, Partition: ch.Partition, Account: ch.Account, Spec: *d.Spec, Rationale: d.Rationale}
+	if b, err := json.Marshal(d); err == nil {
+		pl.Decision = b
+	}
+	if ch.WaitSource != "" {
+		pl.EstimatedStart = now.Add(ch.EstWait.D())
+	}
+	return pl
+}
+
+// placer adapts the scheduler to the execution engine.
+type placer struct{ c *Core }
+
+func (p placer) Place(ctx context.Context, task *model.Task, exclude []string) (*execution.Placement, error) {
+	snap, err := p.c.Federation()
+	if err != nil {
+		return nil, err
+	}
+	d, err := p.c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{Exclude: exclude})
+	if err != nil {
+		return nil, err
+	}
+	return placementOf(d, p.c.clock()), nil
+}
+
+// Task returns one task with its attempts and decision trace.
+func (c *Core) Task(ctx context.Context, id string) (*TaskDetail, error) {
+	row, err := c.store.Task(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("task %q: %w", id, ErrNotFound)
+		}
+		return nil, err
+	}
+	atts, err := c.store.Attempts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if atts == nil {
+		atts = []*model.Attempt{}
+	}
+	var pol model.Policy
+	_ = json.Unmarshal(row.Policy, &pol)
+	return &TaskDetail{Task: row.Task, Policy: pol.WithDefaults(), Attempts: atts, Decision: row.Decision}, nil
+}
+
+// TaskSummary is one row of the task list.
+type TaskSummary struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	State     model.TaskState `json:"state"`
+	System    string          `json:"system,omitempty"`
+	Partition string          `json:"partition,omitempty"`
+	JobID     string          `json:"job_id,omitempty"`
+	JobState  model.JobState  `json:"job_state,omitempty"`
+	Attempts  int             `json:"attempts"`
+	Sizing    string          `json:"sizing,omitempty"`
+	Pinned    bool            `json:"pinned"`
+	Reason    string          `json:"reason,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Tasks lists tasks, newest first, optionally in the given states.
+func (c *Core) Tasks(ctx context.Context, states []model.TaskState, limit int) ([]TaskSummary, error) {
+	for _, s := range states {
+		switch s {
+		case model.TaskPending, model.TaskPlaced, model.TaskSubmitted, model.TaskQueued, model.TaskRunning,
+			model.TaskSucceeded, model.TaskFailed, model.TaskCancelled:
+		default:
+			return nil, fmt.Errorf("state %q: want pending, placed, submitted, queued, running, succeeded, failed or cancelled: %w", s, ErrInvalid)
+		}
+	}
+	rows, err := c.store.Tasks(ctx, states, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TaskSummary, 0, len(rows))
+	for _, r := range rows {
+		s := TaskSummary{ID: r.ID, Name: r.Name, State: r.State, Pinned: r.Target != nil, Reason: r.Reason, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		atts, err := c.store.Attempts(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		s.Attempts = len(atts)
+		if n := len(atts); n > 0 {
+			a := atts[n-1]
+			s.System, s.Partition, s.JobID, s.JobState = a.System, a.Partition, a.JobID, a.State
+			s.Sizing = execution.Sizing(a.Spec)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// CancelTask cancels a task's jobs.
+func (c *Core) CancelTask(ctx context.Context, id string) (*TaskDetail, error) {
+	if _, err := c.Task(ctx, id); err != nil {
+		return nil, err
+	}
+	if err := c.engine.Cancel(ctx, id, "cancelled by the user"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return c.Task(ctx, id)
+}
+
+// ReplanTask places a task anew, optionally dropping its pin.
+func (c *Core) ReplanTask(ctx context.Context, id string, clearTarget bool) (*TaskDetail, error) {
+	if _, err := c.Task(ctx, id); err != nil {
+		return nil, err
+	}
+	if err := c.engine.Replan(ctx, id, clearTarget); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return c.Task(ctx, id)
+}
+
+// TaskLogs returns the stdout/stderr tails of a task's attempt (0 = latest with a job).
+func (c *Core) TaskLogs(ctx context.Context, id string, attempt, tail int) (*model.Logs, error) {
+	t, err := c.Task(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var a *model.Attempt
+	for _, x := range t.Attempts {
+		if x.JobID != "" && (attempt == 0 || x.N == attempt) {
+			a = x
+		}
+	}
+	if a == nil {
+		return nil, fmt.Errorf("task %s has no submitted attempt%s yet: %w", id, map[bool]string{true: fmt.Sprintf(" %d", attempt), false: ""}[attempt > 0], ErrNotFound)
+	}
+	p, ok := c.collector.Provider(a.System)
+	if !ok {
+		return nil, c.unknownSystem(a.System)
+	}
+	if tail <= 0 || tail > 1<<20 {
+		tail = 64 << 10
+	}
+	logs, err := p.Logs(ctx, a.JobID, tail)
+	if err != nil {
+		return nil, fmt.Errorf("%s: logs of job %s: %w", a.System, a.JobID, siteErr(err))
+	}
+	return &logs, nil
+}
+
+// EventQuery filters Events.
+type EventQuery = store.EventQuery
+
+// Events returns activity-log entries.
+func (c *Core) Events(ctx context.Context, q EventQuery) ([]model.Event, error) {
+	if q.TaskID != "" {
+		if _, err := c.Task(ctx, q.TaskID); err != nil {
+			return nil, err
+		}
+	}
+	evs, err := c.store.Events(ctx, q)
+	if evs == nil {
+		evs = []model.Event{}
+	}
+	return evs, err
+}

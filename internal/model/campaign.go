@@ -1,0 +1,56 @@
+package model
+
+// Campaign is a federated multi-agent run: a roster of agents (each one a command
+// Mosaic starts on some site), who may talk to whom, which agent receives the user's
+// task first, and how the agents reach the message exchange.
+//
+// Campaign files are JSONC (JSON with comments and trailing commas); see
+// internal/campaign for the parser, validation and per-site slices.
+type Campaign struct {
+	Name         string           `json:"name"`
+	Agents       []CampaignAgent  `json:"agents"`
+	InitialAgent string           `json:"initial_agent"`
+	UserTask     string           `json:"user_task,omitempty"`
+	Exchange     ExchangeSettings `json:"exchange,omitzero"`
+}
+
+// CampaignAgent is one agent of a campaign.
+type CampaignAgent struct {
+	// Name is unique within the campaign; with the run id it derives the agent's
+	// mailbox uid (UUIDv5, see internal/campaign.AgentUID).
+	Name string `json:"name"`
+	// Command is the argv of the agent process (no shell involved).
+	Command []string `json:"command"`
+	// Env is extra environment for the agent process.
+	Env map[string]string `json:"env,omitempty"`
+	// AllowedPeers names the agents this one may send requests to. The exchange
+	// enforces it when the campaign is registered with it.
+	AllowedPeers []string `json:"allowed_peers,omitempty"`
+	// Envelope is an optional resource request for the agent's allocation.
+	Envelope *Envelope `json:"envelope,omitempty"`
+	// Site is an optional placement hint (a site name from sites.yaml).
+	Site string `json:"site,omitempty"`
+}
+
+// ExchangeSettings says how agents of a campaign reach the message exchange.
+// All fields are optional; the zero value means "Mosaic's embedded exchange with
+// its in-memory backend".
+type ExchangeSettings struct {
+	// URL of an external exchange (Academy cloud-exchange protocol). Empty = the
+	// exchange embedded in the Mosaic core.
+	URL string `json:"url,omitempty"`
+	// Backend of an exchange Mosaic runs itself: "memory" (default) or "redis".
+	Backend string `json:"backend,omitempty"`
+	// RedisURL is the redis:// URL used when Backend is "redis".
+	RedisURL string `json:"redis_url,omitempty"`
+	// MaxMessageBytes caps one message (0 = exchange default, 1 MiB).
+	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
+	// DiscoverTimeout bounds how long an agent waits for its peers to register.
+	DiscoverTimeout Duration `json:"discover_timeout,omitempty"`
+}
+
+// Exchange backends.
+const (
+	ExchangeBackendMemory = "memory"
+	ExchangeBackendRedis  = "redis"
+)

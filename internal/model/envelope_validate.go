@@ -1,0 +1,383 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Envelope defaults and limits. Normalize applies the defaults; Validate enforces the limits.
+//
+//   - Any range whose Max is 0 gets Max = Min ("max 0 means same as min").
+//   - nodes: Min 0 becomes 1, so the default is exactly one node (1..1). A multi-node
+//     job must say so (nodes.max > 1); Mosaic never spreads a job over nodes unasked.
+//   - cpu_cores: Min 0 becomes 1.
+//   - memory_gb: 0..0 means "the site's default memory".
+//   - gpus: 0..0 means a CPU-only job.
+//   - walltime: there is no default; walltime.min must be positive.
+//   - objective: empty becomes earliest_start.
+//   - source: empty becomes user; a user envelope with confidence 0 gets confidence 1.
+const (
+	MaxEnvelopeGPUs        = 100_000
+	MaxEnvelopeCPUCores    = 10_000_000
+	MaxEnvelopeMemoryGB    = 100_000_000
+	MaxEnvelopeNodes       = 100_000
+	MaxEnvelopeGPUMemoryGB = 1024
+	MaxEnvelopeWalltime    = Duration(366 * 24 * time.Hour)
+)
+
+// KnownGPUModels lists the canonical GPU model names Mosaic understands, in the form
+// ResourceRecord.GPUModel uses.
+var KnownGPUModels = []string{
+	"A10", "A100", "A30", "A40", "A6000", "B200", "GH200", "H100", "H200", "L4", "L40", "L40S",
+	"MI100", "MI210", "MI250", "MI250X", "MI300A", "MI300X", "P100", "RTX5000", "RTX6000",
+	"RTX8000", "T4", "V100",
+}
+
+// gpuAliases maps squeezed spellings to canonical names where stripping vendor words
+// is not enough. GH200 superchips carry an H100-class GPU with 96 GB; sites report them
+// as H100, so a user asking for "GH200" means that GPU.
+var gpuAliases = map[string]string{
+	"GH200":   "H100",
+	"RTX5K":   "RTX5000",
+	"A100X":   "A100",
+	"H100NVL": "H100",
+}
+
+// KnownContainerRuntimes are the runtime names an envelope may ask for.
+var KnownContainerRuntimes = []string{"apptainer", "singularity", "podman", "docker", "charliecloud", "enroot", "shifter"}
+
+// KnownArchs are the canonical CPU architectures.
+var KnownArchs = []string{"x86_64", "aarch64"}
+
+// CanonicalGPU maps a user or site spelling of a GPU model ("NVIDIA A100-SXM4-40GB",
+// "Quadro RTX 5000", "h100 pcie") to its canonical name ("A100", "RTX5000", "H100").
+// ok is false when the model is not one of KnownGPUModels.
+func CanonicalGPU(s string) (string, bool) {
+	fields := strings.FieldsFunc(strings.ToUpper(strings.TrimSpace(s)), func(r rune) bool {
+		return r == ' ' || r == '-' || r == '_' || r == '/' || r == ','
+	})
+	var b strings.Builder
+	for _, f := range fields {
+		switch f {
+		case "NVIDIA", "AMD", "TESLA", "QUADRO", "INSTINCT", "GEFORCE", "GPU", "PCIE", "SXM", "SXM2", "SXM3", "SXM4", "SXM5", "NVL", "HBM3", "HBM2", "HBM2E":
+			continue
+		}
+		if isMemToken(f) {
+			continue
+		}
+		b.WriteString(f)
+	}
+	u := b.String()
+	if a, ok := gpuAliases[u]; ok {
+		return a, true
+	}
+	for _, m := range KnownGPUModels {
+		if u == m {
+			return m, true
+		}
+	}
+	return strings.TrimSpace(s), false
+}
+
+// isMemToken reports whether f is a memory size such as "40GB" or "80G".
+func isMemToken(f string) bool {
+	rest, ok := strings.CutSuffix(f, "GB")
+	if !ok {
+		if rest, ok = strings.CutSuffix(f, "G"); !ok {
+			return false
+		}
+	}
+	if rest == "" {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if rest[i] < '0' || rest[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// CanonicalArch maps amd64/x86-64/arm64 spellings to x86_64 or aarch64; ok is false otherwise.
+func CanonicalArch(s string) (string, bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "x86_64", "x86-64", "amd64", "x64", "intel64":
+		return "x86_64", true
+	case "aarch64", "arm64", "armv8", "arm":
+		return "aarch64", true
+	}
+	return strings.TrimSpace(s), false
+}
+
+// EnvelopeFieldError names the envelope field that is wrong and why.
+type EnvelopeFieldError struct {
+	Field   string `json:"field"`
+	Problem string `json:"problem"`
+}
+
+// Error implements error.
+func (e *EnvelopeFieldError) Error() string {
+	return "envelope field " + e.Field + ": " + e.Problem
+}
+
+// Normalize fills defaults (see the constants block above) and canonicalises names
+// (GPU models, archs, runtimes), trimming and de-duplicating lists. It never fails:
+// names it cannot canonicalise stay as written so Validate can name them.
+func (e *Envelope) Normalize() {
+	fill := func(r *IntRange) {
+		if r.Max == 0 {
+			r.Max = r.Min
+		}
+	}
+	if e.Nodes.Min == 0 {
+		e.Nodes.Min = 1
+	}
+	if e.CPUCores.Min == 0 {
+		e.CPUCores.Min = 1
+	}
+	fill(&e.GPUs)
+	fill(&e.CPUCores)
+	fill(&e.MemoryGB)
+	fill(&e.Nodes)
+	if e.Walltime.Max == 0 {
+		e.Walltime.Max = e.Walltime.Min
+	}
+	if e.Objective == "" {
+		e.Objective = ObjEarliestStart
+	}
+	e.Objective = Objective(strings.ToLower(strings.TrimSpace(string(e.Objective))))
+	if e.Source == "" {
+		e.Source = SourceUser
+	}
+	if e.Source == SourceUser && e.Confidence == 0 {
+		e.Confidence = 1
+	}
+	c := &e.Constraints
+	c.Arch = normList(c.Arch, func(s string) string { a, _ := CanonicalArch(s); return a })
+	c.GPUModels = normList(c.GPUModels, func(s string) string { g, _ := CanonicalGPU(s); return g })
+	c.AvoidGPUModels = normList(c.AvoidGPUModels, func(s string) string { g, _ := CanonicalGPU(s); return g })
+	c.Features = normList(c.Features, strings.TrimSpace)
+	c.AvoidSystems = normList(c.AvoidSystems, strings.TrimSpace)
+	if c.Container != nil {
+		c.Container.Image = strings.TrimSpace(c.Container.Image)
+		c.Container.Runtime = strings.ToLower(strings.TrimSpace(c.Container.Runtime))
+	}
+}
+
+func normList(in []string, f func(string) string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for _, s := range in {
+		v := f(s)
+		k := strings.ToLower(v)
+		if v == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Validate checks the envelope as Normalize would leave it (it does not modify e) and
+// returns every problem found, each an *EnvelopeFieldError naming the field, joined
+// with errors.Join. A nil result means the envelope can be scheduled.
+func (e *Envelope) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &EnvelopeFieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+	// Negative values are checked on the raw input, before defaults hide them.
+	for _, r := range []struct {
+		name string
+		v    IntRange
+	}{{"gpus", e.GPUs}, {"cpu_cores", e.CPUCores}, {"memory_gb", e.MemoryGB}, {"nodes", e.Nodes}} {
+		if r.v.Min < 0 {
+			bad(r.name+".min", "is %d; it must be 0 or more", r.v.Min)
+		}
+		if r.v.Max < 0 {
+			bad(r.name+".max", "is %d; it must be 0 or more (0 means the same as min)", r.v.Max)
+		}
+	}
+	if e.Walltime.Min < 0 {
+		bad("walltime.min", "is negative (%s)", e.Walltime.Min)
+	}
+	if e.Walltime.Max < 0 {
+		bad("walltime.max", "is negative (%s)", e.Walltime.Max)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+
+	n := *e
+	n.Constraints.Arch = append([]string(nil), e.Constraints.Arch...)
+	n.Constraints.GPUModels = append([]string(nil), e.Constraints.GPUModels...)
+	n.Constraints.AvoidGPUModels = append([]string(nil), e.Constraints.AvoidGPUModels...)
+	if e.Constraints.Container != nil {
+		cc := *e.Constraints.Container
+		n.Constraints.Container = &cc
+	}
+	n.Normalize()
+
+	for _, r := range []struct {
+		name  string
+		v     IntRange
+		limit int
+	}{
+		{"gpus", n.GPUs, MaxEnvelopeGPUs}, {"cpu_cores", n.CPUCores, MaxEnvelopeCPUCores},
+		{"memory_gb", n.MemoryGB, MaxEnvelopeMemoryGB}, {"nodes", n.Nodes, MaxEnvelopeNodes},
+	} {
+		if r.v.Min > r.v.Max {
+			bad(r.name, "min %d is greater than max %d; lower min or raise max", r.v.Min, r.v.Max)
+		}
+		if r.v.Max > r.limit {
+			bad(r.name+".max", "%d is beyond the limit of %d", r.v.Max, r.limit)
+		}
+	}
+	if n.Nodes.Min > 1 && n.GPUs.Max > 0 && n.GPUs.Max < n.Nodes.Min {
+		bad("gpus.max", "%d GPUs cannot be spread over at least %d nodes", n.GPUs.Max, n.Nodes.Min)
+	}
+	switch {
+	case n.Walltime.Min == 0:
+		bad("walltime.min", "is zero; give the shortest run that is useful, e.g. \"30m\" or \"02:00:00\"")
+	case n.Walltime.Min > n.Walltime.Max:
+		bad("walltime", "min %s is greater than max %s", n.Walltime.Min, n.Walltime.Max)
+	}
+	if n.Walltime.Max > MaxEnvelopeWalltime {
+		bad("walltime.max", "%s is beyond the limit of %s", n.Walltime.Max, MaxEnvelopeWalltime)
+	}
+	if n.MaxQueueWait < 0 {
+		bad("max_queue_wait", "is negative (%s)", n.MaxQueueWait)
+	}
+	if !validObjective(n.Objective) {
+		bad("objective", "%q is not one of %v", n.Objective, Objectives)
+	}
+	switch n.Source {
+	case SourceUser, SourceHeuristic, SourceLLM:
+	default:
+		bad("source", "%q is not one of user, heuristic, llm", n.Source)
+	}
+	if n.Confidence < 0 || n.Confidence > 1 || n.Confidence != n.Confidence {
+		bad("confidence", "%v is outside [0, 1]", n.Confidence)
+	}
+
+	c := &n.Constraints
+	for _, a := range c.Arch {
+		if _, ok := CanonicalArch(a); !ok {
+			bad("constraints.arch", "unknown architecture %q; use one of %v", a, KnownArchs)
+		}
+	}
+	allow := map[string]bool{}
+	for _, g := range c.GPUModels {
+		if _, ok := CanonicalGPU(g); !ok {
+			bad("constraints.gpu_models", "unknown GPU model %q; known models: %s", g, strings.Join(KnownGPUModels, ", "))
+		}
+		allow[g] = true
+	}
+	for _, g := range c.AvoidGPUModels {
+		if _, ok := CanonicalGPU(g); !ok {
+			bad("constraints.avoid_gpu_models", "unknown GPU model %q; known models: %s", g, strings.Join(KnownGPUModels, ", "))
+		}
+		if allow[g] {
+			bad("constraints.avoid_gpu_models", "%s is both allowed (gpu_models) and avoided", g)
+		}
+	}
+	if n.GPUs.Max == 0 && len(c.GPUModels) > 0 {
+		bad("constraints.gpu_models", "is set but the envelope asks for no GPUs (gpus.min 0); set gpus or drop gpu_models")
+	}
+	if c.MinGPUMemoryGB < 0 || c.MinGPUMemoryGB > MaxEnvelopeGPUMemoryGB {
+		bad("constraints.min_gpu_memory_gb", "%d is outside 0..%d", c.MinGPUMemoryGB, MaxEnvelopeGPUMemoryGB)
+	}
+	if n.GPUs.Max == 0 && c.MinGPUMemoryGB > 0 {
+		bad("constraints.min_gpu_memory_gb", "is set but the envelope asks for no GPUs (gpus.min 0)")
+	}
+	if ct := c.Container; ct != nil {
+		if ct.Image == "" {
+			bad("constraints.container.image", "is empty; give an image such as docker://nvcr.io/nvidia/pytorch:24.01-py3 or a .sif path")
+		}
+		if ct.Runtime != "" && !contains(KnownContainerRuntimes, ct.Runtime) {
+			bad("constraints.container.runtime", "unknown runtime %q; use one of %v", ct.Runtime, KnownContainerRuntimes)
+		}
+	}
+	for _, f := range e.Constraints.Features {
+		if strings.TrimSpace(f) == "" {
+			bad("constraints.features", "contains an empty feature name")
+		}
+	}
+	for _, s := range e.Constraints.AvoidSystems {
+		if strings.TrimSpace(s) == "" {
+			bad("constraints.avoid_systems", "contains an empty system name")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validObjective(o Objective) bool {
+	for _, x := range Objectives {
+		if o == x {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// DecodeEnvelopeJSON reads one envelope from JSON, refusing unknown fields and trailing
+// data, then normalizes and validates it.
+func DecodeEnvelopeJSON(b []byte) (Envelope, error) {
+	var e Envelope
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return Envelope{}, fmt.Errorf("envelope JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Envelope{}, fmt.Errorf("envelope JSON: unexpected data after the envelope object")
+	}
+	if err := e.Validate(); err != nil {
+		return Envelope{}, err
+	}
+	e.Normalize()
+	return e, nil
+}
+
+// DecodeEnvelopeYAML reads one envelope from YAML, refusing unknown fields, then
+// normalizes and validates it. Durations take any ParseDuration form; note that a bare
+// number is minutes here (Slurm's convention) while JSON numbers are seconds.
+func DecodeEnvelopeYAML(b []byte) (Envelope, error) {
+	var e Envelope
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&e); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Envelope{}, fmt.Errorf("envelope YAML: the document is empty")
+		}
+		return Envelope{}, fmt.Errorf("envelope YAML: %w", err)
+	}
+	if err := e.Validate(); err != nil {
+		return Envelope{}, err
+	}
+	e.Normalize()
+	return e, nil
+}

@@ -1,0 +1,203 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// Placement modes.
+const (
+	ModeAuto   = "auto"
+	ModePinned = "pinned"
+)
+
+// Decision is the full trace of one placement: every candidate with every rule verdict,
+// sizing, scores and ranks, which ranker decided, and what was chosen and why.
+// Encode a *Decision (MarshalJSON has a pointer receiver and explains first), or call
+// Explain before encoding a copy.
+type Decision struct {
+	TaskID         string          `json:"task_id"`
+	TaskName       string          `json:"task_name,omitempty"`
+	Objective      model.Objective `json:"objective"`
+	Envelope       model.Envelope  `json:"envelope"` // normalized
+	Mode           string          `json:"mode"`     // auto | pinned
+	Target         *model.Target   `json:"target,omitempty"`
+	Exclude        []string        `json:"exclude,omitempty"`
+	SnapshotSeq    uint64          `json:"snapshot_seq"`
+	SnapshotAt     time.Time       `json:"snapshot_at"`
+	DecidedAt      time.Time       `json:"decided_at"`
+	Rules          []string        `json:"rules"`
+	Ranker         string          `json:"ranker"`                    // ranker that produced the final order
+	FallbackReason string          `json:"fallback_reason,omitempty"` // why the LLM order was discarded
+	// Candidates holds the feasible candidates in final rank order. Explain (which
+	// MarshalJSON, Table and every Place error call) fills in each rule's verdict and
+	// reason and appends the infeasible candidates in snapshot order.
+	Candidates []*Candidate   `json:"candidates"`
+	Chosen     string         `json:"chosen,omitempty"` // candidate key
+	Spec       *model.JobSpec `json:"spec,omitempty"`   // the chosen sizing
+	Rationale  string         `json:"rationale"`
+
+	lazy *lazyTrace // until Explain
+}
+
+// sizingFailed marks a candidate that passed every rule but could not be sized.
+const sizingFailed = uint64(1) << 63
+
+// lazyTrace keeps what Explain needs to rebuild every verdict with its reason. Rules are
+// pure functions of (request, record, system health), so re-running them in explain
+// mode gives the verdicts the placement saw, provided the snapshot is not modified
+// (snapshots are immutable once published).
+type lazyTrace struct {
+	req    Request // explaining copy
+	rules  []Rule
+	snap   *model.ResourceSnapshot
+	health map[string]model.Health
+	masks  []uint64       // per record: failing rules, or sizingFailed
+	sizing map[int]string // record index → why sizing failed
+}
+
+// Explain completes the trace: every candidate gets every rule's verdict with its
+// reason, and infeasible candidates are appended after the feasible ones. It is
+// idempotent; call it before sharing the decision between goroutines.
+func (d *Decision) Explain() {
+	lz := d.lazy
+	if lz == nil {
+		return
+	}
+	d.lazy = nil
+	for _, c := range d.Candidates {
+		if c.Verdicts == nil {
+			c.Verdicts = explainVerdicts(lz.rules, &lz.req, c)
+		}
+	}
+	for i, m := range lz.masks {
+		if m == 0 {
+			continue
+		}
+		rec := &lz.snap.Records[i]
+		c := &Candidate{System: rec.System, Partition: rec.Partition, Account: rec.Account, Record: rec, SystemHealth: lz.health[rec.System]}
+		c.Verdicts = explainVerdicts(lz.rules, &lz.req, c)
+		if m == sizingFailed {
+			c.Verdicts = append(c.Verdicts, Verdict{Rule: "sizing", Reason: lz.sizing[i]})
+		}
+		d.Candidates = append(d.Candidates, c)
+	}
+}
+
+// MarshalJSON explains the decision and encodes it.
+func (d *Decision) MarshalJSON() ([]byte, error) {
+	d.Explain()
+	type plain Decision
+	return json.Marshal((*plain)(d))
+}
+
+// ChosenCandidate returns the chosen candidate, or nil.
+func (d *Decision) ChosenCandidate() *Candidate {
+	for _, c := range d.Candidates {
+		if c.Key() == d.Chosen {
+			return c
+		}
+	}
+	return nil
+}
+
+// Feasible returns the feasible candidates in rank order.
+func (d *Decision) Feasible() []*Candidate {
+	var out []*Candidate
+	for _, c := range d.Candidates {
+		if c.Feasible {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Table writes the candidate table with aligned columns, squeue-style, followed by the
+// decision summary. It is what `mosaic submit --dry-run` prints.
+func (d *Decision) Table(w io.Writer) error {
+	d.Explain()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tSYSTEM\tPARTITION\tACCOUNT\tOK\tNODES\tGPUS\tCPUS/N\tMEM/N\tTIME\tEST_WAIT\tSCORE\tAI\tREASON")
+	for _, c := range d.Candidates {
+		rank, ok, nodes, gpus, cpus, mem, tl, wait, score, ai := "-", "no", "-", "-", "-", "-", "-", "-", "-", "-"
+		reason := ""
+		if c.Feasible {
+			ok = "yes"
+			if c.Rank > 0 {
+				rank = strconv.Itoa(c.Rank)
+			}
+			if s := c.Sizing; s != nil {
+				nodes, cpus, tl = strconv.Itoa(s.Nodes), strconv.Itoa(s.CPUsPerTask), s.Walltime.Slurm()
+				gpus = strconv.Itoa(s.GPUs)
+				if s.GPUs > 0 && s.GPUModel != "" {
+					gpus += "x" + s.GPUModel
+				}
+				mem = "default"
+				if s.MemoryGB > 0 {
+					mem = strconv.Itoa(s.MemoryGB) + "G"
+				}
+			}
+			wait = c.EstWait.String()
+			if c.WaitSource != "" {
+				wait += "(" + c.WaitSource + ")"
+			}
+			score = strconv.FormatFloat(c.Scores.Total, 'f', 3, 64)
+			if c.AIRank > 0 {
+				ai = strconv.Itoa(c.AIRank)
+			}
+			reason = c.SizingNote
+			if c.AIReason != "" {
+				reason = c.AIReason
+			}
+			if c.OverWait {
+				reason = "over max_queue_wait; " + reason
+			}
+		} else if v, bad := c.FirstFailure(); bad {
+			reason = v.Rule + ": " + v.Reason
+			if n := len(c.Failures()); n > 1 {
+				reason += " (+" + strconv.Itoa(n-1) + " more)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			rank, c.System, c.Partition, orDash(c.Account), ok, nodes, gpus, cpus, mem, tl, wait, score, ai, oneLine(reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write decision table: %w", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nmode: %s   objective: %s   ranker: %s\n", d.Mode, d.Objective, d.Ranker)
+	if d.FallbackReason != "" {
+		fmt.Fprintf(&b, "llm fallback: %s\n", d.FallbackReason)
+	}
+	if d.Chosen != "" {
+		fmt.Fprintf(&b, "chosen: %s\n", d.Chosen)
+	}
+	fmt.Fprintf(&b, "rationale: %s\n", d.Rationale)
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("write decision table: %w", err)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 110 {
+		s = s[:107] + "..."
+	}
+	return s
+}

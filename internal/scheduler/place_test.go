@@ -1,0 +1,206 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+func newTestScheduler(o Options) *Scheduler {
+	o.Now = func() time.Time { return fixedNow }
+	return New(o)
+}
+
+func TestPlacePinnedFeasible(t *testing.T) {
+	task := a100Task()
+	task.Target = &model.Target{System: "lonestar6"}
+	d, err := newTestScheduler(Options{}).Place(context.Background(), task, sixMachines(), PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Mode != ModePinned || !strings.HasPrefix(d.Chosen, "Lonestar6@TACC/gpu-a100/") {
+		t.Errorf("mode %s chosen %s, want pinned Lonestar6 gpu-a100", d.Mode, d.Chosen)
+	}
+	if len(d.Feasible()) != 1 {
+		t.Errorf("pin left %d feasible, want 1", len(d.Feasible()))
+	}
+}
+
+func TestPlacePinnedInfeasibleCarriesRuleReason(t *testing.T) {
+	task := a100Task()
+	_, err := newTestScheduler(Options{}).Place(context.Background(), task, sixMachines(),
+		PlaceOptions{Target: &model.Target{System: "Vista@TACC", Partition: "gh"}})
+	var pe *PlacementError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrNoFeasible) {
+		t.Fatalf("want a PlacementError, got %v", err)
+	}
+	if !pe.Pinned || !strings.Contains(err.Error(), "pinned to Vista@TACC/gh") ||
+		!strings.Contains(err.Error(), "accelerator: H100 is not in constraints.gpu_models") {
+		t.Errorf("error does not carry the failing rule's reason:\n%v", err)
+	}
+	if strings.Contains(err.Error(), "Delta@NCSA") {
+		t.Errorf("pinned error lists systems outside the pin:\n%v", err)
+	}
+}
+
+func TestPlacePinnedUnknownSystem(t *testing.T) {
+	_, err := newTestScheduler(Options{}).Place(context.Background(), a100Task(), sixMachines(),
+		PlaceOptions{Target: &model.Target{System: "Perlmutter"}})
+	if err == nil || !strings.Contains(err.Error(), "no such system") {
+		t.Fatalf("want an error naming the missing system, got %v", err)
+	}
+}
+
+func TestPlaceExclude(t *testing.T) {
+	d, err := newTestScheduler(Options{}).Place(context.Background(), a100Task(), sixMachines(),
+		PlaceOptions{Exclude: []string{"Anvil@RCAC", "lonestar6"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Feasible() {
+		if c.System != "Delta@NCSA" {
+			t.Errorf("excluded system %s is feasible", c.System)
+		}
+	}
+	if !strings.HasPrefix(d.Chosen, "Delta@NCSA/") {
+		t.Errorf("chosen %s, want Delta", d.Chosen)
+	}
+}
+
+func TestPlaceNoFeasibleListsReasonsPerSystem(t *testing.T) {
+	task := a100Task()
+	task.Envelope.Walltime = model.DurationRange{Min: hours(72), Max: hours(96)}
+	d, err := newTestScheduler(Options{}).Place(context.Background(), task, sixMachines(), PlaceOptions{})
+	if !errors.Is(err, ErrNoFeasible) {
+		t.Fatalf("want ErrNoFeasible, got %v", err)
+	}
+	if d == nil || len(d.Candidates) != len(sixMachines().Records) {
+		t.Fatalf("want the decision trace with every candidate, got %+v", d)
+	}
+	msg := err.Error()
+	for _, s := range []string{"Delta@NCSA", "Anvil@RCAC", "Vista@TACC", "walltime: partition allows 48h; walltime.min is 72h"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("error lacks %q:\n%s", s, msg)
+		}
+	}
+}
+
+func TestPlaceRefusesInvalidEnvelope(t *testing.T) {
+	task := a100Task()
+	task.Envelope.GPUs = model.IntRange{Min: 4, Max: 2}
+	_, err := newTestScheduler(Options{}).Place(context.Background(), task, sixMachines(), PlaceOptions{})
+	var fe *model.EnvelopeFieldError
+	if !errors.As(err, &fe) || fe.Field != "gpus" {
+		t.Fatalf("want an envelope error naming gpus, got %v", err)
+	}
+}
+
+type fixedEstimator map[string]time.Duration
+
+func (f fixedEstimator) EstimateStart(_ context.Context, system string, _ model.JobSpec) (time.Time, error) {
+	w, ok := f[system]
+	if !ok {
+		return time.Time{}, errors.New("unsupported")
+	}
+	return fixedNow.Add(w), nil
+}
+
+type fixedHistory map[string]time.Duration
+
+func (f fixedHistory) TypicalWait(system, partition string, _ int) (time.Duration, bool) {
+	w, ok := f[system+"/"+partition]
+	return w, ok
+}
+
+func TestPlaceEstimatorAndHistoryDriveWaits(t *testing.T) {
+	s := newTestScheduler(Options{
+		Estimator: fixedEstimator{"Delta@NCSA": 0},
+		History:   fixedHistory{"Anvil@RCAC/gpu": 10 * time.Hour},
+	})
+	d, err := s.Place(context.Background(), a100Task(), sixMachines(), PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := map[string]string{}
+	for _, c := range d.Feasible() {
+		src[c.System] = c.WaitSource
+	}
+	if src["Delta@NCSA"] != "site" || src["Anvil@RCAC"] != "history" || src["Lonestar6@TACC"] != "queue" {
+		t.Errorf("wait sources %v", src)
+	}
+	if !strings.HasPrefix(d.Chosen, "Delta@NCSA/") {
+		t.Errorf("site says Delta starts now; chosen %s", d.Chosen)
+	}
+}
+
+func TestPlaceMaxQueueWaitOrdersLast(t *testing.T) {
+	task := a100Task()
+	task.Envelope.MaxQueueWait = model.Duration(time.Hour)
+	s := newTestScheduler(Options{History: fixedHistory{"Anvil@RCAC/gpu": 3 * time.Hour}})
+	d, err := s.Place(context.Background(), task, sixMachines(), PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := d.Feasible()
+	if last := f[len(f)-1]; last.System != "Anvil@RCAC" || !last.OverWait {
+		t.Errorf("candidate over max_queue_wait should rank last, got %s over=%v", last.Key(), last.OverWait)
+	}
+}
+
+func TestPlaceObjectiveChangesChoice(t *testing.T) {
+	task := a100Task()
+	task.Envelope.Objective = model.ObjMinCost
+	d, err := newTestScheduler(Options{}).Place(context.Background(), task, sixMachines(), PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.ChosenCandidate()
+	if c == nil || c.Sizing.GPUs != 1 || c.Record.Exclusive {
+		t.Errorf("min_cost should pick one GPU on a shared partition, got %s %+v", d.Chosen, c.Sizing)
+	}
+}
+
+func TestActiveRanker(t *testing.T) {
+	if got := New(Options{}).ActiveRanker(); got != "heuristic" {
+		t.Errorf("no LLM: %q", got)
+	}
+	if NewLLMRanker(nil) != nil {
+		t.Error("NewLLMRanker(nil) must be nil so Options.LLM stays unset")
+	}
+	s := New(Options{LLM: &LLMRanker{Client: stubClient{name: "anthropic/m"}}})
+	if got := s.ActiveRanker(); !strings.HasPrefix(got, "llm:anthropic/m") {
+		t.Errorf("with LLM: %q", got)
+	}
+}
+
+type countingEstimator struct{ calls int }
+
+func (c *countingEstimator) EstimateStart(context.Context, string, model.JobSpec) (time.Time, error) {
+	c.calls++
+	return fixedNow.Add(time.Hour), nil
+}
+
+func TestEstimatorCallsAreBounded(t *testing.T) {
+	est := &countingEstimator{}
+	s := newTestScheduler(Options{Estimator: est, MaxEstimates: 2})
+	d, err := s.Place(context.Background(), a100Task(), sixMachines(), PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.calls != 2 {
+		t.Errorf("estimator called %d times, want 2", est.calls)
+	}
+	site := 0
+	for _, c := range d.Feasible() {
+		if c.WaitSource == "site" {
+			site++
+		}
+	}
+	if site != 2 {
+		t.Errorf("%d candidates carry site estimates, want 2", site)
+	}
+}

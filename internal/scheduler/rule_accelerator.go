@@ -1,0 +1,60 @@
+package scheduler
+
+import (
+	"strconv"
+	"strings"
+)
+
+// AcceleratorRule matches GPUs: a GPU task needs a GPU partition whose model is allowed
+// (constraints.gpu_models) and not avoided (constraints.avoid_gpu_models) and where the
+// minimum GPU count is reachable; a CPU task is kept off GPU partitions, which charge
+// by the GPU and exist for GPU work.
+type AcceleratorRule struct{}
+
+// Name implements Rule.
+func (AcceleratorRule) Name() string { return "accelerator" }
+
+// Check implements Rule.
+func (AcceleratorRule) Check(r *Request, c *Candidate) Verdict {
+	env := &r.Envelope
+	rec := c.Record
+	if env.GPUs.Min == 0 && env.GPUs.Max == 0 {
+		if rec.IsGPU() {
+			return Failf(r, func() string {
+				return "GPU partition (" + gpuShape(rec.GPUsPerNode, rec.GPUModel) + " per node) but the task asks for no GPUs"
+			})
+		}
+		return Pass("CPU task, CPU partition")
+	}
+	if !rec.IsGPU() {
+		if env.GPUs.Min == 0 {
+			return Pass("CPU partition; GPUs are optional (gpus.min 0)")
+		}
+		return Failf(r, func() string {
+			return "no GPUs on this partition; the task needs at least " + strconv.Itoa(env.GPUs.Min)
+		})
+	}
+	m := rec.GPUModel
+	if allow := env.Constraints.GPUModels; len(allow) > 0 && !containsFold(allow, m) {
+		if m == "" {
+			m = "unknown model"
+		}
+		return Failf(r, func() string { return m + " is not in constraints.gpu_models (" + strings.Join(allow, ",") + ")" })
+	}
+	if containsFold(env.Constraints.AvoidGPUModels, m) {
+		return Failf(r, func() string { return m + " is in constraints.avoid_gpu_models" })
+	}
+	if most := rec.GPUsPerNode * nodeCap(env, rec); most < env.GPUs.Min {
+		return Failf(r, func() string {
+			return "at most " + strconv.Itoa(most) + " GPUs reachable (" + gpuShape(rec.GPUsPerNode, m) + " per node); gpus.min is " + strconv.Itoa(env.GPUs.Min)
+		})
+	}
+	return Passf(r, func() string { return gpuShape(rec.GPUsPerNode, m) + " per node" })
+}
+
+func gpuShape(n int, model string) string {
+	if model == "" {
+		model = "GPU"
+	}
+	return strconv.Itoa(n) + "x" + model
+}

@@ -1,0 +1,29 @@
+package scheduler
+
+import "strings"
+
+// PinRule keeps only the pinned system (and partition) when the task has a Target.
+type PinRule struct{}
+
+// Name implements Rule.
+func (PinRule) Name() string { return "pin" }
+
+// Check implements Rule.
+func (PinRule) Check(r *Request, c *Candidate) Verdict {
+	t := r.Target
+	if t == nil || t.System == "" {
+		return Pass("not pinned")
+	}
+	if !systemMatches(t.System, c.System) {
+		return Failf(r, func() string { return "task is pinned to " + t.System })
+	}
+	if t.Partition != "" && !strings.EqualFold(t.Partition, c.Partition) {
+		return Failf(r, func() string { return "task is pinned to partition " + t.Partition })
+	}
+	return Pass("pinned target")
+}
+
+// Constant implements ConstantRule: an unpinned task passes everywhere.
+func (PinRule) Constant(r *Request) (pass, ok bool) {
+	return true, r.Target == nil || r.Target.System == ""
+}

@@ -1,0 +1,21 @@
+package scheduler
+
+// WalltimeRule requires the envelope's minimum walltime to be within the partition's cap.
+type WalltimeRule struct{}
+
+// Name implements Rule.
+func (WalltimeRule) Name() string { return "walltime" }
+
+// Check implements Rule.
+func (WalltimeRule) Check(r *Request, c *Candidate) Verdict {
+	capw := c.Record.WalltimeCap
+	if capw <= 0 {
+		return Pass("no cap known")
+	}
+	if r.Envelope.Walltime.Min > capw {
+		return Failf(r, func() string {
+			return "partition allows " + capw.String() + "; walltime.min is " + r.Envelope.Walltime.Min.String() + ". Lower walltime.min or pick another partition"
+		})
+	}
+	return Passf(r, func() string { return "cap " + capw.String() })
+}
