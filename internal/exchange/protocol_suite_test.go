@@ -1,0 +1,512 @@
+package exchange
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// runProtocolSuite runs the whole protocol test suite against a backend
+// factory; every backend must pass it unchanged (parity).
+func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
+	t.Run("Auth", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{})
+		body := map[string]any{"mailbox": ent("a", RoleAgent).Encode()}
+		if code, _ := h.call("GET", "/mailbox", "", body); code != 401 {
+			t.Errorf("no Authorization: %d, want 401", code)
+		}
+		if code, _ := h.call("GET", "/mailbox", "not-a-token", body); code != 403 {
+			t.Errorf("unknown token: %d, want 403", code)
+		}
+		if code, _ := h.call("GET", "/mailbox", "Basic abc", body); code != 403 {
+			t.Errorf("garbage token: %d, want 403", code)
+		}
+		if code, _ := h.call("GET", "/mailbox", h.tokA, body); code != 200 {
+			t.Fatalf("valid token: %d", code)
+		}
+		if err := h.srv.RevokeToken(context.Background(), h.tokA); err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := h.call("GET", "/mailbox", h.tokA, body); code != 403 {
+			t.Errorf("revoked token: %d, want 403", code)
+		}
+		if code, _ := h.call("GET", "/mailbox", h.tokB, body); code != 200 {
+			t.Errorf("other run's token revoked too: %d", code)
+		}
+		basic, _ := http.NewRequest("GET", h.url+"/mailbox", strings.NewReader(`{"mailbox":`+jsonString(ent("a", RoleAgent).Encode())+`}`))
+		basic.Header.Set("Authorization", "Basic dXNlcjpwdw==")
+		if resp, err := h.hc.Do(basic); err != nil || resp.StatusCode != 401 {
+			t.Errorf("Basic auth: %v %v, want 401", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		req := h.open(context.Background(), "GET", "/discover", "", map[string]any{})
+		req.Body.Close()
+		if req.StatusCode != 401 {
+			t.Errorf("discover without token: %d", req.StatusCode)
+		}
+	})
+
+	t.Run("AnonymousRun", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{AnonymousRun: "run-a"})
+		a := ent("a", RoleAgent)
+		h.register("", a, "")
+		if st := h.status(h.tokA, a); st != StatusActive {
+			t.Errorf("anonymous registration not in run-a: %s", st)
+		}
+	})
+
+	t.Run("BadRequests", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{})
+		for _, tc := range []struct{ name, method, path, body string }{
+			{"not json", "POST", "/mailbox", "{"},
+			{"array", "POST", "/mailbox", "[]"},
+			{"no mailbox", "POST", "/mailbox", "{}"},
+			{"mailbox not string", "POST", "/mailbox", `{"mailbox": {"uid": "x"}}`},
+			{"mailbox bad json", "GET", "/mailbox", `{"mailbox": "{"}`},
+			{"mailbox no uid", "GET", "/mailbox", `{"mailbox": "{\"name\":\"a\"}"}`},
+			{"mailbox bad uid", "GET", "/mailbox", `{"mailbox": "{\"uid\":\"nope\"}"}`},
+			{"mailbox bad role", "GET", "/mailbox", `{"mailbox": "{\"uid\":\"6ba7b810-9dad-11d1-80b4-00c04fd430c8\",\"role\":\"admin\"}"}`},
+			{"mailbox extra field", "GET", "/mailbox", `{"mailbox": "{\"uid\":\"6ba7b810-9dad-11d1-80b4-00c04fd430c8\",\"x\":1}"}`},
+			{"agent not string", "POST", "/mailbox", `{"mailbox": "{\"uid\":\"6ba7b810-9dad-11d1-80b4-00c04fd430c8\"}", "agent": 3}`},
+			{"timeout not number", "GET", "/message", `{"mailbox": "{\"uid\":\"6ba7b810-9dad-11d1-80b4-00c04fd430c8\"}", "timeout": "soon"}`},
+			{"no message", "PUT", "/message", `{}`},
+			{"message not json", "PUT", "/message", `{"message": "{"}`},
+			{"message no header", "PUT", "/message", `{"message": "{\"body\":{\"kind\":\"x\"}}"}`},
+			{"discover bad flag", "GET", "/discover", `{"agent": "A", "allow_subclasses": "yes"}`},
+		} {
+			if code, text := h.call(tc.method, tc.path, h.tokA, tc.body); code != 400 {
+				t.Errorf("%s: %d (%s), want 400", tc.name, code, text)
+			}
+		}
+		a, b := ent("a", RoleAgent), ent("b", RoleAgent)
+		h.register(h.tokA, a, "")
+		h.register(h.tokA, b, "")
+		for name, m := range map[string]string{
+			"bad header kind":   academyMsg(a, b, "gossip", [16]byte{1}, `{"kind":"x"}`),
+			"body without kind": academyMsg(a, b, KindRequest, [16]byte{1}, `{"text":"x"}`),
+			"body not object":   academyMsg(a, b, KindRequest, [16]byte{1}, `"hi"`),
+		} {
+			if code, text := h.call("PUT", "/message", h.tokA, map[string]any{"message": m}); code != 400 {
+				t.Errorf("%s: %d (%s), want 400", name, code, text)
+			}
+		}
+		if code, _ := h.call("POST", "/discover", h.tokA, "{}"); code != 405 {
+			t.Errorf("POST /discover: %d, want 405", code)
+		}
+	})
+
+	t.Run("RegisterStatusRuns", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{})
+		a := ent("a", RoleAgent)
+		if st := h.status(h.tokA, a); st != StatusMissing {
+			t.Fatalf("unknown mailbox status %q, want MISSING (200)", st)
+		}
+		h.register(h.tokA, a, "")
+		h.register(h.tokA, a, "") // idempotent
+		if st := h.status(h.tokA, a); st != StatusActive {
+			t.Fatalf("status %q, want ACTIVE", st)
+		}
+		body := map[string]any{"mailbox": a.Encode()}
+		for _, r := range []struct{ method, path string }{
+			{"GET", "/mailbox"}, {"POST", "/mailbox"}, {"DELETE", "/mailbox"},
+			{"GET", "/mailbox/heartbeat"}, {"GET", "/mailbox/stats"}, {"GET", "/message"}, {"GET", "/mailbox/listen"},
+		} {
+			if code, text := h.call(r.method, r.path, h.tokB, body); code != 403 {
+				t.Errorf("run-b %s %s on run-a mailbox: %d (%s), want 403", r.method, r.path, code, text)
+			}
+		}
+		if st := h.status(h.tokA, a); st != StatusActive {
+			t.Fatalf("other run could change the mailbox: %s", st)
+		}
+	})
+
+	t.Run("SendReceive", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{})
+		a, b := ent("a", RoleAgent), ent("b", RoleUser)
+		h.register(h.tokA, a, "")
+		h.register(h.tokA, b, "")
+		// Pretty-printed on the way in, compact on the way out.
+		m, _ := pingReq(b, a)
+		var pretty map[string]any
+		_ = json.Unmarshal([]byte(m), &pretty)
+		pj, _ := json.MarshalIndent(pretty, "", "  ")
+		h.send(h.tokA, string(pj), 200)
+		got := h.recv(h.tokA, a, 5)
+		var gm, wm map[string]any
+		_ = json.Unmarshal([]byte(got), &gm)
+		_ = json.Unmarshal([]byte(m), &wm)
+		if strings.Contains(got, "\n") || !jsonEqual(gm, wm) {
+			t.Fatalf("received %s, want compact %s", got, m)
+		}
+		// FIFO
+		m1, _ := pingReq(b, a)
+		m2, _ := pingReq(b, a)
+		h.send(h.tokA, m1, 200)
+		h.send(h.tokA, m2, 200)
+		if r1, r2 := h.recv(h.tokA, a, 1), h.recv(h.tokA, a, 1); r1 != m1 || r2 != m2 {
+			t.Fatalf("order: got %s, %s", r1, r2)
+		}
+		start := time.Now()
+		if code, text := h.call("GET", "/message", h.tokA, map[string]any{"mailbox": a.Encode(), "timeout": 0.1}); code != 408 {
+			t.Fatalf("empty receive: %d (%s), want 408", code, text)
+		}
+		if el := time.Since(start); el < 90*time.Millisecond || el > 3*time.Second {
+			t.Errorf("timeout 0.1 s took %s", el)
+		}
+		if code, _ := h.call("GET", "/message", h.tokA, map[string]any{"mailbox": ent("x", RoleAgent).Encode(), "timeout": 0.1}); code != 404 {
+			t.Errorf("receive on unknown mailbox: %d, want 404", code)
+		}
+		// Blocking receive wakes on a later send.
+		done := make(chan string, 1)
+		go func() { done <- h.recv(h.tokA, a, 10) }()
+		time.Sleep(100 * time.Millisecond)
+		m3, _ := pingReq(b, a)
+		h.send(h.tokA, m3, 200)
+		select {
+		case got := <-done:
+			if got != m3 {
+				t.Errorf("blocking receive got %s", got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("blocking receive did not wake")
+		}
+		// Destination errors.
+		ghost := ent("ghost", RoleAgent)
+		m4, _ := pingReq(b, ghost)
+		h.send(h.tokA, m4, 404)
+		other := ent("other", RoleAgent)
+		h.register(h.tokB, other, "")
+		m5, _ := pingReq(b, other)
+		h.send(h.tokA, m5, 403)
+		// A sender of another run may not be impersonated.
+		m6, _ := pingReq(other, a)
+		h.send(h.tokA, m6, 403)
+	})
+
+	t.Run("SizeLimit", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{MaxMessageBytes: 1024})
+		a, b := ent("a", RoleAgent), ent("b", RoleAgent)
+		h.register(h.tokA, a, "")
+		h.register(h.tokA, b, "")
+		ok := academyMsg(a, b, KindRequest, [16]byte{1}, `{"kind":"mosaic-text","text":"`+strings.Repeat("x", 500)+`"}`)
+		h.send(h.tokA, ok, 200)
+		big := academyMsg(a, b, KindRequest, [16]byte{2}, `{"kind":"mosaic-text","text":"`+strings.Repeat("x", 2000)+`"}`)
+		if text := h.send(h.tokA, big, 413); !strings.Contains(text, "larger than limit 1024") {
+			t.Errorf("413 text %q", text)
+		}
+		huge := academyMsg(a, b, KindRequest, [16]byte{3}, `{"kind":"mosaic-text","text":"`+strings.Repeat("x", 200<<10)+`"}`)
+		h.send(h.tokA, huge, 413)
+		// Default limit is 1 MiB.
+		h2 := newHarness(t, newBackend(t), Config{})
+		h2.register(h2.tokA, a, "")
+		h2.register(h2.tokA, b, "")
+		h2.send(h2.tokA, academyMsg(a, b, KindRequest, [16]byte{4}, `{"kind":"t","text":"`+strings.Repeat("x", 1000<<10)+`"}`), 200)
+		h2.send(h2.tokA, academyMsg(a, b, KindRequest, [16]byte{5}, `{"kind":"t","text":"`+strings.Repeat("x", 1<<20)+`"}`), 413)
+	})
+
+	t.Run("Terminate", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{})
+		a, b := ent("a", RoleAgent), ent("b", RoleAgent)
+		h.register(h.tokA, a, "")
+		h.register(h.tokA, b, "")
+		req, tag := pingReq(a, b)
+		h.send(h.tokA, req, 200)
+		h.expect("DELETE", "/mailbox", h.tokA, map[string]any{"mailbox": b.Encode()}, 200)
+		h.expect("DELETE", "/mailbox", h.tokA, map[string]any{"mailbox": b.Encode()}, 200) // again: no-op
+		h.expect("DELETE", "/mailbox", h.tokA, map[string]any{"mailbox": ent("x", RoleAgent).Encode()}, 200)
+		if st := h.status(h.tokA, b); st != StatusTerminated {
+			t.Fatalf("status %s, want TERMINATED", st)
+		}
+		// The pending request was answered with MAILBOX_TERMINATED.
+		var reply struct {
+			Header Header
+			Body   struct {
+				ErrorCode int      `json:"error_code"`
+				MailboxID EntityID `json:"mailbox_id"`
+				Kind      string
+			}
+		}
+		if err := json.Unmarshal([]byte(h.recv(h.tokA, a, 2)), &reply); err != nil {
+			t.Fatal(err)
+		}
+		if reply.Header.Tag != tag || reply.Header.Kind != KindResponse || reply.Header.Src.UID != b.UID || reply.Header.Dest.UID != a.UID ||
+			reply.Body.Kind != "academy-error-response" || reply.Body.ErrorCode != 0 || reply.Body.MailboxID.UID != b.UID {
+			t.Fatalf("error reply %+v", reply)
+		}
+		m, _ := pingReq(a, b)
+		h.send(h.tokA, m, StatusTerminatedCode)
+		h.expect("GET", "/message", h.tokA, map[string]any{"mailbox": b.Encode(), "timeout": 0.1}, StatusTerminatedCode)
+		h.expect("GET", "/mailbox/listen", h.tokA, map[string]any{"mailbox": b.Encode(), "timeout": 0.1}, StatusTerminatedCode)
+		h.expect("POST", "/mailbox", h.tokA, map[string]any{"mailbox": b.Encode()}, StatusTerminatedCode)
+		// A blocked receiver is released with 419.
+		c := ent("c", RoleAgent)
+		h.register(h.tokA, c, "")
+		done := make(chan int, 1)
+		go func() {
+			code, _ := h.call("GET", "/message", h.tokA, map[string]any{"mailbox": c.Encode(), "timeout": 10})
+			done <- code
+		}()
+		time.Sleep(150 * time.Millisecond)
+		h.expect("DELETE", "/mailbox", h.tokA, map[string]any{"mailbox": c.Encode()}, 200)
+		select {
+		case code := <-done:
+			if code != StatusTerminatedCode {
+				t.Errorf("blocked receive ended with %d, want 419", code)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("blocked receive not released by terminate")
+		}
+	})
+
+	t.Run("Discover", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{})
+		base, sub, other, dead := ent("base", RoleAgent), ent("sub", RoleAgent), ent("other", RoleAgent), ent("dead", RoleAgent)
+		h.register(h.tokA, base, "m.Base")
+		h.register(h.tokA, sub, "m.Sub,m.Base")
+		h.register(h.tokA, other, "m.Other")
+		h.register(h.tokA, dead, "m.Base")
+		h.register(h.tokA, ent("user", RoleUser), "")
+		h.register(h.tokB, ent("b-base", RoleAgent), "m.Base")
+		h.expect("DELETE", "/mailbox", h.tokA, map[string]any{"mailbox": dead.Encode()}, 200)
+		disc := func(body map[string]any) []string {
+			var out struct {
+				AgentIDs string `json:"agent_ids"`
+			}
+			_ = json.Unmarshal([]byte(h.expect("GET", "/discover", h.tokA, body, 200)), &out)
+			if out.AgentIDs == "" {
+				return nil
+			}
+			return strings.Split(out.AgentIDs, ",")
+		}
+		if got := disc(map[string]any{"agent": "m.Base", "allow_subclasses": true}); !sameSet(got, base.UID.String(), sub.UID.String()) {
+			t.Errorf("subclasses: %v", got)
+		}
+		if got := disc(map[string]any{"agent": "m.Base", "allow_subclasses": false}); !sameSet(got, base.UID.String()) {
+			t.Errorf("exact: %v", got)
+		}
+		if got := disc(map[string]any{"agent": "m.None", "allow_subclasses": true}); len(got) != 0 {
+			t.Errorf("none: %v", got)
+		}
+		if got := disc(map[string]any{}); !sameSet(got, base.UID.String(), sub.UID.String(), other.UID.String()) {
+			t.Errorf("all agents of run: %v", got)
+		}
+	})
+
+	t.Run("HeartbeatStats", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{})
+		a, b := ent("a", RoleAgent), ent("b", RoleAgent)
+		h.register(h.tokA, a, "")
+		h.register(h.tokA, b, "")
+		var hb struct{ Heartbeat *float64 }
+		_ = json.Unmarshal([]byte(h.expect("GET", "/mailbox/heartbeat", h.tokA, map[string]any{"mailbox": a.Encode()}, 200)), &hb)
+		if hb.Heartbeat == nil || *hb.Heartbeat < 0 || *hb.Heartbeat > 60 {
+			t.Errorf("heartbeat after register: %v", hb.Heartbeat)
+		}
+		h.expect("GET", "/mailbox/heartbeat", h.tokA, map[string]any{"mailbox": ent("x", RoleAgent).Encode()}, 404)
+		h.expect("GET", "/mailbox/stats", h.tokA, map[string]any{"mailbox": ent("x", RoleAgent).Encode()}, 404)
+		stats := func(id EntityID) AgentStats {
+			var s AgentStats
+			_ = json.Unmarshal([]byte(h.expect("GET", "/mailbox/stats", h.tokA, map[string]any{"mailbox": id.Encode()}, 200)), &s)
+			return s
+		}
+		req, tag := pingReq(a, b)
+		h.send(h.tokA, req, 200)
+		if s := stats(b); s != (AgentStats{Incoming: 1, Queued: 1}) {
+			t.Errorf("b after request: %+v", s)
+		}
+		h.recv(h.tokA, b, 1)
+		if s := stats(b); s != (AgentStats{Incoming: 1, InProgress: 1}) {
+			t.Errorf("b in progress: %+v", s)
+		}
+		h.send(h.tokA, academyMsg(b, a, KindResponse, tag, `{"kind":"success-response"}`), 200)
+		if s := stats(b); s != (AgentStats{Incoming: 1, Completed: 1}) {
+			t.Errorf("b completed: %+v", s)
+		}
+		if s := stats(a); s.Outgoing != 1 || s.Queued != 1 {
+			t.Errorf("a: %+v", s)
+		}
+	})
+
+	t.Run("Listen", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{PingInterval: 60 * time.Millisecond})
+		a, u := ent("a", RoleAgent), ent("u", RoleUser)
+		h.register(h.tokA, a, "")
+		h.register(h.tokA, u, "")
+		h.expect("GET", "/mailbox/listen", h.tokA, map[string]any{"mailbox": ent("x", RoleAgent).Encode(), "timeout": 1}, 404)
+		m1, _ := pingReq(u, a)
+		m2, _ := pingReq(u, a)
+		h.send(h.tokA, m1, 200) // queued before the stream opens
+		start := time.Now()
+		resp := h.open(context.Background(), "GET", "/mailbox/listen", h.tokA, map[string]any{"mailbox": a.Encode(), "timeout": 0.6})
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("listen: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		go func() {
+			time.Sleep(250 * time.Millisecond)
+			h.send(h.tokA, m2, 200)
+		}()
+		events := sseEvents(t, resp.Body, 1000) // until the server ends the stream
+		el := time.Since(start)
+		if el < 500*time.Millisecond || el > 5*time.Second {
+			t.Errorf("stream with timeout 0.6 s lasted %s", el)
+		}
+		var data []string
+		pings := 0
+		for _, e := range events {
+			if d, ok := strings.CutPrefix(e, "data:"); ok {
+				data = append(data, d)
+			} else if e == "comment:ping" {
+				pings++
+			}
+		}
+		if len(data) != 2 || data[0] != m1 || data[1] != m2 {
+			t.Fatalf("data events %q, want the two messages in order", data)
+		}
+		if pings < 2 {
+			t.Errorf("got %d pings in %s with a 60 ms interval; events %q", pings, el, events)
+		}
+		if events[0] != "data:"+m1 {
+			t.Errorf("queued message not first: %q", events)
+		}
+
+		// Terminating the mailbox ends an open stream without a timeout.
+		resp2 := h.open(context.Background(), "GET", "/mailbox/listen", h.tokA, map[string]any{"mailbox": a.Encode()})
+		defer resp2.Body.Close()
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			h.expect("DELETE", "/mailbox", h.tokA, map[string]any{"mailbox": a.Encode()}, 200)
+		}()
+		ended := make(chan []string, 1)
+		go func() { ended <- sseEvents(t, resp2.Body, 1000) }()
+		select {
+		case ev := <-ended:
+			for _, e := range ev {
+				if strings.HasPrefix(e, "data:") {
+					t.Errorf("unexpected data after terminate: %s", e)
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("stream did not end when the mailbox was terminated")
+		}
+	})
+
+	t.Run("Peers", func(t *testing.T) {
+		h := newHarness(t, newBackend(t), Config{})
+		ctx := context.Background()
+		c := model.Campaign{Name: "chat", InitialAgent: "a", Agents: []model.CampaignAgent{
+			{Name: "a", AllowedPeers: []string{"b"}, Site: "aurora"},
+			{Name: "b", Site: "crux"},
+			{Name: "c", AllowedPeers: []string{"a"}},
+		}}
+		if err := h.srv.RegisterCampaign(ctx, "run-a", c); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.srv.SetAgentSite(ctx, "run-a", "c", "polaris"); err != nil {
+			t.Fatal(err)
+		}
+		a, b, cc, u := ent("a", RoleAgent), ent("b", RoleAgent), ent("c", RoleAgent), ent("operator", RoleUser)
+		for _, id := range []EntityID{a, b, cc, u} {
+			h.register(h.tokA, id, "")
+		}
+		if text := h.expect("POST", "/mailbox", h.tokA, map[string]any{"mailbox": ent("intruder", RoleAgent).Encode()}, 403); !strings.Contains(text, "intruder") {
+			t.Errorf("undeclared agent refusal %q", text)
+		}
+		req, tag := pingReq(a, b)
+		h.send(h.tokA, req, 200) // a -> b allowed
+		back, _ := pingReq(b, a)
+		if text := h.send(h.tokA, back, 403); !strings.Contains(text, "allowed_peers") {
+			t.Errorf("b -> a request refusal %q", text)
+		}
+		h.send(h.tokA, academyMsg(b, a, KindResponse, tag, `{"kind":"success-response"}`), 200) // reply allowed
+		toC, _ := pingReq(a, cc)
+		h.send(h.tokA, toC, 403)
+		cToA, _ := pingReq(cc, a)
+		h.send(h.tokA, cToA, 200)
+		fromOp, _ := pingReq(u, b)
+		h.send(h.tokA, fromOp, 200) // operators may message anyone
+		h.send(h.tokA, academyMsg(b, u, KindResponse, [16]byte{9}, `{"kind":"success-response"}`), 200)
+		stranger := ent("stranger", RoleUser)
+		fromStranger, _ := pingReq(stranger, b)
+		h.send(h.tokA, fromStranger, 403) // unregistered sender in a campaign run
+		// run-b has no campaign: no policy.
+		x, y := ent("x", RoleAgent), ent("y", RoleAgent)
+		h.register(h.tokB, x, "")
+		h.register(h.tokB, y, "")
+		m, _ := pingReq(x, y)
+		h.send(h.tokB, m, 200)
+
+		// Timeline and per-site counts.
+		tl := h.srv.Timeline("run-a")
+		if len(tl) != 5 {
+			t.Fatalf("timeline has %d records, want 5: %+v", len(tl), tl)
+		}
+		first := tl[0]
+		if first.Src != "a" || first.Dest != "b" || first.SrcSite != "aurora" || first.DestSite != "crux" || first.Kind != "ping-request" ||
+			first.Size != len(req) || first.Run != "run-a" || first.SrcUID != a.UID || first.Tag != tag || first.Time.IsZero() || !first.CrossSite() {
+			t.Errorf("first record %+v", first)
+		}
+		if tl[1].Kind != "success-response" || tl[1].Src != "b" {
+			t.Errorf("second record %+v", tl[1])
+		}
+		if tl[2].SrcSite != "polaris" {
+			t.Errorf("site override not applied: %+v", tl[2])
+		}
+		counts, err := h.srv.SiteCounts(ctx, "run-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bySite := map[string]SiteCount{}
+		for _, c := range counts {
+			bySite[c.Site] = c
+		}
+		if bySite["aurora"].Sent != 1 || bySite["aurora"].CrossSite != 1 || bySite["crux"].Sent != 2 || bySite["crux"].Received != 2 ||
+			bySite["polaris"].Sent != 1 || bySite[""].Mailboxes != 1 || bySite["aurora"].Mailboxes != 1 {
+			t.Errorf("site counts %+v", counts)
+		}
+		if len(h.srv.Timeline("run-b")) != 1 {
+			t.Errorf("run-b timeline %+v", h.srv.Timeline("run-b"))
+		}
+	})
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func sameSet(got []string, want ...string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, g := range got {
+		m[g] = true
+	}
+	for _, w := range want {
+		if !m[w] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestProtocolMemory(t *testing.T) {
+	runProtocolSuite(t, func(*testing.T) Backend { return NewMemory() })
+}
+
+func TestProtocolRedis(t *testing.T) {
+	url := startRedis(t)
+	n := 0
+	runProtocolSuite(t, func(t *testing.T) Backend {
+		n++
+		return newRedisBackend(t, url, "test"+strings.ReplaceAll(t.Name(), "/", "-")+":"+string(rune('a'+n))+":")
+	})
+}
