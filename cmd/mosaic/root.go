@@ -25,7 +25,8 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCmd(), newResourcesCmd(), newIdleCmd(), newStatusCmd(), newAboutCmd(),
-		newEnvCmd(), newExecCmd(), newPutFileCmd())
+		newEnvCmd(), newExecCmd(), newPutFileCmd(),
+		newSubmitCmd(), newTaskCmd(), newTasksCmd(), newCancelCmd(), newReplanCmd(), newLogsCmd(), newEventsCmd(), newEnvelopeCmd())
 	return root
 }
 

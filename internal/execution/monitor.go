@@ -188,18 +188,19 @@ func (e *Engine) checkWait(ctx context.Context, t *store.TaskRow, a *model.Attem
 	if a.State != model.JobPending || !*pol.MigrateOnWait || t.Target != nil {
 		return nil
 	}
-	waited := e.now().Sub(a.CreatedAt)
+	wall := e.now().Sub(a.CreatedAt)
+	waited := e.siteElapsed(a.System, wall) // max_queue_wait is in the site's time
 	var why string
 	switch {
 	case t.Envelope.MaxQueueWait > 0 && waited > t.Envelope.MaxQueueWait.D():
 		why = fmt.Sprintf("queued %s on %s, over max_queue_wait %s", waited.Round(time.Second), a.System, t.Envelope.MaxQueueWait)
 	case a.EstimatedStart != nil:
-		est := a.EstimatedStart.Sub(a.CreatedAt)
+		est := a.EstimatedStart.Sub(a.CreatedAt) // both wall-clock
 		if est < time.Minute {
 			est = time.Minute
 		}
-		if waited > time.Duration(pol.WaitFactor*float64(est)) {
-			why = fmt.Sprintf("queued %s on %s, %.0f× the estimated wait of %s", waited.Round(time.Second), a.System, pol.WaitFactor, est.Round(time.Second))
+		if wall > time.Duration(pol.WaitFactor*float64(est)) {
+			why = fmt.Sprintf("queued %s on %s, %.0f× the estimated wait of %s", wall.Round(time.Second), a.System, pol.WaitFactor, est.Round(time.Second))
 		}
 	}
 	if why == "" {
@@ -235,4 +236,18 @@ func (e *Engine) siteTrouble(ctx context.Context, snap *model.ResourceSnapshot, 
 			e.o.Logger.Error("migrating away from a down site", "tag", a.Tag, "err", err)
 		}
 	}
+}
+
+// speeder is implemented by providers whose clock runs faster than the wall clock (the
+// simulator): envelope durations such as max_queue_wait are in the site's time.
+type speeder interface{ Speed() float64 }
+
+// siteElapsed converts a wall-clock duration into the site's time.
+func (e *Engine) siteElapsed(system string, d time.Duration) time.Duration {
+	if p, ok := e.o.Providers.Provider(system); ok {
+		if s, ok := p.(speeder); ok && s.Speed() > 0 {
+			return time.Duration(float64(d) * s.Speed())
+		}
+	}
+	return d
 }

@@ -1,0 +1,639 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mosaic-hpc/mosaic/client"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// parseIntRange reads "4", "1..4" or "1-4".
+func parseIntRange(flag, s string) (model.IntRange, error) {
+	s = strings.TrimSpace(s)
+	lo, hi, ok := strings.Cut(s, "..")
+	if !ok {
+		lo, hi, ok = strings.Cut(s, "-")
+	}
+	if !ok {
+		hi = lo
+	}
+	a, err1 := strconv.Atoi(strings.TrimSpace(lo))
+	b, err2 := strconv.Atoi(strings.TrimSpace(hi))
+	if err1 != nil || err2 != nil {
+		return model.IntRange{}, fmt.Errorf("--%s %q: want N or MIN..MAX, e.g. 1..4", flag, s)
+	}
+	return model.IntRange{Min: a, Max: b}, nil
+}
+
+// parseDurationRange reads "2h" or "1h..4h" (Slurm forms such as 1-00:00:00 allowed).
+func parseDurationRange(flag, s string) (model.DurationRange, error) {
+	lo, hi, ok := strings.Cut(strings.TrimSpace(s), "..")
+	if !ok {
+		hi = lo
+	}
+	a, err := model.ParseDuration(lo)
+	if err != nil {
+		return model.DurationRange{}, fmt.Errorf("--%s: %w", flag, err)
+	}
+	b, err := model.ParseDuration(hi)
+	if err != nil {
+		return model.DurationRange{}, fmt.Errorf("--%s: %w", flag, err)
+	}
+	return model.DurationRange{Min: a, Max: b}, nil
+}
+
+func splitComma(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type submitFlags struct {
+	name, command, scriptFile, description, envelopeFile string
+	auto                                                 bool
+	gpus, cpus, mem, nodes, walltime                     string
+	gpuModel, avoidGPU, arch, avoid, features            string
+	gpuMem                                               int
+	objective, maxWait, target, container                string
+	dryRun, wait                                         bool
+	waitTimeout                                          time.Duration
+}
+
+func (f *submitFlags) request(cmd *cobra.Command) (client.SubmitRequest, error) {
+	req := client.SubmitRequest{Name: f.name, Command: f.command, Description: f.description,
+		AutoEnvelope: f.auto, Target: f.target, Objective: model.Objective(f.objective), DryRun: f.dryRun}
+	if f.scriptFile != "" {
+		b, err := os.ReadFile(f.scriptFile)
+		if err != nil {
+			return req, err
+		}
+		req.Script = string(b)
+	}
+	fl := cmd.Flags()
+	inline := false
+	for _, n := range []string{"gpus", "cpus", "mem", "nodes", "walltime", "gpu-model", "avoid-gpu-model", "gpu-mem", "arch", "avoid", "features", "max-queue-wait", "container"} {
+		inline = inline || fl.Changed(n)
+	}
+	if f.envelopeFile != "" && inline {
+		return req, errors.New("give --envelope FILE or envelope flags (--gpus, --walltime, …), not both")
+	}
+	if f.auto && (f.envelopeFile != "" || inline) {
+		return req, errors.New("--auto-envelope drafts the envelope from --description; drop the envelope flags or --auto-envelope")
+	}
+	switch {
+	case f.envelopeFile != "":
+		b, err := os.ReadFile(f.envelopeFile)
+		if err != nil {
+			return req, err
+		}
+		var env model.Envelope
+		if strings.HasSuffix(f.envelopeFile, ".json") {
+			env, err = model.DecodeEnvelopeJSON(b)
+		} else {
+			env, err = model.DecodeEnvelopeYAML(b)
+		}
+		if err != nil {
+			return req, fmt.Errorf("%s: %w", f.envelopeFile, err)
+		}
+		req.Envelope = &env
+	case inline:
+		env := model.Envelope{}
+		var err error
+		set := func(name, v string, dst *model.IntRange) {
+			if err == nil && v != "" {
+				*dst, err = parseIntRange(name, v)
+			}
+		}
+		set("gpus", f.gpus, &env.GPUs)
+		set("cpus", f.cpus, &env.CPUCores)
+		set("mem", f.mem, &env.MemoryGB)
+		set("nodes", f.nodes, &env.Nodes)
+		if err == nil && f.walltime != "" {
+			env.Walltime, err = parseDurationRange("walltime", f.walltime)
+		}
+		if err == nil && f.maxWait != "" {
+			env.MaxQueueWait, err = model.ParseDuration(f.maxWait)
+		}
+		if err != nil {
+			return req, err
+		}
+		env.Constraints = model.Constraints{GPUModels: splitComma(f.gpuModel), AvoidGPUModels: splitComma(f.avoidGPU),
+			Arch: splitComma(f.arch), AvoidSystems: splitComma(f.avoid), Features: splitComma(f.features), MinGPUMemoryGB: f.gpuMem}
+		if f.container != "" {
+			rt, img, ok := strings.Cut(f.container, ":")
+			if !ok || (rt != "apptainer" && rt != "singularity") {
+				return req, fmt.Errorf("--container %q: want apptainer:IMAGE or singularity:IMAGE", f.container)
+			}
+			env.Constraints.Container = &model.Container{Runtime: rt, Image: img}
+		}
+		req.Envelope = &env
+	}
+	return req, nil
+}
+
+func newSubmitCmd() *cobra.Command {
+	var f submitFlags
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "submit --name NAME --command \"…\" [envelope] [--target SYSTEM[:PARTITION]]",
+		Short: "Place a task on the federation and run it (or --dry-run to see the decision)",
+		Long: `Place a task where it can start soonest inside its resource envelope, and run it.
+
+The envelope is a range [min viable, max useful] per resource: give it with flags
+(--gpus 1..4 --walltime 1h..4h --gpu-mem 40), from a file (--envelope env.yaml), or
+let Mosaic draft it from a description (--auto-envelope --description "…").
+--target pins the task (the rules still apply). --dry-run prints the candidate table:
+every system and partition, each rule's verdict, the sizing, scores and ranks.
+--wait follows the task to the end; the exit code mirrors the job's.`,
+		Example: `  mosaic submit --name train --command "python train.py" --gpus 1..4 --gpu-mem 40 --walltime 2h..6h --dry-run
+  mosaic submit --name infer --command "./run.sh" --auto-envelope --description "7B model inference, about 1 hour" --wait
+  mosaic submit --name mpi --command "srun ./a.out" --cpus 128..512 --nodes 1..4 --walltime 4h --target frontera:normal`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req, err := f.request(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			res, err := c.Submit(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if j.set && !f.wait {
+				return j.print(out, res)
+			}
+			if res.DryRun {
+				return res.Decision.Table(out)
+			}
+			t := res.Task
+			if !j.set {
+				fmt.Fprintf(out, "task %s placed on %s (%s, ranker %s)\n", t.ID, res.Decision.Chosen, res.Decision.Mode, res.Decision.Ranker)
+				fmt.Fprintf(out, "  why: %s\n", res.Decision.Rationale)
+				if t.DraftFallback != "" {
+					fmt.Fprintf(out, "  envelope drafted heuristically: %s\n", t.DraftFallback)
+				}
+				if n := len(t.Attempts); n > 0 {
+					a := t.Attempts[n-1]
+					fmt.Fprintf(out, "  attempt %d: %s:%s job %s (%s)\n", a.N, a.System, a.Partition, dash(a.JobID), a.State)
+				}
+			}
+			if !f.wait {
+				fmt.Fprintf(out, "follow it with: mosaic task %s   or   mosaic events --task %s --follow\n", t.ID, t.ID)
+				return nil
+			}
+			final, err := waitTask(cmd.Context(), c, t.ID, f.waitTimeout, cmd.ErrOrStderr(), !j.set)
+			if err != nil {
+				return err
+			}
+			if j.set {
+				if err := j.print(out, final); err != nil {
+					return err
+				}
+			}
+			return exitForTask(final)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.name, "name", "", "task name (required)")
+	fl.StringVar(&f.command, "command", "", "shell command the job runs")
+	fl.StringVar(&f.scriptFile, "script", "", "file with the batch script body (instead of --command)")
+	fl.StringVar(&f.description, "description", "", "what the task does (drafts the envelope with --auto-envelope)")
+	fl.BoolVar(&f.auto, "auto-envelope", false, "draft the envelope from --description (LLM when configured, heuristics otherwise)")
+	fl.StringVar(&f.envelopeFile, "envelope", "", "envelope file (.yaml or .json)")
+	fl.StringVar(&f.gpus, "gpus", "", "GPUs in total: N or MIN..MAX")
+	fl.StringVar(&f.cpus, "cpus", "", "CPU cores in total: N or MIN..MAX")
+	fl.StringVar(&f.mem, "mem", "", "memory in GB in total: N or MIN..MAX")
+	fl.StringVar(&f.nodes, "nodes", "", "nodes: N or MIN..MAX (default 1)")
+	fl.StringVar(&f.walltime, "walltime", "", "walltime: 2h or MIN..MAX (1h..6h, HH:MM:SS, D-HH:MM:SS)")
+	fl.StringVar(&f.gpuModel, "gpu-model", "", "allowed GPU models, comma-separated (A100,H100)")
+	fl.StringVar(&f.avoidGPU, "avoid-gpu-model", "", "GPU models to avoid, comma-separated")
+	fl.IntVar(&f.gpuMem, "gpu-mem", 0, "minimum memory per GPU (GB)")
+	fl.StringVar(&f.arch, "arch", "", "allowed architectures (x86_64,aarch64)")
+	fl.StringVar(&f.avoid, "avoid", "", "systems never to use, comma-separated")
+	fl.StringVar(&f.features, "features", "", "required site features, comma-separated")
+	fl.StringVar(&f.container, "container", "", "run in a container: apptainer:IMAGE")
+	fl.StringVar(&f.objective, "objective", "", "earliest_start (default), fastest_finish, max_throughput or min_cost")
+	fl.StringVar(&f.maxWait, "max-queue-wait", "", "move the task if it waits longer than this (e.g. 30m)")
+	fl.StringVar(&f.target, "target", "", "pin to SYSTEM or SYSTEM:PARTITION")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the decision (candidate table) without submitting")
+	fl.BoolVar(&f.wait, "wait", false, "follow the task to the end; exit code mirrors the job's")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "give up waiting after this long (the task goes on)")
+	cmd.MarkFlagRequired("name")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+// waitTask polls a task until it is final, printing state changes.
+func waitTask(ctx context.Context, c *client.Client, id string, limit time.Duration, w io.Writer, progress bool) (*client.TaskDetail, error) {
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	sctx, stop := signalContext()
+	defer stop()
+	start := time.Now()
+	last := ""
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		t, err := c.Task(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		line := string(t.State)
+		if n := len(t.Attempts); n > 0 {
+			a := t.Attempts[n-1]
+			line = fmt.Sprintf("%s  attempt %d on %s:%s  job %s (%s)", t.State, a.N, a.System, a.Partition, dash(a.JobID), a.State)
+		}
+		if progress && line != last {
+			fmt.Fprintf(w, "[%s] %s\n", fmtElapsed(time.Since(start)), line)
+			last = line
+		}
+		if t.State.Final() {
+			return t, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stopped waiting after %s; task %s goes on (mosaic task %s)", limit, id, id)
+		case <-sctx.Done():
+			return nil, &exitError{code: 130, msg: fmt.Sprintf("stopped waiting; task %s goes on (mosaic task %s, mosaic cancel %s)", id, id, id)}
+		case <-tick.C:
+		}
+	}
+}
+
+func fmtElapsed(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%02d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+}
+
+// exitForTask mirrors the job: 0 on success, the job's exit code on failure (1 if it
+// has none), 2 when cancelled.
+func exitForTask(t *client.TaskDetail) error {
+	switch t.State {
+	case model.TaskSucceeded:
+		return nil
+	case model.TaskCancelled:
+		return &exitError{code: 2, msg: fmt.Sprintf("task %s was cancelled: %s", t.ID, t.Reason)}
+	}
+	code := 1
+	if n := len(t.Attempts); n > 0 && t.Attempts[n-1].ExitCode != nil && *t.Attempts[n-1].ExitCode > 0 && *t.Attempts[n-1].ExitCode < 256 {
+		code = *t.Attempts[n-1].ExitCode
+	}
+	return &exitError{code: code, msg: fmt.Sprintf("task %s %s: %s", t.ID, t.State, t.Reason)}
+}
+
+func newTaskCmd() *cobra.Command {
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "task ID",
+		Short: "Show one task: state, attempts, decision and recent events",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			t, err := c.Task(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), t)
+			}
+			out := cmd.OutOrStdout()
+			tw := table(out)
+			target := "auto"
+			if t.Target != nil {
+				target = t.Target.System
+				if t.Target.Partition != "" {
+					target += ":" + t.Target.Partition
+				}
+			}
+			for _, kv := range [][2]string{{"id", t.ID}, {"name", t.Name}, {"state", string(t.State)}, {"reason", dash(t.Reason)},
+				{"placement", target}, {"command", dash(t.Command)}, {"created", t.CreatedAt.Local().Format(time.DateTime)}} {
+				fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+			}
+			tw.Flush()
+			if len(t.Attempts) > 0 {
+				fmt.Fprintln(out)
+				tw = table(out)
+				fmt.Fprintln(tw, "ATTEMPT\tSYSTEM\tPARTITION\tJOBID\tSTATE\tEXIT\tSIZING\tREASON")
+				for _, a := range t.Attempts {
+					exit := "-"
+					if a.ExitCode != nil {
+						exit = strconv.Itoa(*a.ExitCode)
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.N, a.System, a.Partition, dash(a.JobID), a.State, exit,
+						sizingText(a.Spec), dash(oneLine(a.Reason, 60)))
+				}
+				tw.Flush()
+			}
+			evs, err := c.Events(cmd.Context(), client.EventFilter{Task: t.ID, Limit: 50})
+			if err == nil && len(evs) > 0 {
+				fmt.Fprintln(out)
+				printEvents(out, evs)
+			}
+			return nil
+		},
+	}
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func sizingText(s model.JobSpec) string {
+	g := ""
+	if s.GPUs > 0 {
+		g = fmt.Sprintf("%dg ", s.GPUs)
+	}
+	return fmt.Sprintf("%dn %s%dc %s", s.Nodes, g, s.TotalCores(), s.Walltime.Slurm())
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n-1] + "…"
+	}
+	return s
+}
+
+func printEvents(w io.Writer, evs []client.Event) {
+	tw := table(w)
+	fmt.Fprintln(tw, "TIME\tTASK\tKIND\tACTOR\tMESSAGE\tWHY")
+	for _, e := range evs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format("15:04:05"), dash(e.TaskID), e.Kind, e.Actor,
+			oneLine(e.Message, 80), oneLine(e.Rationale, 100))
+	}
+	tw.Flush()
+}
+
+func newTasksCmd() *cobra.Command {
+	var j jsonFlag
+	var state string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "tasks [--state running,queued]",
+		Short: "List tasks, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			ts, err := c.Tasks(cmd.Context(), splitComma(state), limit)
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), ts)
+			}
+			tw := table(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSYSTEM\tPARTITION\tJOBID\tATTEMPTS\tSIZING\tUPDATED")
+			for _, t := range ts {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, oneLine(t.Name, 30), t.State, dash(t.System), dash(t.Partition),
+					dash(t.JobID), t.Attempts, dash(t.Sizing), t.UpdatedAt.Local().Format("01-02 15:04:05"))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "only these states (comma-separated)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newCancelCmd() *cobra.Command {
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a task's jobs at their sites",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			t, err := c.Cancel(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), t)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "task %s %s\n", t.ID, t.State)
+			return nil
+		},
+	}
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newReplanCmd() *cobra.Command {
+	var j jsonFlag
+	var clear bool
+	cmd := &cobra.Command{
+		Use:   "replan ID [--clear-target]",
+		Short: "Place a task anew; a pending job is replaced (new one first, then the old one cancelled)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			t, err := c.Replan(cmd.Context(), args[0], clear)
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), t)
+			}
+			if n := len(t.Attempts); n > 0 {
+				a := t.Attempts[n-1]
+				fmt.Fprintf(cmd.OutOrStdout(), "task %s: attempt %d on %s:%s (%s)\n", t.ID, a.N, a.System, a.Partition, a.State)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&clear, "clear-target", false, "drop the pin and let the meta-scheduler choose")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newLogsCmd() *cobra.Command {
+	var j jsonFlag
+	var attempt, tail int
+	cmd := &cobra.Command{
+		Use:   "logs TASK",
+		Short: "Show the stdout/stderr tails of a task's job",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			l, err := c.TaskLogs(cmd.Context(), args[0], attempt, tail)
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), l)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "==> stdout (%s) <==\n%s", dash(l.StdoutPath), l.Stdout)
+			if l.Stdout != "" && !strings.HasSuffix(l.Stdout, "\n") {
+				fmt.Fprintln(out)
+			}
+			fmt.Fprintf(out, "==> stderr (%s) <==\n%s", dash(l.StderrPath), l.Stderr)
+			if l.Stderr != "" && !strings.HasSuffix(l.Stderr, "\n") {
+				fmt.Fprintln(out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
+	cmd.Flags().IntVar(&tail, "tail", 0, "bytes from the end of each stream (default 64 KiB)")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newEventsCmd() *cobra.Command {
+	var j jsonFlag
+	var task, since string
+	var follow bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "events [--task ID] [--follow]",
+		Short: "Show the activity log: decisions, dispatches, transitions, continuations and their rationales",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			evs, err := c.Events(cmd.Context(), client.EventFilter{Task: task, Since: since, Limit: limit})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if j.set && !follow {
+				return j.print(out, evs)
+			}
+			var last int64
+			if len(evs) > 0 {
+				last = evs[len(evs)-1].ID
+			}
+			if j.set {
+				for _, e := range evs {
+					if err := j.print(out, e); err != nil {
+						return err
+					}
+				}
+			} else {
+				printEvents(out, evs)
+			}
+			if !follow {
+				return nil
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			err = c.StreamEvents(ctx, task, max(last, 1), func(e client.Event) error {
+				if e.ID <= last {
+					return nil
+				}
+				if j.set {
+					return j.print(out, e)
+				}
+				fmt.Fprintf(out, "%s  %-12s %-6s %s", e.Time.Local().Format("15:04:05"), e.Kind, e.Actor, e.Message)
+				if e.TaskID != "" {
+					fmt.Fprintf(out, "  [task %s]", e.TaskID)
+				}
+				if e.Rationale != "" {
+					fmt.Fprintf(out, "\n          why: %s", oneLine(e.Rationale, 200))
+				}
+				fmt.Fprintln(out)
+				return nil
+			})
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&task, "task", "", "only this task")
+	cmd.Flags().StringVar(&since, "since", "", "only events since (RFC 3339 or a duration such as 1h)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many (default 200)")
+	cmd.Flags().BoolVar(&follow, "follow", false, "keep printing new events as they happen (Ctrl-C stops)")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newEnvelopeCmd() *cobra.Command {
+	var j jsonFlag
+	var name, desc string
+	cmd := &cobra.Command{
+		Use:   "envelope --name NAME --description \"…\"",
+		Short: "Draft a resource envelope from a description (LLM when configured, heuristics otherwise)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			r, drafter, err := c.DraftEnvelope(cmd.Context(), name, desc)
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), map[string]any{"envelope": r.Envelope, "fallback_reason": r.FallbackReason, "drafter": drafter})
+			}
+			e := r.Envelope
+			tw := table(cmd.OutOrStdout())
+			rng := func(r model.IntRange, unit string) string {
+				if r.Min == 0 && r.Max == 0 {
+					return "-"
+				}
+				if r.Max == 0 || r.Max == r.Min {
+					return fmt.Sprintf("%d%s", r.Min, unit)
+				}
+				return fmt.Sprintf("%d..%d%s", r.Min, r.Max, unit)
+			}
+			wall := e.Walltime.Min.String()
+			if e.Walltime.Max > e.Walltime.Min {
+				wall += ".." + e.Walltime.Max.String()
+			}
+			for _, kv := range [][2]string{{"gpus", rng(e.GPUs, "")}, {"cpu cores", rng(e.CPUCores, "")}, {"memory", rng(e.MemoryGB, " GB")},
+				{"nodes", rng(e.Nodes, "")}, {"walltime", wall}, {"gpu models", dash(strings.Join(e.Constraints.GPUModels, ","))},
+				{"min gpu memory", fmt.Sprintf("%d GB", e.Constraints.MinGPUMemoryGB)}, {"objective", dash(string(e.Objective))},
+				{"source", fmt.Sprintf("%s (confidence %.2f, drafter %s)", e.Source, e.Confidence, drafter)}, {"rationale", dash(e.Rationale)}} {
+				fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+			}
+			if r.FallbackReason != "" {
+				fmt.Fprintf(tw, "llm fallback\t%s\n", r.FallbackReason)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "task name")
+	cmd.Flags().StringVar(&desc, "description", "", "what the task does (required)")
+	cmd.MarkFlagRequired("description")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
