@@ -72,7 +72,7 @@ func (c *Core) ParseTarget(s string) (*model.Target, error) {
 		return nil, fmt.Errorf("target %q: %w", s, c.unknownSystem(sysName))
 	}
 	t := &model.Target{System: sys.Name, Partition: part}
-	if part != "" {
+	if part != "" && len(sys.Partitions) > 0 {
 		if _, ok := sys.PartitionByName(part); !ok {
 			var names []string
 			for _, p := range sys.Partitions {

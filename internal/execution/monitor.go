@@ -93,12 +93,17 @@ func (e *Engine) observe(ctx context.Context, a *model.Attempt, st model.JobStat
 	}
 	pol := policyOf(t)
 	if !found {
+		// Absence means nothing while the site is unhealthy (a controller that is down
+		// answers with gaps): only a healthy site's silence counts toward lost/gone.
+		if !e.siteUsable(a.System) {
+			return nil
+		}
 		first, seen := e.missing[a.Tag]
 		if !seen {
 			e.missing[a.Tag] = now
 			return nil
 		}
-		if a.State == model.JobCancelling {
+		if a.State == model.JobCancelling && now.Sub(first) >= min(pol.LostGrace.D(), 30*time.Second) {
 			delete(e.missing, a.Tag)
 			return e.finishCancel(ctx, a, "job gone from the site")
 		}
@@ -250,4 +255,15 @@ func (e *Engine) siteElapsed(system string, d time.Duration) time.Duration {
 		}
 	}
 	return d
+}
+
+// siteUsable reports whether the latest snapshot shows the system healthy enough to
+// trust its answers (true when there is no snapshot yet).
+func (e *Engine) siteUsable(system string) bool {
+	snap := e.o.Snapshot()
+	if snap == nil {
+		return true
+	}
+	h, ok := snap.System(system)
+	return !ok || h.Health.Usable()
 }

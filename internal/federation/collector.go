@@ -23,7 +23,7 @@ type HistorySink interface {
 // Options configure a Collector.
 type Options struct {
 	Tick         time.Duration    // between probe rounds; default 5s
-	ProbeTimeout time.Duration    // per probe; default min(Tick, 30s)
+	ProbeTimeout time.Duration    // per probe; default the tick, at least 5s and at most 30s
 	RingSize     int              // snapshots kept in memory; default 720
 	Bucket       time.Duration    // store downsampling; default 1m
 	Sink         HistorySink      // optional
@@ -58,7 +58,9 @@ func New(providers []provider.Provider, opts Options) (*Collector, error) {
 		opts.Tick = 5 * time.Second
 	}
 	if opts.ProbeTimeout <= 0 {
-		opts.ProbeTimeout = min(opts.Tick, 30*time.Second)
+		// A login node over ssh needs a few seconds even when healthy; a hung one must
+		// not hold the round for long.
+		opts.ProbeTimeout = min(max(opts.Tick, 5*time.Second), 30*time.Second)
 	}
 	if opts.RingSize <= 0 {
 		opts.RingSize = 720

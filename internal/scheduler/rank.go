@@ -243,8 +243,11 @@ func sizeScore(env *model.Envelope, spec *model.JobSpec) float64 {
 }
 
 // fitScore is the used share of what is charged: 1 on shared partitions, the GPU (or
-// core) share of the allocated nodes on exclusive ones.
+// core) share of the allocated nodes on exclusive ones, 0 for a CPU job on GPU nodes.
 func fitScore(rec *model.ResourceRecord, spec *model.JobSpec) float64 {
+	if rec.IsGPU() && spec.GPUs == 0 {
+		return 0 // a CPU job on GPU nodes leaves the GPUs idle
+	}
 	if !rec.Exclusive {
 		return 1
 	}

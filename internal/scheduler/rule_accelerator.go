@@ -7,8 +7,9 @@ import (
 
 // AcceleratorRule matches GPUs: a GPU task needs a GPU partition whose model is allowed
 // (constraints.gpu_models) and not avoided (constraints.avoid_gpu_models) and where the
-// minimum GPU count is reachable; a CPU task is kept off GPU partitions, which charge
-// by the GPU and exist for GPU work.
+// minimum GPU count is reachable. A CPU task may use a GPU partition (some sites put
+// CPU queues on GPU nodes), but the ranker's fit score pushes it behind CPU partitions,
+// which is where CPU work belongs and is charged least.
 type AcceleratorRule struct{}
 
 // Name implements Rule.
@@ -20,8 +21,8 @@ func (AcceleratorRule) Check(r *Request, c *Candidate) Verdict {
 	rec := c.Record
 	if env.GPUs.Min == 0 && env.GPUs.Max == 0 {
 		if rec.IsGPU() {
-			return Failf(r, func() string {
-				return "GPU partition (" + gpuShape(rec.GPUsPerNode, rec.GPUModel) + " per node) but the task asks for no GPUs"
+			return Passf(r, func() string {
+				return "GPU partition (" + gpuShape(rec.GPUsPerNode, rec.GPUModel) + " per node) for a CPU task: allowed, ranked after CPU partitions"
 			})
 		}
 		return Pass("CPU task, CPU partition")

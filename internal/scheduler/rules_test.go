@@ -117,7 +117,7 @@ func TestRuleAccelerator(t *testing.T) {
 		{name: "model not allowed", env: func(e *model.Envelope) { e.Constraints.GPUModels = []string{"H100"} }, reason: "A100 is not in constraints.gpu_models"},
 		{name: "model avoided", env: func(e *model.Envelope) { e.Constraints.AvoidGPUModels = []string{"a100"} }, reason: "avoid_gpu_models"},
 		{name: "cpu partition", rec: func(r *model.ResourceRecord) { r.GPUsPerNode, r.GPUModel = 0, "" }, reason: "no GPUs on this partition"},
-		{name: "cpu task on gpu partition", env: func(e *model.Envelope) { e.GPUs = model.IntRange{} }, reason: "asks for no GPUs"},
+		{name: "cpu task on gpu partition", env: func(e *model.Envelope) { e.GPUs = model.IntRange{} }, pass: true, reason: "ranked after CPU partitions"},
 		{name: "cpu task cpu partition", env: func(e *model.Envelope) { e.GPUs = model.IntRange{} }, rec: func(r *model.ResourceRecord) { r.GPUsPerNode = 0 }, pass: true, reason: "CPU task"},
 		{name: "optional gpus on cpu partition", env: func(e *model.Envelope) { e.GPUs = model.IntRange{Min: 0, Max: 2} }, rec: func(r *model.ResourceRecord) { r.GPUsPerNode = 0 }, pass: true, reason: "optional"},
 		{name: "count unreachable", env: func(e *model.Envelope) { e.GPUs = model.IntRange{Min: 8, Max: 8} }, reason: "at most 4 GPUs reachable"},

@@ -134,8 +134,10 @@ func validateSystem(s *System, path string, rep *reporter) {
 	}
 	validateWords(s.Features, path+".features", rep)
 
-	if len(s.Partitions) == 0 {
-		rep.errf(path+".partitions", "at least one partition is required (or set machine: to a known machine to get its partitions)")
+	// A simulated system is only what the catalog says; a real one is probed, so its
+	// partitions may be left out (they are discovered) or listed to add limits.
+	if len(s.Partitions) == 0 && s.Kind == KindSim {
+		rep.errf(path+".partitions", "at least one partition is required for a simulated system (or set machine: to a known machine to get its partitions)")
 	}
 	seen := map[string]int{}
 	for j := range s.Partitions {

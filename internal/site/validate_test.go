@@ -85,7 +85,7 @@ func TestParseErrors(t *testing.T) {
 			"t.yaml:2: systems[0].endpoint", "required for kind globus"},
 		{"globus bad endpoint uuid", "systems:\n  - name: a\n    kind: globus\n    endpoint: 4b116d3c-1703-4f8f-9f6f\n    partitions:\n" + part,
 			"t.yaml:4: systems[0].endpoint", "must be a UUID"},
-		{"no partitions", "systems:\n  - name: a\n    kind: local\n",
+		{"no partitions", "systems:\n  - name: a\n    kind: sim\n    accounts: [x]\n",
 			"t.yaml:2: systems[0].partitions", "at least one partition"},
 		{"unknown machine", "systems:\n  - kind: sim\n    machine: deltax\n",
 			"t.yaml:3: systems[0].machine", `did you mean "delta"?`},
