@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"net/http"
@@ -32,7 +33,7 @@ func (c *Client) Exec(ctx context.Context, system, command string) (*ExecResult,
 // PutFile stages data at path inside the system's workdir and returns the site path.
 func (c *Client) PutFile(ctx context.Context, system, path string, data []byte) (string, error) {
 	body := map[string]string{"path": path}
-	if utf8.Valid(data) {
+	if utf8.Valid(data) && !bytes.ContainsRune(data, 0) {
 		body["content"] = string(data)
 	} else {
 		body["content_base64"] = base64.StdEncoding.EncodeToString(data)

@@ -87,6 +87,9 @@ func newExecCmd() *cobra.Command {
 	return cmd
 }
 
+// maxPutFile mirrors the core's limit so a too-big file is refused before upload.
+const maxPutFile = 2 << 20
+
 func newPutFileCmd() *cobra.Command {
 	var to string
 	var j jsonFlag
@@ -101,6 +104,9 @@ func newPutFileCmd() *cobra.Command {
 			}
 			if to == "" {
 				return fmt.Errorf("--to PATH is required (relative to the system's workdir)")
+			}
+			if len(data) > maxPutFile {
+				return fmt.Errorf("refused: %s is %d bytes, over the 2 MiB limit for put-file; stage large files with the site's transfer tools (scp, Globus)", args[1], len(data))
 			}
 			c, err := newClient()
 			if err != nil {

@@ -26,7 +26,8 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 	}
 	root.AddCommand(newServeCmd(), newResourcesCmd(), newIdleCmd(), newStatusCmd(), newAboutCmd(),
 		newEnvCmd(), newExecCmd(), newPutFileCmd(),
-		newSubmitCmd(), newTaskCmd(), newTasksCmd(), newCancelCmd(), newReplanCmd(), newLogsCmd(), newEventsCmd(), newEnvelopeCmd())
+		newSubmitCmd(), newTaskCmd(), newTasksCmd(), newCancelCmd(), newReplanCmd(), newLogsCmd(), newEventsCmd(), newEnvelopeCmd(),
+		newInitSitesCmd(), newPreflightCmd(), newSmokeCmd(), newDoctorCmd())
 	return root
 }
 

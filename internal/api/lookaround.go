@@ -61,7 +61,7 @@ func (s *Server) registerLookAround() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "put-file", Method: http.MethodPost, Path: "/api/resources/{system}/files",
 		Summary: "Stage a small file (≤ 2 MiB) into the system's workdir", Tags: []string{"look-around"},
-		MaxBodyBytes: 3 << 20,
+		MaxBodyBytes: 4 << 20, // 2 MiB of content, base64-encoded, plus JSON
 	}, func(ctx context.Context, in *filesIn) (*filesOut, error) {
 		data := []byte(in.Body.Content)
 		if in.Body.ContentBase64 != "" {

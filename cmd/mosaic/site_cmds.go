@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mosaic-hpc/mosaic/client"
+	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/site"
+)
+
+// sitesPath resolves --sites, then MOSAIC_SITES, then ./sites.yaml if it exists.
+func sitesPath(flag string) (string, config.Env, error) {
+	env, err := config.LoadEnv(".")
+	if err != nil {
+		return "", nil, err
+	}
+	if flag != "" {
+		return flag, env, nil
+	}
+	if v, _ := env("MOSAIC_SITES"); v != "" {
+		return v, env, nil
+	}
+	if _, err := os.Stat("sites.yaml"); err == nil {
+		return "sites.yaml", env, nil
+	}
+	return "", env, nil
+}
+
+func newInitSitesCmd() *cobra.Command {
+	var out string
+	var kind string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "init-sites MACHINE[=[USER@]HOST]...",
+		Short: "Scaffold a sites.yaml from known machine shapes (accounts left as TODO-your-allocation)",
+		Example: `  mosaic init-sites delta=alice@login.delta.ncsa.illinois.edu anvil=x-alice@anvil.rcac.purdue.edu > sites.yaml
+  mosaic init-sites vista frontera --out sites.yaml`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var es []site.ScaffoldEntry
+			for _, a := range args {
+				e, err := site.ParseScaffoldArg(a)
+				if err != nil {
+					return err
+				}
+				e.Kind = kind
+				es = append(es, e)
+			}
+			data, err := site.Scaffold(es)
+			if err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			}
+			flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+			if force {
+				flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+			}
+			f, err := os.OpenFile(out, flags, 0o644)
+			if err != nil {
+				if errors.Is(err, os.ErrExist) {
+					return fmt.Errorf("%s exists; pass --force to overwrite it", out)
+				}
+				return err
+			}
+			defer f.Close()
+			if _, err := f.Write(data); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: fill in the accounts and workdirs, then run `mosaic preflight --sites %s`\n", out, out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
+	cmd.Flags().StringVar(&kind, "kind", site.KindSSH, "how the machines are reached: ssh, local or globus")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite --out if it exists")
+	return cmd
+}
+
+func printChecks(w io.Writer, checks []core.Check) (failed bool) {
+	tw := table(w)
+	col := color(w)
+	fmt.Fprintln(tw, "SYSTEM\tSTEP\tSTATUS\tTIME\tDETAIL")
+	for _, c := range checks {
+		st := c.Status
+		switch st {
+		case core.CheckOK:
+			st = paint(col, "32", st)
+		case core.CheckWarn:
+			st = paint(col, "33", st)
+		default:
+			st = paint(col, "31", st)
+			failed = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", dash(c.System), c.Step, st, dash(c.Duration), oneLine(c.Detail, 120))
+	}
+	tw.Flush()
+	for _, c := range checks {
+		if c.Fix != "" && c.Status != core.CheckOK {
+			fmt.Fprintf(w, "  %s %s: %s\n", dash(c.System), c.Step, c.Fix)
+		}
+	}
+	return failed
+}
+
+func newPreflightCmd() *cobra.Command {
+	var sites string
+	var tick time.Duration
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "preflight [--sites FILE]",
+		Short: "Check a site catalog end to end: completeness, reachability, a timed probe per system",
+		Long: `Check a site catalog without starting the core: catalog warnings (placeholder
+accounts, unknown GPU models), then for every system the transport and scheduler (a
+version query) and a timed probe round trip, warning when a probe outlasts the tick.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, _, err := sitesPath(sites)
+			if err != nil {
+				return err
+			}
+			cat, err := core.LoadCatalog(path)
+			if err != nil {
+				return err
+			}
+			if tick == 0 {
+				tick = core.DefaultLiveTick
+			}
+			checks := core.Preflight(cmd.Context(), cat, tick, nil)
+			if j.set {
+				if err := j.print(cmd.OutOrStdout(), checks); err != nil {
+					return err
+				}
+			} else if path == "" {
+				fmt.Fprintln(cmd.OutOrStdout(), "no sites file (--sites, MOSAIC_SITES or ./sites.yaml): checking the embedded simulated federation")
+			}
+			failed := false
+			for _, c := range checks {
+				failed = failed || c.Status == core.CheckFail
+			}
+			if !j.set {
+				printChecks(cmd.OutOrStdout(), checks)
+			}
+			if failed {
+				return &exitError{code: 1, msg: "preflight found problems; fix them and run it again"}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES or ./sites.yaml)")
+	cmd.Flags().DurationVar(&tick, "tick", 0, "the probe interval you will run with (default 60s)")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newSmokeCmd() *cobra.Command {
+	var sites, partition string
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "smoke SYSTEM",
+		Short: "Submit a 1-CPU 5-minute job, see it queued, cancel it and check it is gone",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, _, err := sitesPath(sites)
+			if err != nil {
+				return err
+			}
+			cat, err := core.LoadCatalog(path)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
+			defer cancel()
+			steps, err := core.Smoke(ctx, cat, args[0], partition, nil)
+			if j.set {
+				if perr := j.print(cmd.OutOrStdout(), steps); perr != nil {
+					return perr
+				}
+			} else {
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "STEP\tOK\tDETAIL")
+				for _, s := range steps {
+					ok := "yes"
+					if !s.OK {
+						ok = "NO"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Step, ok, s.Detail)
+				}
+				tw.Flush()
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES or ./sites.yaml)")
+	cmd.Flags().StringVar(&partition, "partition", "", "partition to use (default: a CPU partition with the shortest queue)")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newDoctorCmd() *cobra.Command {
+	var sites string
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Find the first missing setup step and the command that fixes it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w := cmd.OutOrStdout()
+			ok := func(s string) { fmt.Fprintln(w, "✓", s) }
+			fail := func(what, fix string) error {
+				fmt.Fprintln(w, "✗", what)
+				fmt.Fprintln(w, "  fix:", fix)
+				return &exitError{code: 1}
+			}
+			path, env, err := sitesPath(sites)
+			if err != nil {
+				return fail("reading .env: "+err.Error(), "correct the .env file in this directory")
+			}
+			cfg, err := config.Resolve(env)
+			if err != nil {
+				return fail(err.Error(), "correct the variable named above")
+			}
+			if path == "" {
+				ok("no sites file: Mosaic runs the embedded simulated federation")
+				fmt.Fprintln(w, "  to use your machines: mosaic init-sites delta=USER@login.delta.ncsa.illinois.edu > sites.yaml")
+			} else {
+				cat, err := site.Load(path)
+				if err != nil {
+					return fail("site catalog "+path+" is invalid:\n  "+err.Error(), "edit "+path+" (every field is documented in sites.example.yaml)")
+				}
+				ok(fmt.Sprintf("site catalog %s: %d systems", path, len(cat.Systems)))
+				needSSH := false
+				for _, s := range cat.Systems {
+					needSSH = needSSH || s.Kind == site.KindSSH
+				}
+				if needSSH {
+					if _, err := exec.LookPath("ssh"); err != nil {
+						return fail("no ssh client on this machine", "apt-get install openssh-client (or your OS's OpenSSH package)")
+					}
+					ok("OpenSSH client found")
+				}
+				for _, c := range core.Preflight(cmd.Context(), cat, core.DefaultLiveTick, nil) {
+					label := c.Step
+					if c.System != "" {
+						label = c.System + " " + c.Step
+					}
+					switch c.Status {
+					case core.CheckFail:
+						return fail(label+": "+c.Detail, c.Fix)
+					case core.CheckWarn:
+						fmt.Fprintf(w, "! %s: %s\n  fix: %s\n", label, oneLine(c.Detail, 160), c.Fix)
+					default:
+						ok(label + ": " + oneLine(c.Detail, 120))
+					}
+				}
+			}
+			if _, err := config.ReadToken(cfg.TokenPath); err != nil {
+				return fail("no API token at "+cfg.TokenPath+" (the core has never run as this user)", serveHint(path))
+			}
+			ok("API token " + cfg.TokenPath)
+			c, err := newClient()
+			if err == nil {
+				ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+				defer cancel()
+				_, err = c.About(ctx)
+			}
+			if err != nil {
+				if errors.Is(err, client.ErrNoCore) {
+					return fail("no core is running at "+cfg.URL, serveHint(path))
+				}
+				return fail("the core at "+cfg.URL+" answered: "+err.Error(), "restart it: "+serveHint(path))
+			}
+			ok("core running at " + cfg.URL)
+			fmt.Fprintln(w, "all set: try `mosaic status`")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES or ./sites.yaml)")
+	return cmd
+}
+
+func serveHint(path string) string {
+	if path == "" {
+		return "mosaic serve"
+	}
+	return "mosaic serve --sites " + path
+}
