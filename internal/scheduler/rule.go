@@ -75,16 +75,18 @@ func splitRules(rules []Rule, r *Request) (active []activeRule, constMask uint64
 	return active, constMask
 }
 
-// failMask runs the active rules on c without building reasons and returns the mask of
-// failed rules (bit i for rule i).
+// failMask runs the active rules on c without building reasons and returns the bit of
+// the first rule that fails (bit i for rule i), or 0 when all pass.
+//
+// It stops at the first failing rule: the decision pass only needs to know whether a
+// candidate is feasible, and Explain re-runs every rule with reasons for the trace.
 func failMask(active []activeRule, r *Request, c *Candidate) uint64 {
-	var m uint64
 	for _, a := range active {
 		if !a.rule.Check(r, c).Pass {
-			m |= a.bit
+			return a.bit
 		}
 	}
-	return m
+	return 0
 }
 
 // explainVerdicts runs every rule on c building reasons (r must be explaining).

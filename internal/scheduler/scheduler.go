@@ -180,7 +180,10 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 		// Rules read only these fields; setting them one by one avoids zeroing the rest.
 		scratch.System, scratch.Partition, scratch.Account = rec.System, rec.Partition, rec.Account
 		scratch.Record, scratch.SystemHealth = rec, lastHealth
-		masks[i] = constMask | failMask(active, req, &scratch)
+		masks[i] = constMask
+		if constMask == 0 {
+			masks[i] = failMask(active, req, &scratch)
+		}
 		if masks[i] == 0 {
 			nf++
 		}
