@@ -111,6 +111,21 @@ func TestDemoFederation(t *testing.T) {
 		t.Errorf("resources table:\n%s", out)
 	}
 
+	// History is stored (downsampled) from the first probe round on.
+	code, body = httpGet("http://"+e.addr+"/api/federation/history?system=delta&since=1h", e.token())
+	if code != 200 || !strings.Contains(string(body), `"partition":"gpuA100x4"`) {
+		t.Errorf("history: %d %.300s", code, body)
+	}
+	if code, _ := httpGet("http://"+e.addr+"/api/federation/history?since=yesterday", e.token()); code != 422 {
+		t.Errorf("bad since: %d", code)
+	}
+	if code, _ := httpGet("http://"+e.addr+"/api/status?format=text", ""); code != 401 {
+		t.Errorf("status text without token: %d", code)
+	}
+	if code, _ := httpGet("http://"+e.addr+"/api/idle?gpus=-1", e.token()); code != 422 {
+		t.Errorf("negative gpus: %d", code)
+	}
+
 	// OpenAPI and offline docs.
 	code, body = httpGet("http://"+e.addr+"/openapi.json", "")
 	if code != 200 || !strings.Contains(string(body), `"openapi":"3.1`) {
