@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every Mosaic test on a fresh Debian machine with Go. It installs what the tests
 # need — Debian packages (Redis for the exchange, Chromium for the UI, Node.js for the
-# MCP client test, Slurm + sshd via the test rig) and Go modules — then vets, checks
+# MCP client test, Python for the fake Globus endpoint, Slurm + sshd via the test rig) and Go modules — then vets, checks
 # formatting, builds the static binary and runs `go test ./...`.
 #
 #   ./scripts/test.sh            everything
@@ -19,7 +19,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # Debian packages the tests use, by the command that proves each is there.
-declare -A NEED=([redis-server]=redis-server [chromium]=chromium [node]=nodejs [npm]=npm)
+declare -A NEED=([redis-server]=redis-server [chromium]=chromium [node]=nodejs [npm]=npm [python3]=python3)
 missing=()
 for cmd in "${!NEED[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEED[$cmd]}")

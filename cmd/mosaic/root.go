@@ -27,7 +27,8 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 	root.AddCommand(newServeCmd(), newResourcesCmd(), newIdleCmd(), newStatusCmd(), newAboutCmd(),
 		newEnvCmd(), newExecCmd(), newPutFileCmd(),
 		newSubmitCmd(), newTaskCmd(), newTasksCmd(), newCancelCmd(), newReplanCmd(), newLogsCmd(), newEventsCmd(), newEnvelopeCmd(),
-		newInitSitesCmd(), newPreflightCmd(), newSmokeCmd(), newDoctorCmd())
+		newInitSitesCmd(), newPreflightCmd(), newSmokeCmd(), newDoctorCmd(),
+		newLoginCmd(), newLogoutCmd(), newAuthCmd(), newEndpointSetupCmd(), newEndpointsCmd())
 	return root
 }
 

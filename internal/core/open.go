@@ -114,7 +114,7 @@ func buildProviders(cat *site.Catalog, log *slog.Logger) ([]provider.Provider, e
 			}
 			p.Start() // advance simulated time in the background so jobs start promptly
 			out = append(out, p)
-		case site.KindSSH, site.KindLocal:
+		case site.KindSSH, site.KindLocal, site.KindGlobus:
 			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)))
 			if err != nil {
 				errs = append(errs, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
+	"github.com/mosaic-hpc/mosaic/internal/transport/globus"
 )
 
 // MaxIDsPerCall bounds how many job ids go into one status or cancel command line.
@@ -74,6 +75,18 @@ func WithLimits(lim transport.Limits) Option {
 			t.Limits = lim
 		case *transport.SSH:
 			t.Limits = lim
+		case *globus.Transport:
+			t.Limits = lim
+		}
+	}
+}
+
+// WithGlobusClient sets the Globus Compute client of a kind-globus transport (tests,
+// or a client sharing the web sign-in's resolver).
+func WithGlobusClient(c *globus.Client) Option {
+	return func(p *Provider) {
+		if g, ok := p.tr.(*globus.Transport); ok {
+			g.Client = c
 		}
 	}
 }
@@ -81,7 +94,8 @@ func WithLimits(lim transport.Limits) Option {
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.log = l } }
 
-// New builds a provider for a catalog system of kind ssh or local.
+// New builds a provider for a catalog system of kind ssh, local or globus (a Globus
+// Compute endpoint UUID in sys.Endpoint, credentials from globus.DefaultClient).
 func New(sys site.System, opts ...Option) (*Provider, error) {
 	p := &Provider{sys: sys, kind: sys.Kind, now: time.Now, log: slog.Default(), user: sys.User}
 	switch sys.Kind {
@@ -108,8 +122,14 @@ func New(sys site.System, opts ...Option) (*Provider, error) {
 	case site.KindLocal:
 		p.tr = &transport.Local{}
 		p.endpoint = "localhost"
+	case site.KindGlobus:
+		if !globus.ValidEndpointID(sys.Endpoint) {
+			return nil, fmt.Errorf("system %s: kind globus needs endpoint: <Globus Compute endpoint UUID>, got %q; `mosaic endpoints` lists yours", sys.Name, sys.Endpoint)
+		}
+		p.tr = globus.New(sys.Endpoint, globus.DefaultClient())
+		p.endpoint = sys.Endpoint
 	default:
-		return nil, fmt.Errorf("system %s: kind %q is not an HPC kind (want ssh or local)", sys.Name, sys.Kind)
+		return nil, fmt.Errorf("system %s: kind %q is not an HPC kind (want ssh, local or globus)", sys.Name, sys.Kind)
 	}
 	switch strings.ToLower(sys.Dialect) {
 	case "", site.DialectSlurm:
@@ -128,6 +148,9 @@ func New(sys site.System, opts ...Option) (*Provider, error) {
 	for _, o := range opts {
 		o(p)
 	}
+	if g, ok := p.tr.(*globus.Transport); ok && g.Log == nil {
+		g.Log = p.log
+	}
 	if p.tr == nil || p.d == nil {
 		return nil, fmt.Errorf("system %s: no transport or dialect", sys.Name)
 	}
@@ -137,10 +160,10 @@ func New(sys site.System, opts ...Option) (*Provider, error) {
 // System is the catalog name.
 func (p *Provider) System() string { return p.sys.Name }
 
-// Kind is ssh or local.
+// Kind is ssh, local or globus.
 func (p *Provider) Kind() string { return p.kind }
 
-// Endpoint is the login host.
+// Endpoint is the login host or Globus Compute endpoint id.
 func (p *Provider) Endpoint() string { return p.endpoint }
 
 // Dialect returns the provider's dialect.

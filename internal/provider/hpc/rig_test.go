@@ -48,7 +48,8 @@ func (c *countingTransport) Close() error {
 	return nil
 }
 
-// rigProvider builds a provider for a rig cluster ("alpha"/"beta") via "local" or "ssh".
+// rigProvider builds a provider for a rig cluster ("alpha"/"beta") via "local", "ssh"
+// or "globus".
 func rigProvider(t *testing.T, cluster, via string) (*Provider, *countingTransport) {
 	t.Helper()
 	env := rigenv.Require(t)
@@ -66,6 +67,12 @@ func rigProvider(t *testing.T, cluster, via string) (*Provider, *countingTranspo
 		sys.Kind = site.KindSSH
 		sys.Host = env.Get(t, "RIG_SSH_HOST_"+up)
 		sys.SSH = &site.SSH{ConfigFile: env.Get(t, "RIG_SSH_CONFIG")}
+	case "globus":
+		// A fake Globus Compute service whose endpoint runs tasks on this host.
+		id, c, _ := globusRig(t, "SLURM_CONF="+env.Get(t, "SLURM_CONF_"+up))
+		sys.Kind = site.KindGlobus
+		sys.Endpoint = id
+		opts = append(opts, WithGlobusClient(c), fastGlobusPolling())
 	}
 	p, err := New(sys, opts...)
 	if err != nil {
@@ -130,7 +137,7 @@ func record(t *testing.T, recs []model.ResourceRecord, partition string) model.R
 // TestRigProbe runs on beta (nothing else uses it): an idle node, then a GPU job that
 // occupies part of it, seen through both transports.
 func TestRigProbe(t *testing.T) {
-	for _, via := range []string{"local", "ssh"} {
+	for _, via := range []string{"local", "ssh", "globus"} {
 		t.Run(via, func(t *testing.T) {
 			p, ct := rigProvider(t, "beta", via)
 			ctx := context.Background()
@@ -202,7 +209,7 @@ func TestRigProbe(t *testing.T) {
 // TestRigLifecycle: success, failure with exit code, cancel, logs, find-by-tag, through
 // both transports on alpha.
 func TestRigLifecycle(t *testing.T) {
-	for _, via := range []string{"local", "ssh"} {
+	for _, via := range []string{"local", "ssh", "globus"} {
 		t.Run(via, func(t *testing.T) {
 			t.Parallel()
 			p, _ := rigProvider(t, "alpha", via)
