@@ -19,7 +19,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # Debian packages the tests use, by the command that proves each is there.
-declare -A NEED=([redis-server]=redis-server [chromium]=chromium [node]=nodejs [npm]=npm [python3]=python3)
+declare -A NEED=([redis-server]=redis-server [chromium]=chromium [node]=nodejs [npm]=npm [python3]=python3 [ssh]=openssh-client)
 missing=()
 for cmd in "${!NEED[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEED[$cmd]}")

@@ -28,7 +28,9 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 		newEnvCmd(), newExecCmd(), newPutFileCmd(),
 		newSubmitCmd(), newTaskCmd(), newTasksCmd(), newCancelCmd(), newReplanCmd(), newLogsCmd(), newEventsCmd(), newEnvelopeCmd(),
 		newInitSitesCmd(), newPreflightCmd(), newSmokeCmd(), newDoctorCmd(),
-		newLoginCmd(), newLogoutCmd(), newAuthCmd(), newEndpointSetupCmd(), newEndpointsCmd())
+		newLoginCmd(), newLogoutCmd(), newAuthCmd(), newEndpointSetupCmd(), newEndpointsCmd(),
+		newMCPCmd(), newSkillCmd(),
+		newCampaignCmd(), newAgentCmd(), newExchangeCmd())
 	return root
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mosaic-hpc/mosaic/internal/api"
+	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 )
@@ -106,6 +107,7 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 		return err
 	}
 	defer c.Close()
+	c.SetCampaignsRoot(campaign.CampaignsRoot(cfg.StateDir))
 	srv, err := api.New(c, api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, Headless: headless})
 	if err != nil {
 		ln.Close()

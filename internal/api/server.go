@@ -61,6 +61,8 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	s.registerFederation()
 	s.registerLookAround()
 	s.registerTasks()
+	s.registerMCP()
+	s.registerCampaigns()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.mux.HandleFunc("GET /docs", serveDocs)

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mosaic-hpc/mosaic/agent"
+	"github.com/mosaic-hpc/mosaic/internal/campaign"
+)
+
+// hangupContext is cancelled on SIGINT, SIGTERM or SIGHUP (an attach session's
+// terminal closing), so that agents and mailboxes are always cleaned up.
+func hangupContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+}
+
+// exchangeFlags are the flags of commands that talk to an exchange.
+type exchangeFlags struct {
+	url string
+}
+
+func (x *exchangeFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&x.url, "exchange-url", "", "exchange base URL (default $"+agent.EnvExchangeURL+", then the campaign's exchange.url); the token comes from $"+agent.EnvExchangeToken)
+}
+
+// client builds an exchange client: flag, env, then the campaign's url.
+func (x *exchangeFlags) client(spec *campaign.Spec, site string) (*agent.Client, string, string, error) {
+	u := x.url
+	if u == "" {
+		u = os.Getenv(agent.EnvExchangeURL)
+	}
+	if u == "" && spec != nil {
+		u = spec.Exchange.URL
+	}
+	if u == "" {
+		return nil, "", "", fmt.Errorf("no exchange URL: pass --exchange-url, export %s, or set exchange.url in the campaign", agent.EnvExchangeURL)
+	}
+	tok := os.Getenv(agent.EnvExchangeToken)
+	c, err := agent.New(u, tok, agent.WithSite(site), agent.WithRequestWindow(30*time.Second))
+	return c, u, tok, err
+}
+
+func newAgentCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "agent", Short: "Run one agent of a federated campaign"}
+	cmd.AddCommand(newAgentRunCmd())
+	return cmd
+}
+
+func newAgentRunCmd() *cobra.Command {
+	var file, run, name, site string
+	var startup time.Duration
+	var x exchangeFlags
+	cmd := &cobra.Command{
+		Use:   "run --campaign F --run-id R --name X [-- CMD ARGS...]",
+		Short: "Register an agent's mailbox, wait for its peers, and run it with messages on stdin/fd 3",
+		Long: `Registers the agent's mailbox under its deterministic uid (UUIDv5 of "<run>/<name>"),
+waits for its allowed peers, then runs CMD (default: the agent's command in the campaign).
+Inbound messages arrive on the command's stdin as JSON lines; it sends by writing JSON lines
+on fd 3 (MOSAIC_OUTBOX_FD=3) or on stdout prefixed with "@mosaic ". Landmarks (registered,
+waiting for peers, discovered N peers, first message from ...) go to stderr as they happen.
+The command's exit status is mosaic's; the mailbox is terminated on exit.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := campaign.Load(file)
+			if err != nil {
+				return err
+			}
+			if err := campaign.ValidateRunID(run); err != nil {
+				return err
+			}
+			if site == "" {
+				site = os.Getenv(agent.EnvSite)
+			}
+			c, u, tok, err := x.client(spec, site)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("startup-timeout") && spec.Exchange.DiscoverTimeout > 0 {
+				startup = spec.Exchange.DiscoverTimeout.D()
+			}
+			ctx, stop := hangupContext()
+			defer stop()
+			code, err := campaign.RunAgent(ctx, campaign.AgentRun{
+				Spec: spec, RunID: run, Name: name, Site: site, Client: c, ExchangeURL: u, Token: tok,
+				StartupTimeout: startup, Log: os.Stderr, Stdout: os.Stdout, Stderr: os.Stderr, Command: args,
+			})
+			if err != nil {
+				return &exitError{code: max(code, 1), msg: err.Error()}
+			}
+			if code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "campaign", "", "campaign file (JSONC)")
+	f.StringVar(&run, "run-id", "", "run id (the same on every site)")
+	f.StringVar(&name, "name", "", "agent name")
+	f.StringVar(&site, "site", "", "site tag for the timeline (default $MOSAIC_SITE)")
+	f.DurationVar(&startup, "startup-timeout", campaign.DefaultStartupTimeout, "how long to wait for peers (default: the campaign's exchange.discover_timeout, else 10m)")
+	x.add(cmd)
+	for _, n := range []string{"campaign", "run-id", "name"} {
+		_ = cmd.MarkFlagRequired(n)
+	}
+	return cmd
+}

@@ -1,0 +1,430 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mosaic-hpc/mosaic/internal/campaign"
+	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/site"
+)
+
+func newCampaignCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "campaign",
+		Short: "Federated multi-agent campaigns: validate, launch across sites, bootstrap, stop",
+	}
+	cmd.AddCommand(newCampaignIDsCmd(), newCampaignValidateCmd(), newCampaignSpawnSiteCmd(),
+		newCampaignBootstrapCmd(), newCampaignLaunchCmd(), newCampaignStatusCmd(), newCampaignStopCmd())
+	return cmd
+}
+
+// campaignFile takes --campaign or the first argument.
+func campaignFile(flag string, args []string) (string, error) {
+	switch {
+	case flag != "":
+		return flag, nil
+	case len(args) > 0:
+		return args[0], nil
+	}
+	return "", errors.New("no campaign file: pass --campaign FILE")
+}
+
+func newCampaignIDsCmd() *cobra.Command {
+	var file, run string
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "ids --campaign F --run-id R",
+		Short: "Print every agent's deterministic mailbox uid for a run",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := campaignFile(file, args)
+			if err != nil {
+				return err
+			}
+			spec, err := campaign.Load(f)
+			if err != nil {
+				return err
+			}
+			if err := campaign.ValidateRunID(run); err != nil {
+				return err
+			}
+			type row struct {
+				Name string `json:"name"`
+				UID  string `json:"uid"`
+				Site string `json:"site,omitempty"`
+			}
+			var rows []row
+			for _, a := range spec.Agents {
+				rows = append(rows, row{a.Name, campaign.AgentUID(run, a.Name).String(), a.Site})
+			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), rows)
+			}
+			tw := table(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "AGENT\tUID\tSITE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.UID, r.Site)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&file, "campaign", "", "campaign file (JSONC)")
+	cmd.Flags().StringVar(&run, "run-id", "", "run id")
+	_ = cmd.MarkFlagRequired("run-id")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newCampaignValidateCmd() *cobra.Command {
+	var file, agents string
+	cmd := &cobra.Command{
+		Use:   "validate [--campaign] F [--agents a,b]",
+		Short: "Check a campaign file (strict), or one site's slice (federated, with --agents)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := campaignFile(file, args)
+			if err != nil {
+				return err
+			}
+			spec, err := campaign.Load(f)
+			if err != nil {
+				return err
+			}
+			mode := campaign.Strict
+			if cmd.Flags().Changed("agents") {
+				if spec, err = spec.Slice(campaign.ParseAgentsSelection(agents)); err != nil {
+					return err
+				}
+				mode = campaign.Federated
+			}
+			if err := spec.Validate(mode); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: campaign %q is valid (%s, %d agents: %s)\n", f, spec.Name, mode, len(spec.Agents), strings.Join(spec.Names(), ", "))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&file, "campaign", "", "campaign file (JSONC)")
+	cmd.Flags().StringVar(&agents, "agents", "", "validate only this slice (comma list), in federated mode")
+	return cmd
+}
+
+func newCampaignSpawnSiteCmd() *cobra.Command {
+	var file, run, agents, siteName string
+	var startup time.Duration
+	var x exchangeFlags
+	cmd := &cobra.Command{
+		Use:   "spawn-site --campaign F --run-id R --agents a,b",
+		Short: "Run one site's slice of a campaign (one wrapper per agent); never bootstraps",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := campaign.Load(file)
+			if err != nil {
+				return err
+			}
+			if err := campaign.ValidateRunID(run); err != nil {
+				return err
+			}
+			if siteName == "" {
+				siteName = os.Getenv("MOSAIC_SITE")
+			}
+			c, u, tok, err := x.client(spec, siteName)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("startup-timeout") && spec.Exchange.DiscoverTimeout > 0 {
+				startup = spec.Exchange.DiscoverTimeout.D()
+			}
+			ctx, stop := hangupContext()
+			defer stop()
+			code, err := campaign.RunSite(ctx, campaign.SpawnSite{
+				Spec: spec, Agents: campaign.ParseAgentsSelection(agents), RunID: run, Site: siteName,
+				Client: c, ExchangeURL: u, Token: tok, StartupTimeout: startup, Out: os.Stderr,
+			})
+			if err != nil {
+				return &exitError{code: max(code, 1), msg: err.Error()}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "campaign", "", "campaign file (JSONC)")
+	f.StringVar(&run, "run-id", "", "run id (the same on every site)")
+	f.StringVar(&agents, "agents", "", "this site's agents, comma-separated (order kept)")
+	f.StringVar(&siteName, "site", "", "this site's name, tagged on its mailboxes (default $MOSAIC_SITE)")
+	f.DurationVar(&startup, "startup-timeout", campaign.DefaultStartupTimeout, "how long each agent waits for its peers")
+	x.add(cmd)
+	for _, n := range []string{"campaign", "run-id", "agents"} {
+		_ = cmd.MarkFlagRequired(n)
+	}
+	return cmd
+}
+
+func newCampaignBootstrapCmd() *cobra.Command {
+	var file, run, recipient string
+	var startup time.Duration
+	var x exchangeFlags
+	cmd := &cobra.Command{
+		Use:   "bootstrap --campaign F --run-id R [--recipient X]",
+		Short: "Wait for the initial agent's mailbox and send it the campaign's user task",
+		Long: `Waits for the recipient (default: initial_agent) to register and sends it user_task.
+Exits 2, naming the recipient on stderr, when it never appears.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := campaign.Load(file)
+			if err != nil {
+				return err
+			}
+			if err := campaign.ValidateRunID(run); err != nil {
+				return err
+			}
+			c, _, _, err := x.client(spec, "")
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			err = campaign.Bootstrap(ctx, c, spec, run, campaign.BootstrapOptions{Recipient: recipient, Timeout: startup, Log: cmd.ErrOrStderr()})
+			if mp, ok := campaign.IsMissingPeers(err); ok {
+				name := recipient
+				if name == "" {
+					name = spec.InitialAgent
+				}
+				return &exitError{code: 2, msg: fmt.Sprintf("bootstrap: recipient %s never appeared: %v", name, mp)}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "campaign", "", "campaign file (JSONC)")
+	f.StringVar(&run, "run-id", "", "run id")
+	f.StringVar(&recipient, "recipient", "", "agent to send the task to (default: initial_agent)")
+	f.DurationVar(&startup, "startup-timeout", campaign.DefaultStartupTimeout, "how long to wait for the recipient")
+	x.add(cmd)
+	_ = cmd.MarkFlagRequired("campaign")
+	_ = cmd.MarkFlagRequired("run-id")
+	return cmd
+}
+
+// campaignEnv resolves the configuration (state directory, sites file).
+func campaignEnv(sitesFlag string) (*config.Config, *site.Catalog, error) {
+	env, err := config.LoadEnv(".")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := config.Resolve(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := sitesFlag
+	if path == "" {
+		path = cfg.SitesFile
+	}
+	if path == "" {
+		return cfg, nil, nil
+	}
+	cat, err := site.Load(path)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("sites catalog: %w", err)
+	}
+	return cfg, cat, nil
+}
+
+func newCampaignLaunchCmd() *cobra.Command {
+	var (
+		file, run, sitesFile, mosaicBin, recipient          string
+		exURL, exListen, agentURL, account, workdir, tunnel string
+		siteSpecs, spawnArgs, forward                       []string
+		autoBoot, skipPreflight                             bool
+		startup                                             time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "launch --campaign F --run-id R --site SPEC [--site SPEC]... [--auto-bootstrap]",
+		Short: "Bring a campaign up on several sites at once (attach to allocations or submit jobs)",
+		Long: `Starts every site's slice in parallel, waits until every agent is registered, optionally
+sends the user task, then follows the sites until they end. Ctrl-C stops every site: jobs
+are cancelled and attach sessions hung up, with nothing left behind.
+
+SPEC is NAME:key=value;key=value (';' between pairs, ',' between agents):
+  attach:  NAME:attach=HOST;agents=a,b[;jobid=ID][;workdir=PATH][;campaign=PATH]
+           runs in an allocation you hold: srun --jobid=ID --overlap when the job id is
+           given, else ssh -tt from the login node to HOST.
+  submit:  NAME:queue=Q;walltime=HH:MM:SS[;nodes=N][;account=A][;agents=a,b][;workdir=PATH]
+           submits a job with the site's dialect (Slurm or PBS).
+NAME is a system of the sites catalog (--sites or MOSAIC_SITES). Without agents=, a site
+runs the agents whose "site" hint is NAME. Mosaic must be installed on each login node
+(--mosaic-bin, default: this executable's path). The exchange runs inside the launcher
+unless --exchange-url is given.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := campaign.Load(file)
+			if err != nil {
+				return err
+			}
+			if tunnel != campaign.TunnelAuto && tunnel != campaign.TunnelAlways && tunnel != campaign.TunnelNever {
+				return &exitError{code: 2, msg: "--tunnel must be auto, always or never"}
+			}
+			var sites []campaign.SiteSpec
+			var errs []error
+			for _, raw := range siteSpecs {
+				sp, err := campaign.ParseSiteSpec(raw)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				sites = append(sites, sp)
+			}
+			if err := errors.Join(errs...); err != nil {
+				return &exitError{code: 2, msg: err.Error()}
+			}
+			cfg, cat, err := campaignEnv(sitesFile)
+			if err != nil {
+				return err
+			}
+			fwd := map[string]string{}
+			for _, n := range forward {
+				if v, ok := os.LookupEnv(n); ok && v != "" {
+					fwd[n] = v
+				}
+			}
+			opts := campaign.LaunchOptions{
+				Spec: spec, RunID: run, Sites: sites, Catalog: cat, Root: campaign.CampaignsRoot(cfg.StateDir),
+				ExchangeURL: exURL, ExchangeToken: os.Getenv("MOSAIC_EXCHANGE_TOKEN"), ExchangeListen: exListen,
+				AgentExchangeURL: agentURL, MosaicBin: mosaicBin, AutoBootstrap: autoBoot, Recipient: recipient,
+				StartupTimeout: startup, Tunnel: tunnel, SpawnArgs: spawnArgs, Forward: fwd, Account: account, WorkDir: workdir,
+				Out: cmd.ErrOrStderr(),
+			}
+			if !skipPreflight {
+				if err := campaign.Preflight(cmd.Context(), &opts, forward, cmd.ErrOrStderr()); err != nil {
+					return &exitError{code: 2, msg: err.Error()}
+				}
+				opts.CheckSites = true
+			}
+			ctx, stop := hangupContext()
+			defer stop()
+			if err := campaign.Launch(ctx, opts); err != nil {
+				if ctx.Err() != nil {
+					return &exitError{code: 130, msg: err.Error()}
+				}
+				return err
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "campaign", "", "campaign file (JSONC)")
+	f.StringVar(&run, "run-id", "", "run id: names the run directory and derives every agent's uid")
+	f.StringArrayVar(&siteSpecs, "site", nil, "a site and how to run its slice (repeatable; see above)")
+	f.BoolVar(&autoBoot, "auto-bootstrap", false, "send the user task once every site is ready")
+	f.StringVar(&recipient, "recipient", "", "bootstrap recipient (default: initial_agent)")
+	f.StringArrayVar(&spawnArgs, "spawn-arg", nil, "extra argument appended to every remote spawn-site (repeatable; use --spawn-arg=--flag)")
+	f.BoolVar(&skipPreflight, "skip-preflight", false, "skip the settings and reachability checks")
+	f.StringVar(&sitesFile, "sites", "", "sites catalog (default $MOSAIC_SITES)")
+	f.StringVar(&mosaicBin, "mosaic-bin", "", "mosaic binary on the sites' login and compute nodes (default: this executable's path)")
+	f.StringVar(&exURL, "exchange-url", "", "use this external exchange (token from $MOSAIC_EXCHANGE_TOKEN) instead of the launcher's own")
+	f.StringVar(&exListen, "exchange-listen", "127.0.0.1:0", "where the launcher's exchange listens (port 0 = a free port)")
+	f.StringVar(&agentURL, "agent-exchange-url", "", "exchange URL as the agents must use it (default: the listener's)")
+	f.StringVar(&tunnel, "tunnel", campaign.TunnelAuto, "reverse ssh tunnel + relay on the login node so compute nodes reach the launcher's exchange: auto (when the login node cannot reach it), always, never")
+	f.StringArrayVar(&forward, "forward-env", nil, "environment variable to export on every site before its env script (repeatable)")
+	f.StringVar(&account, "account", "", "default account for submit-mode sites (a site's account= wins)")
+	f.StringVar(&workdir, "workdir", "", "default site directory (a site's workdir= wins)")
+	f.DurationVar(&startup, "startup-timeout", campaign.DefaultStartupTimeout, "how long sites may take to register every agent (queue wait included)")
+	for _, n := range []string{"campaign", "run-id", "site"} {
+		_ = cmd.MarkFlagRequired(n)
+	}
+	return cmd
+}
+
+func newCampaignStatusCmd() *cobra.Command {
+	var sitesFile string
+	var j jsonFlag
+	cmd := &cobra.Command{
+		Use:   "status [RUN]",
+		Short: "Show launched runs, or one run's sites, job ids and states",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, cat, err := campaignEnv(sitesFile)
+			if err != nil {
+				return err
+			}
+			root := campaign.CampaignsRoot(cfg.StateDir)
+			w := cmd.OutOrStdout()
+			if len(args) == 0 {
+				runs, err := campaign.ListRuns(root)
+				if err != nil {
+					return err
+				}
+				if j.set {
+					return j.print(w, runs)
+				}
+				tw := table(w)
+				fmt.Fprintln(tw, "RUN\tCAMPAIGN\tSTATE\tSITES\tCREATED")
+				for _, r := range runs {
+					var names []string
+					for _, s := range r.Sites {
+						names = append(names, s.Name)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.CampaignName, r.State, strings.Join(names, ","), r.Created.Local().Format(time.DateTime))
+				}
+				return tw.Flush()
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			st, err := campaign.RunStatus(ctx, root, args[0], cat, nil)
+			if err != nil {
+				return err
+			}
+			if j.set {
+				return j.print(w, st)
+			}
+			fmt.Fprintf(w, "run %s (campaign %s): %s\nexchange %s\n", st.RunID, st.CampaignName, st.State, st.ExchangeURL)
+			tw := table(w)
+			fmt.Fprintln(tw, "SITE\tMODE\tAGENTS\tJOB\tSTATE\tLOG")
+			for _, s := range st.Sites {
+				job := s.SubmittedJob
+				if job == "" {
+					job = s.JobID
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Mode, strings.Join(s.Agents, ","), dash(job), s.State, dash(s.Log))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, s := range st.Sites {
+				if s.Error != "" {
+					fmt.Fprintf(w, "%s: %s\n", s.Name, s.Error)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&sitesFile, "sites", "", "sites catalog (default $MOSAIC_SITES)")
+	addJSONFlag(cmd, &j)
+	return cmd
+}
+
+func newCampaignStopCmd() *cobra.Command {
+	var sitesFile string
+	cmd := &cobra.Command{
+		Use:   "stop RUN",
+		Short: "Stop a launched run: cancel its jobs and end its attach sessions",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, cat, err := campaignEnv(sitesFile)
+			if err != nil {
+				return err
+			}
+			if cat == nil {
+				return errors.New("no sites catalog: pass --sites FILE or set MOSAIC_SITES (the run's sites are looked up there)")
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			return campaign.StopRun(ctx, campaign.CampaignsRoot(cfg.StateDir), args[0], cat, nil, cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&sitesFile, "sites", "", "sites catalog (default $MOSAIC_SITES)")
+	return cmd
+}

@@ -1,0 +1,106 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// ExchangePrefix is where the core's agent exchange is mounted. Its routes use
+// the exchange's own per-run tokens, not the API token.
+const ExchangePrefix = "/exchange"
+
+type campaignRunsOut struct {
+	Body struct {
+		Runs []core.CampaignRunSummary `json:"runs"`
+	}
+}
+
+type campaignRunIn struct {
+	Run string `path:"run" maxLength:"128" doc:"Run id"`
+}
+
+type campaignRunOut struct{ Body *core.CampaignRunDetail }
+
+type campaignTimelineOut struct{ Body *core.CampaignTimeline }
+
+type campaignTokenIn struct {
+	Run  string `path:"run" maxLength:"128" doc:"Run id"`
+	Body *struct {
+		Campaign *model.Campaign `json:"campaign,omitempty" doc:"Campaign whose allowed_peers the exchange enforces for the run"`
+	} `required:"false"`
+}
+
+type campaignTokenOut struct {
+	Body struct {
+		RunID       string `json:"run_id"`
+		ExchangeURL string `json:"exchange_path" doc:"Path of the exchange on this server; agents use http://HOST:PORT/exchange"`
+		Token       string `json:"token" doc:"Bearer token for MOSAIC_EXCHANGE_TOKEN; shown once"`
+	}
+}
+
+// registerCampaigns adds the campaign routes and mounts the core's exchange
+// under ExchangePrefix.
+func (s *Server) registerCampaigns() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "list-campaign-runs", Method: http.MethodGet, Path: "/api/campaigns",
+		Summary: "Launched campaign runs, newest first", Tags: []string{"campaigns"},
+	}, func(ctx context.Context, _ *struct{}) (*campaignRunsOut, error) {
+		runs, err := s.core.CampaignRuns()
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		out := &campaignRunsOut{}
+		out.Body.Runs = runs
+		return out, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-campaign-run", Method: http.MethodGet, Path: "/api/campaigns/{run}",
+		Summary: "One run: per-site agents, job ids and states, message counts per site", Tags: []string{"campaigns"},
+	}, func(ctx context.Context, in *campaignRunIn) (*campaignRunOut, error) {
+		d, err := s.core.CampaignRun(ctx, in.Run)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		return &campaignRunOut{Body: d}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-campaign-timeline", Method: http.MethodGet, Path: "/api/campaigns/{run}/timeline",
+		Summary: "A run's messages merged across sites in time order, tagged with sites", Tags: []string{"campaigns"},
+		Description: "Each message carries src_site and dest_site; cross_site marks those that crossed a site " +
+			"boundary. counts summarises messages per site.",
+	}, func(ctx context.Context, in *campaignRunIn) (*campaignTimelineOut, error) {
+		tl, err := s.core.CampaignTimeline(ctx, in.Run)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		return &campaignTimelineOut{Body: tl}, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "issue-campaign-token", Method: http.MethodPost, Path: "/api/campaigns/{run}/token",
+		Summary: "Issue a token of the core's exchange for a run", Tags: []string{"campaigns"},
+		DefaultStatus: http.StatusCreated,
+		Description: "Agents then use MOSAIC_EXCHANGE_URL=http://HOST:PORT/exchange with the token. " +
+			"With a campaign in the body the exchange enforces its allowed_peers for the run.",
+	}, func(ctx context.Context, in *campaignTokenIn) (*campaignTokenOut, error) {
+		var c *model.Campaign
+		if in.Body != nil {
+			c = in.Body.Campaign
+		}
+		tok, err := s.core.CampaignToken(ctx, in.Run, c)
+		if err != nil {
+			return nil, toHTTP(err)
+		}
+		out := &campaignTokenOut{}
+		out.Body.RunID, out.Body.ExchangeURL, out.Body.Token = in.Run, ExchangePrefix, tok
+		return out, nil
+	})
+	// The exchange is created on first use, not at registration.
+	s.mux.Handle(ExchangePrefix+"/", http.StripPrefix(ExchangePrefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.core.Exchange().ServeHTTP(w, r)
+	})))
+}

@@ -1,0 +1,138 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
+)
+
+// Backend brings up one site's slice and takes it down.
+type Backend interface {
+	// Site is the site's name.
+	Site() string
+	// Start launches the slice. Anything the user may need to clean up by hand
+	// (a job id, a pid) is persisted to the run directory before Start returns.
+	Start(ctx context.Context) error
+	// Poll reports the slice's state; final is true once it will not change.
+	// A slice that died returns an error carrying its log's tail.
+	Poll(ctx context.Context) (state string, final bool, err error)
+	// Stop ends the slice (idempotent); no job or process of it is left.
+	Stop(ctx context.Context) error
+	// Close releases connections.
+	Close() error
+}
+
+// SiteLaunch is what both backends need to run a slice on a site.
+type SiteLaunch struct {
+	Spec       SiteSpec
+	RunID      string
+	Campaign   string // campaign file path on the site
+	MosaicBin  string // mosaic binary on the site
+	Exchange   string // exchange URL as the site's compute nodes see it
+	Token      string // the run's exchange token (written 0600 on the site)
+	Startup    time.Duration
+	SpawnArgs  []string          // extra spawn-site arguments, appended last
+	Forward    map[string]string // environment exported before the env script
+	EnvScript  string            // sourced on the compute node after the exports
+	Dir        *RunDir
+	Out        io.Writer // progress lines
+	StepPrefix string    // step/job name prefix; "" = "mosaic-c"
+}
+
+var tagUnsafe = regexp.MustCompile(`[^A-Za-z0-9._+-]`)
+
+// jobName is the batch job / srun step name of a run's slice on a site.
+func (l *SiteLaunch) jobName() string {
+	p := l.StepPrefix
+	if p == "" {
+		p = "mosaic-c"
+	}
+	n := p + "-" + l.RunID + "-" + l.Spec.Name
+	n = tagUnsafe.ReplaceAllString(n, "_")
+	if len(n) > 120 {
+		n = n[:120]
+	}
+	return n
+}
+
+// remoteDir is the site directory of the run's slice (relative paths resolve
+// against the login directory).
+func (l *SiteLaunch) remoteDir(sysWorkDir string) string {
+	base := l.Spec.WorkDir
+	if base == "" {
+		base = sysWorkDir
+	}
+	if base == "" {
+		base = ".mosaic"
+	}
+	return strings.TrimRight(base, "/") + "/mosaic-campaigns/" + l.RunID + "/" + tagUnsafe.ReplaceAllString(l.Spec.Name, "_")
+}
+
+// prepareScript creates the site directory, opens the log before anything
+// else can fail, stores the token (0600, read from stdin) and prints the
+// absolute directory.
+const prepareScript = `umask 077 && mkdir -p "$1" && cd "$1" && : >> site.log && cat > token && pwd -P`
+
+// spawnArgv is the spawn-site command the slice runs.
+func (l *SiteLaunch) spawnArgv() []string {
+	a := []string{l.MosaicBin, "campaign", "spawn-site",
+		"--campaign", l.Campaign, "--run-id", l.RunID, "--site", l.Spec.Name,
+		"--agents", strings.Join(l.Spec.Agents, ","),
+		"--exchange-url", l.Exchange,
+		"--startup-timeout", strconv.Itoa(int(l.Startup/time.Second)) + "s"}
+	return append(a, l.SpawnArgs...)
+}
+
+// innerScript runs on the compute node: forwarded exports first (so the env
+// script may use them), then the env script, then spawn-site with exec so that
+// signals reach the agents. dir is the absolute site directory. withEnv=false
+// leaves exports and env script to the batch script (submit mode); extra are
+// exported in any case.
+func (l *SiteLaunch) innerScript(dir string, logHere, withEnv bool, extra map[string]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cd %s || exit 1\n", shellquote.Quote(dir))
+	if logHere {
+		b.WriteString("exec >> site.log 2>&1\n")
+	}
+	b.WriteString(`echo "mosaic: slice starting on $(hostname) at $(date -u +%FT%TZ)"` + "\n")
+	env := map[string]string{}
+	if withEnv {
+		for k, v := range l.Forward {
+			env[k] = v
+		}
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "export %s=%s\n", k, shellquote.Quote(env[k]))
+	}
+	if withEnv && l.EnvScript != "" {
+		fmt.Fprintf(&b, "source %s || { echo \"mosaic: env script failed\"; exit 1; }\n", shellquote.Quote(l.EnvScript))
+	}
+	b.WriteString("MOSAIC_EXCHANGE_TOKEN=$(cat token) || exit 1\nexport MOSAIC_EXCHANGE_TOKEN\n")
+	b.WriteString("echo $$ > pid\n")
+	b.WriteString("exec " + shellquote.Join(l.spawnArgv()...) + "\n")
+	return b.String()
+}
+
+func (l *SiteLaunch) printf(format string, args ...any) {
+	if l.Out != nil {
+		fmt.Fprintf(l.Out, "%s: %s\n", l.Spec.Name, fmt.Sprintf(format, args...))
+	}
+}
+
+// envKeyOK reports whether k can be exported by a shell.
+func envKeyOK(k string) bool { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(k) }

@@ -1,0 +1,154 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/site"
+	"github.com/mosaic-hpc/mosaic/internal/transport"
+	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
+)
+
+// siteConn reaches a site's login node: short commands through the transport,
+// and the long-lived attach session through its own ssh (no multiplexing, so
+// that closing it hangs up the remote terminal and nothing lingers).
+type siteConn struct {
+	sys site.System
+	tr  transport.Transport
+	ssh *transport.SSH // nil for kind local
+	env []string       // extra environment of local commands
+}
+
+func newSiteConn(sys site.System, localEnv []string) (*siteConn, error) {
+	c := &siteConn{sys: sys, env: localEnv}
+	switch sys.Kind {
+	case site.KindSSH:
+		if sys.Host == "" {
+			return nil, fmt.Errorf("site %s: kind ssh needs host in sites.yaml", sys.Name)
+		}
+		s := &transport.SSH{Host: sys.Host, User: sys.User, Limits: transport.Limits{Timeout: 2 * time.Minute}}
+		if o := sys.SSH; o != nil {
+			s.Port, s.IdentityFile, s.ProxyJump, s.ConfigFile, s.Options = o.Port, o.IdentityFile, o.ProxyJump, o.ConfigFile, o.Options
+			if o.ConnectTimeout != "" {
+				d, err := model.ParseDuration(o.ConnectTimeout)
+				if err != nil {
+					return nil, fmt.Errorf("site %s: ssh.connect_timeout: %w", sys.Name, err)
+				}
+				s.ConnectTimeout = d.D()
+			}
+		}
+		c.ssh, c.tr = s, s
+	case site.KindLocal:
+		c.tr = &transport.Local{Env: localEnv, Limits: transport.Limits{Timeout: 2 * time.Minute}}
+	default:
+		return nil, fmt.Errorf("site %s is of kind %q; campaigns launch on kind ssh or local sites", sys.Name, sys.Kind)
+	}
+	return c, nil
+}
+
+// login names the login node for messages.
+func (c *siteConn) login() string {
+	if c.ssh == nil {
+		return "localhost"
+	}
+	if c.sys.User != "" {
+		return c.sys.User + "@" + c.sys.Host
+	}
+	return c.sys.Host
+}
+
+// sh runs `sh -c script sh args...` on the login node.
+func (c *siteConn) sh(ctx context.Context, script string, stdin io.Reader, args ...string) (transport.Result, error) {
+	argv := append([]string{"sh", "-c", script, "sh"}, args...)
+	res, err := c.tr.Run(ctx, argv, stdin)
+	if err != nil {
+		return res, fmt.Errorf("site %s (%s): %w", c.sys.Name, c.login(), err)
+	}
+	return res, nil
+}
+
+// tail returns the last n lines of a site file ("" if unreadable).
+func (c *siteConn) tail(ctx context.Context, file string, n int) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := c.sh(ctx, `tail -n "$2" "$1" 2>/dev/null`, nil, file, strconv.Itoa(n))
+	if err != nil {
+		return "(could not read " + file + ": " + err.Error() + ")"
+	}
+	out := strings.TrimRight(string(res.Stdout), "\n")
+	if out == "" {
+		return "(" + file + " is empty)"
+	}
+	return out
+}
+
+// longCmd builds the command that runs script on the login node for as long as
+// the slice lives: ssh -tt with keepalives (so that closing it hangs up the
+// remote terminal), or bash in its own process group for kind local.
+func (c *siteConn) longCmd(script string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if c.ssh == nil {
+		cmd = exec.Command("bash", "-c", script)
+		cmd.Env = append(cmd.Environ(), c.env...)
+	} else {
+		a := c.sshArgs("-tt", "-o", "LogLevel=ERROR")
+		a = append(a, "--", c.ssh.Host, shellquote.Join("bash", "-c", script))
+		cmd = exec.Command("ssh", a...)
+	}
+	// Own process group: a terminal's Ctrl-C reaches the launcher, which then
+	// stops every site in order, instead of killing ssh behind its back.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// sshArgs are the options of a dedicated (unmultiplexed) ssh to the login
+// node, with keepalives; extra come first so that they win.
+func (c *siteConn) sshArgs(extra ...string) []string {
+	s := c.ssh
+	var a []string
+	if s.ConfigFile != "" {
+		a = append(a, "-F", s.ConfigFile)
+	}
+	ct := s.ConnectTimeout
+	if ct <= 0 {
+		ct = 15 * time.Second
+	}
+	a = append(a, extra...)
+	a = append(a,
+		"-o", "BatchMode=yes",
+		"-o", "ConnectTimeout="+strconv.Itoa(int(ct/time.Second)),
+		"-o", "ServerAliveInterval=30",
+		"-o", "ServerAliveCountMax=6",
+		"-o", "ControlPath=none")
+	if s.Port != 0 {
+		a = append(a, "-p", strconv.Itoa(s.Port))
+	}
+	if s.IdentityFile != "" {
+		a = append(a, "-i", s.IdentityFile)
+	}
+	if s.ProxyJump != "" {
+		a = append(a, "-J", s.ProxyJump)
+	}
+	if s.User != "" {
+		a = append(a, "-l", s.User)
+	}
+	for _, o := range s.Options {
+		a = append(a, "-o", o)
+	}
+	return a
+}
+
+// Close ends the transport's multiplexing master, if any.
+func (c *siteConn) Close() error {
+	if cl, ok := c.tr.(interface{ Close() error }); ok {
+		return cl.Close()
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/agent"
+)
+
+// SpawnSite configures RunSite: one site's slice of a federated campaign.
+type SpawnSite struct {
+	// Spec is the whole campaign; Agents selects the slice (order kept).
+	Spec   *Spec
+	Agents []string
+	// RunID and Site identify the run and this site.
+	RunID, Site string
+	// Client, ExchangeURL and Token reach the exchange.
+	Client             *agent.Client
+	ExchangeURL, Token string
+	// StartupTimeout bounds each agent's wait for its peers.
+	StartupTimeout time.Duration
+	// Out receives landmarks and agent output, each line prefixed "[agent] ".
+	Out io.Writer
+}
+
+// RunSite runs one wrapper per agent of the slice and waits for all of them.
+// The slice is validated in federated mode (peers and the initial agent may
+// live on other sites). It never sends the bootstrap message: in a federated
+// launch that is `campaign bootstrap`'s job, once every site is up. The result
+// is 0 when every agent exited 0, else the first non-zero status in slice order.
+func RunSite(ctx context.Context, ss SpawnSite) (int, error) {
+	slice, err := ss.Spec.Slice(ss.Agents)
+	if err != nil {
+		return 2, err
+	}
+	if err := slice.Validate(Federated); err != nil {
+		return 2, fmt.Errorf("slice %s is invalid:\n%w", strings.Join(ss.Agents, ","), err)
+	}
+	codes := make([]int, len(slice.Agents))
+	errs := make([]error, len(slice.Agents))
+	var wg sync.WaitGroup
+	out := &syncWriter{w: ss.Out}
+	for i, a := range slice.Agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pw := &prefixWriter{w: out, prefix: "[" + a.Name + "] "}
+			codes[i], errs[i] = RunAgent(ctx, AgentRun{
+				Spec: slice, RunID: ss.RunID, Name: a.Name, Site: ss.Site, Client: ss.Client,
+				ExchangeURL: ss.ExchangeURL, Token: ss.Token, StartupTimeout: ss.StartupTimeout,
+				Log: pw, Stdout: pw, Stderr: pw,
+			})
+			pw.Flush()
+			if errs[i] != nil {
+				fmt.Fprintf(out, "[%s] mosaic-agent %s: %v\n", a.Name, a.Name, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range codes {
+		if codes[i] != 0 {
+			return codes[i], fmt.Errorf("agent %s exited with status %d", slice.Agents[i].Name, codes[i])
+		}
+	}
+	return 0, nil
+}
+
+// syncWriter serialises writes of several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return len(p), nil
+	}
+	return s.w.Write(p)
+}
+
+// prefixWriter writes each complete line with a prefix (partial lines are held
+// until their newline or Flush).
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := strings.IndexByte(string(p.buf), '\n')
+		if i < 0 {
+			break
+		}
+		line := append([]byte(p.prefix), p.buf[:i+1]...)
+		p.buf = p.buf[i+1:]
+		if _, err := p.w.Write(line); err != nil {
+			return len(b), err
+		}
+	}
+	if len(p.buf) > 64<<10 { // a runaway line without newline
+		_, _ = p.w.Write(append(append([]byte(p.prefix), p.buf...), '\n'))
+		p.buf = p.buf[:0]
+	}
+	return len(b), nil
+}
+
+// Flush writes a pending partial line.
+func (p *prefixWriter) Flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.buf) > 0 {
+		_, _ = p.w.Write(append(append([]byte(p.prefix), p.buf...), '\n'))
+		p.buf = nil
+	}
+}

@@ -1,0 +1,250 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/campaign"
+	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/exchange"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// campaignState is the campaign part of a Core, kept in a registry keyed by the
+// Core so that core.go needs no new field. A process creates one or a few
+// Cores, so entries are never removed.
+type campaignState struct {
+	once sync.Once
+	srv  *exchange.Server
+	mu   sync.Mutex
+	root string
+}
+
+var campaignStates sync.Map // *Core -> *campaignState
+
+func (c *Core) campaigns() *campaignState {
+	v, _ := campaignStates.LoadOrStore(c, &campaignState{})
+	return v.(*campaignState)
+}
+
+// Exchange returns the agent exchange embedded in this core, created on first
+// use (in-memory backend). The API serves it under /exchange/ with its own
+// per-run bearer tokens.
+func (c *Core) Exchange() *exchange.Server {
+	cs := c.campaigns()
+	cs.once.Do(func() { cs.srv = exchange.NewServer(exchange.Config{Logger: c.log}) })
+	return cs.srv
+}
+
+// SetCampaignsRoot sets the directory holding launched runs (normally
+// campaign.CampaignsRoot(cfg.StateDir)). Unset, it is derived from the
+// environment like the CLI does.
+func (c *Core) SetCampaignsRoot(dir string) {
+	cs := c.campaigns()
+	cs.mu.Lock()
+	cs.root = dir
+	cs.mu.Unlock()
+}
+
+func (c *Core) campaignsRoot() (string, error) {
+	cs := c.campaigns()
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.root == "" {
+		cfg, err := config.Resolve(os.LookupEnv)
+		if err != nil {
+			return "", err
+		}
+		cs.root = campaign.CampaignsRoot(cfg.StateDir)
+	}
+	return cs.root, nil
+}
+
+// CampaignRunSummary is one launched run in a listing.
+type CampaignRunSummary struct {
+	RunID    string    `json:"run_id"`
+	Campaign string    `json:"campaign"`
+	State    string    `json:"state"`
+	Sites    []string  `json:"sites"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
+}
+
+// CampaignRuns lists launched runs, newest first.
+func (c *Core) CampaignRuns() ([]CampaignRunSummary, error) {
+	root, err := c.campaignsRoot()
+	if err != nil {
+		return nil, err
+	}
+	runs, err := campaign.ListRuns(root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CampaignRunSummary, 0, len(runs))
+	for _, r := range runs {
+		s := CampaignRunSummary{RunID: r.RunID, Campaign: r.CampaignName, State: r.State, Created: r.Created, Updated: r.Updated, Sites: []string{}}
+		for _, st := range r.Sites {
+			s.Sites = append(s.Sites, st.Name)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// CampaignSite is one site of a run: its agents, job ids and state.
+type CampaignSite struct {
+	Name         string    `json:"name"`
+	Mode         string    `json:"mode"`
+	Agents       []string  `json:"agents"`
+	JobID        string    `json:"job_id,omitempty"`        // the allocation attached to
+	SubmittedJob string    `json:"submitted_job,omitempty"` // the job Mosaic submitted
+	Host         string    `json:"host,omitempty"`
+	Login        string    `json:"login,omitempty"`
+	Log          string    `json:"log,omitempty"`
+	State        string    `json:"state"`
+	Error        string    `json:"error,omitempty"`
+	Updated      time.Time `json:"updated"`
+}
+
+// CampaignRunDetail is one run with its per-site status and message counts.
+type CampaignRunDetail struct {
+	CampaignRunSummary
+	ExchangeURL  string               `json:"exchange_url"`
+	Bootstrapped bool                 `json:"bootstrapped"`
+	Error        string               `json:"error,omitempty"`
+	SiteStatus   []CampaignSite       `json:"site_status"`
+	Counts       []exchange.SiteCount `json:"counts"`
+}
+
+func (c *Core) openRun(run string) (*campaign.RunDir, error) {
+	if err := campaign.ValidateRunID(run); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	root, err := c.campaignsRoot()
+	if err != nil {
+		return nil, err
+	}
+	d, err := campaign.OpenRunDir(root, run)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	return d, nil
+}
+
+// CampaignRun returns one run's status from its run directory.
+func (c *Core) CampaignRun(ctx context.Context, run string) (*CampaignRunDetail, error) {
+	d, err := c.openRun(run)
+	if err != nil {
+		return nil, err
+	}
+	st := d.State()
+	out := &CampaignRunDetail{
+		CampaignRunSummary: CampaignRunSummary{RunID: st.RunID, Campaign: st.CampaignName, State: st.State, Created: st.Created, Updated: st.Updated, Sites: []string{}},
+		ExchangeURL:        st.ExchangeURL, Bootstrapped: st.Bootstrapped, Error: st.Error, SiteStatus: []CampaignSite{},
+	}
+	for _, s := range st.Sites {
+		out.Sites = append(out.Sites, s.Name)
+		out.SiteStatus = append(out.SiteStatus, CampaignSite{Name: s.Name, Mode: string(s.Mode), Agents: s.Agents, JobID: s.JobID,
+			SubmittedJob: s.SubmittedJob, Host: s.Host, Login: s.Login, Log: s.Log, State: s.State, Error: s.Error, Updated: s.Updated})
+	}
+	tl, err := c.CampaignTimeline(ctx, run)
+	if err == nil {
+		out.Counts = tl.Counts
+	}
+	return out, nil
+}
+
+// TimelineEntry is one message of a run, tagged with its sites.
+type TimelineEntry struct {
+	exchange.MessageRecord
+	CrossSite bool `json:"cross_site"`
+}
+
+// CampaignTimeline is a run's messages merged across sites in time order.
+type CampaignTimeline struct {
+	RunID    string               `json:"run_id"`
+	Source   string               `json:"source"` // "exchange" (live, this core) or "run-directory"
+	Messages []TimelineEntry      `json:"messages"`
+	Counts   []exchange.SiteCount `json:"counts"`
+}
+
+// CampaignTimeline returns a run's messages: from this core's exchange when
+// the run uses it, else from the timeline the launcher keeps in the run
+// directory.
+func (c *Core) CampaignTimeline(ctx context.Context, run string) (*CampaignTimeline, error) {
+	if err := campaign.ValidateRunID(run); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	out := &CampaignTimeline{RunID: run, Messages: []TimelineEntry{}, Counts: []exchange.SiteCount{}}
+	recs, err := c.Exchange().TimelineContext(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("exchange timeline: %w", err)
+	}
+	if len(recs) > 0 {
+		out.Source = "exchange"
+		if counts, err := c.Exchange().SiteCounts(ctx, run); err == nil {
+			out.Counts = counts
+		}
+	} else {
+		d, err := c.openRun(run)
+		if err != nil {
+			return nil, err
+		}
+		out.Source = "run-directory"
+		if err := d.ReadJSON("timeline.json", &recs); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("run %s: timeline.json: %w", run, err)
+		}
+		out.Counts = countRecords(recs)
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
+	for _, r := range recs {
+		out.Messages = append(out.Messages, TimelineEntry{MessageRecord: r, CrossSite: r.CrossSite()})
+	}
+	return out, nil
+}
+
+// countRecords summarises messages per site (mailbox counts are unknown
+// without the exchange).
+func countRecords(recs []exchange.MessageRecord) []exchange.SiteCount {
+	m := map[string]*exchange.SiteCount{}
+	get := func(s string) *exchange.SiteCount {
+		if m[s] == nil {
+			m[s] = &exchange.SiteCount{Site: s}
+		}
+		return m[s]
+	}
+	for _, r := range recs {
+		s := get(r.SrcSite)
+		s.Sent++
+		s.Bytes += int64(r.Size)
+		if r.CrossSite() {
+			s.CrossSite++
+		}
+		get(r.DestSite).Received++
+	}
+	out := make([]exchange.SiteCount, 0, len(m))
+	for _, c := range m {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Site < out[j].Site })
+	return out
+}
+
+// CampaignToken issues a bearer token of this core's exchange for run and,
+// when c is given, enforces its allowed_peers for the run.
+func (c *Core) CampaignToken(ctx context.Context, run string, camp *model.Campaign) (string, error) {
+	if err := campaign.ValidateRunID(run); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if camp != nil {
+		if err := c.Exchange().RegisterCampaign(ctx, run, *camp); err != nil {
+			return "", err
+		}
+	}
+	return c.Exchange().IssueToken(ctx, run)
+}
