@@ -15,9 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mosaic-hpc/mosaic/internal/api"
+	"github.com/mosaic-hpc/mosaic/internal/auth"
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/transport/globus"
 )
 
 func newServeCmd() *cobra.Command {
@@ -108,7 +110,11 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 	}
 	defer c.Close()
 	c.SetCampaignsRoot(campaign.CampaignsRoot(cfg.StateDir))
-	srv, err := api.New(c, api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, Headless: headless})
+	opts := api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, Headless: headless}
+	if w := auth.NewWebSignIn(globus.DefaultResolver()); w != nil {
+		opts.SignIn = w // Globus web sign-in (GLOBUS_CLIENT_ID/SECRET configured)
+	}
+	srv, err := api.New(c, opts)
 	if err != nil {
 		ln.Close()
 		return err
@@ -122,6 +128,12 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 	fmt.Fprintf(out, "Mosaic %s serving %d systems (%s) at %s\n", about.Version, about.Systems, about.Catalog, url)
 	fmt.Fprintf(out, "  API token: %s (send as Authorization: Bearer; the CLI reads it)\n", cfg.TokenPath)
 	fmt.Fprintf(out, "  API docs:  %s/docs   status: mosaic status   stop: Ctrl-C\n", url)
+	if !headless {
+		fmt.Fprintf(out, "  web UI:    %s   (one-time login link)\n", srv.LoginURL(url))
+	}
+	if opts.SignIn != nil {
+		fmt.Fprintf(out, "  Globus:    sign in at %s/auth/login\n", url)
+	}
 	fmt.Fprintf(out, "  store:     %s   tick: %s\n", about.Store, about.Tick)
 
 	errc := make(chan error, 1)

@@ -1,7 +1,8 @@
 // Package api is Mosaic's HTTP surface: a huma v2 API under /api (OpenAPI 3.1 at
-// /openapi.json, an offline docs page at /docs), /healthz and /metrics, behind the
-// loopback security baseline: a bearer token, a Host allow-list (DNS-rebinding
-// defence) and an Origin check.
+// /openapi.json, an offline docs page at /docs), /healthz, /metrics and (unless
+// headless) the embedded web UI at /, behind the loopback security baseline: a bearer
+// token or a browser session cookie (with a CSRF token for state-changing calls), a
+// Host allow-list (DNS-rebinding defence) and an Origin check.
 package api
 
 import (
@@ -19,6 +20,7 @@ import (
 
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/web"
 )
 
 // Options configure the server.
@@ -26,16 +28,20 @@ type Options struct {
 	Token      string   // required for /api/*
 	AllowHosts []string // extra Host names accepted besides loopback names
 	Headless   bool     // API only: no pages at /
-	Logger     *slog.Logger
+	// SignIn, when set, serves the Globus web sign-in under /auth/ (login, callback,
+	// logout, status); see internal/auth.
+	SignIn http.Handler
+	Logger *slog.Logger
 }
 
 // Server is the HTTP handler of a core.
 type Server struct {
-	core    *core.Core
-	opts    Options
-	mux     *http.ServeMux
-	api     huma.API
-	handler http.Handler
+	core     *core.Core
+	opts     Options
+	mux      *http.ServeMux
+	api      huma.API
+	handler  http.Handler
+	sessions *web.Sessions
 }
 
 // New builds the handler.
@@ -46,7 +52,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{core: c, opts: opts, mux: http.NewServeMux()}
+	s := &Server{core: c, opts: opts, mux: http.NewServeMux(), sessions: web.NewSessions(nil)}
 	cfg := huma.DefaultConfig("Mosaic", core.Version)
 	cfg.Info.Description = "Mosaic treats a researcher's allocations on several supercomputers as one machine. " +
 		"Every /api route needs `Authorization: Bearer <token>`; the token is in $XDG_CONFIG_HOME/mosaic/token."
@@ -67,7 +73,10 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.mux.HandleFunc("GET /docs", serveDocs)
 	if !opts.Headless {
-		s.mux.HandleFunc("GET /{$}", serveLanding)
+		web.New(s.sessions, s.tokenOK).Register(s.mux)
+	}
+	if opts.SignIn != nil {
+		s.mux.Handle("/auth/", opts.SignIn)
 	}
 	s.handler = s.guard(s.mux)
 	return s, nil
@@ -75,6 +84,12 @@ func New(c *core.Core, opts Options) (*Server, error) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// LoginURL returns a one-time login URL for the web UI, base + "/login?code=…"
+// (base is e.g. "http://127.0.0.1:8642"). Opening it sets an HttpOnly, SameSite=Strict
+// session cookie and lands on the workbench; the code works once, within 24 hours.
+// `mosaic serve` prints it.
+func (s *Server) LoginURL(base string) string { return s.sessions.LoginURL(base) }
 
 // API exposes the huma API (for registering further operations and for tests).
 func (s *Server) API() huma.API { return s.api }
@@ -91,10 +106,25 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
-			if !s.authorized(r) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="mosaic"`)
-				writeProblem(w, http.StatusUnauthorized, "missing or wrong token: send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`)")
-				return
+			switch {
+			case r.Header.Get("Authorization") != "":
+				// A bearer request is judged by its token alone, never by a cookie.
+				if !s.authorized(r) {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="mosaic"`)
+					writeProblem(w, http.StatusUnauthorized, "missing or wrong token: send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`)")
+					return
+				}
+			default:
+				_, sess, ok := s.sessions.FromRequest(r)
+				if !ok {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="mosaic"`)
+					writeProblem(w, http.StatusUnauthorized, "not signed in: send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token), or open the one-time login URL `mosaic serve` printed")
+					return
+				}
+				if !web.CheckCSRF(r, sess) {
+					writeProblem(w, http.StatusForbidden, "cookie-authenticated "+r.Method+" without a valid "+web.CSRFHeader+" header from this origin refused (CSRF protection); reload the page")
+					return
+				}
 			}
 			if r.URL.Path == "/api/status" && r.URL.Query().Get("format") == "text" {
 				s.statusText(w, r)
@@ -111,7 +141,12 @@ func (s *Server) authorized(r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.opts.Token)) == 1
+	return s.tokenOK(strings.TrimSpace(tok))
+}
+
+// tokenOK compares a presented token with the API token in constant time.
+func (s *Server) tokenOK(tok string) bool {
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1
 }
 
 // hostAllowed accepts loopback names and addresses (any port) and the allow-list.

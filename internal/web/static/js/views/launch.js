@@ -1,0 +1,207 @@
+// The launch sheet: three steps — task and command, resource envelope (by hand or
+// drafted by the agent, with its source and confidence), run location (Auto: the
+// meta-scheduler; Pin: a system and optional partition) — and the dry-run candidate
+// table before anything is submitted.
+import { h, replace, toast, errorBox } from '../dom.js';
+import * as api from '../api.js';
+import { candidateTable } from './candidates.js';
+
+const OBJECTIVES = [['earliest_start', 'Earliest start'], ['fastest_finish', 'Fastest finish'], ['max_throughput', 'Max throughput'], ['min_cost', 'Min cost (SU)']];
+
+export function openLaunch(app, opts = {}) {
+  const dlg = document.getElementById('sheet');
+  if (dlg.open) dlg.close();
+  const st = { step: 1, draft: null, draftSnapshot: '', dry: null };
+  const field = (id, label, el, hint) => h('div', { class: 'field' }, h('label', { for: id }, label), el, hint ? h('div', { class: 'muted small', id: `${id}-hint` }, hint) : null);
+  const num = (id, v, extra = {}) => h('input', { id, type: 'number', min: 0, inputmode: 'numeric', value: v, ...extra });
+
+  // Step 1
+  const name = h('input', { id: 'l-name', required: true, maxlength: 128, value: opts.name || '', autocomplete: 'off' });
+  const command = h('textarea', { id: 'l-command', required: true, spellcheck: 'false', placeholder: 'python train.py --epochs 3' }, opts.command || '');
+  const desc = h('textarea', { id: 'l-desc', placeholder: 'Fine-tune a 7B model on 4 A100s for about 3 hours' }, opts.description || '');
+  // Step 2
+  const e = {
+    gpusMin: num('l-gpus-min', opts.gpus ?? 0), gpusMax: num('l-gpus-max', opts.gpus ?? 0),
+    cpuMin: num('l-cpu-min', 1), cpuMax: num('l-cpu-max', 4),
+    memMin: num('l-mem-min', ''), memMax: num('l-mem-max', ''),
+    wallMin: h('input', { id: 'l-wall-min', value: '10m', 'aria-describedby': 'l-wall-hint' }),
+    wallMax: h('input', { id: 'l-wall-max', value: '1h', 'aria-describedby': 'l-wall-hint' }),
+    nodesMax: num('l-nodes-max', 1, { min: 1 }),
+    gpuModel: h('input', { id: 'l-gpu-model', placeholder: 'any (e.g. A100)', list: 'l-models' }),
+    arch: h('select', { id: 'l-arch' }, h('option', { value: '' }, 'any'), h('option', { value: 'x86_64' }, 'x86_64'), h('option', { value: 'aarch64' }, 'aarch64')),
+    objective: h('select', { id: 'l-objective' }, OBJECTIVES.map(([v, t]) => h('option', { value: v }, t))),
+  };
+  const models = [...new Set((app.snapshot?.records || []).map(r => r.gpu_model).filter(Boolean))].sort();
+  const draftNote = h('div', { id: 'draft-note', 'aria-live': 'polite' });
+  const draftBtn = h('button', { class: 'btn', type: 'button', id: 'draft-btn' }, 'Draft with agent');
+  // Step 3
+  const auto = h('input', { type: 'radio', name: 'where', value: 'auto', id: 'l-auto', checked: !opts.pin });
+  const pin = h('input', { type: 'radio', name: 'where', value: 'pin', id: 'l-pin', checked: !!opts.pin });
+  const systems = (app.snapshot?.systems || []).map(s => s.system);
+  const pinSys = h('select', { id: 'l-pin-system' }, systems.map(s => h('option', { value: s, selected: s === opts.pin }, s)));
+  const pinPart = h('select', { id: 'l-pin-partition' });
+  const fillParts = () => {
+    const parts = [...new Set((app.snapshot?.records || []).filter(r => r.system === pinSys.value).map(r => r.partition))];
+    replace(pinPart, h('option', { value: '' }, 'any partition (the rules choose)'), parts.map(p => h('option', { value: p, selected: p === opts.partition }, p)));
+  };
+  fillParts();
+  pinSys.addEventListener('change', () => { opts.partition = ''; fillParts(); invalidate(); });
+  const pinBox = h('fieldset', { id: 'pin-box' }, h('legend', {}, 'Pin to'), h('div', { class: 'row' },
+    field('l-pin-system', 'System', pinSys), field('l-pin-partition', 'Partition (optional)', pinPart)));
+  const dryOut = h('div', { id: 'dry-out', 'aria-live': 'polite' });
+  const dryBtn = h('button', { class: 'btn', type: 'button', id: 'dry-btn' }, 'Preview placement');
+  const err = h('div', { id: 'sheet-error' });
+
+  const steps = [
+    h('section', { 'aria-label': 'Step 1: task and command', dataset: { step: 1 } },
+      field('l-name', 'Task name', name),
+      field('l-command', 'Command', command, 'A shell command line run in the job; your environment script is sourced first.'),
+      field('l-desc', 'Description (optional: lets the agent draft the envelope)', desc)),
+    h('section', { 'aria-label': 'Step 2: resource envelope', dataset: { step: 2 } },
+      h('p', { class: 'muted' }, 'A range: the least the task can run with, and the most it can use. Mosaic sizes the job inside it.'),
+      h('div', { class: 'toolbar' }, draftBtn, h('span', { class: 'muted small' }, 'uses the description, or the command if there is none')),
+      draftNote,
+      h('datalist', { id: 'l-models' }, models.map(m => h('option', { value: m }))),
+      h('div', { class: 'row' }, field('l-gpus-min', 'GPUs min', e.gpusMin), field('l-gpus-max', 'GPUs max', e.gpusMax),
+        field('l-cpu-min', 'CPU cores min', e.cpuMin), field('l-cpu-max', 'CPU cores max', e.cpuMax)),
+      h('div', { class: 'row' }, field('l-mem-min', 'Memory GB min', e.memMin), field('l-mem-max', 'Memory GB max', e.memMax),
+        field('l-wall-min', 'Walltime min', e.wallMin), field('l-wall-max', 'Walltime max', e.wallMax)),
+      h('div', { class: 'muted small', id: 'l-wall-hint' }, 'Walltimes: 30m, 2h, 1:30:00 or 1-00:00:00. Empty memory = the site default.'),
+      h('p'),
+      h('div', { class: 'row' }, field('l-nodes-max', 'Nodes max', e.nodesMax), field('l-gpu-model', 'GPU model', e.gpuModel),
+        field('l-arch', 'Arch', e.arch), field('l-objective', 'Objective', e.objective))),
+    h('section', { 'aria-label': 'Step 3: run location', dataset: { step: 3 } },
+      h('div', { class: 'choice', role: 'radiogroup', 'aria-label': 'Run location' },
+        h('label', { for: 'l-auto' }, auto, 'Auto — the meta-scheduler chooses'),
+        h('label', { for: 'l-pin' }, pin, 'Pin — a system I choose')),
+      pinBox,
+      h('div', { class: 'toolbar' }, dryBtn, h('span', { class: 'muted small' }, 'Runs every rule and the ranker without submitting.')),
+      dryOut),
+  ];
+  const stepList = h('ol', { class: 'steps', 'aria-label': 'Steps' },
+    ['Task', 'Envelope', 'Run location'].map((t, i) => h('li', { dataset: { n: i + 1 } }, `${i + 1}. ${t}`)));
+  const back = h('button', { class: 'btn', type: 'button', id: 'back-btn' }, 'Back');
+  const next = h('button', { class: 'btn primary', type: 'button', id: 'next-btn' }, 'Next');
+  const submit = h('button', { class: 'btn primary', type: 'button', id: 'submit-btn', disabled: true }, 'Submit');
+  const closeBtn = h('button', { class: 'icon-btn close', type: 'button', 'aria-label': 'Close' }, '✕');
+
+  replace(dlg,
+    h('div', { class: 'sheet-head' }, h('h2', { id: 'sheet-title' }, 'Launch task'), stepList, closeBtn),
+    h('form', { method: 'dialog', id: 'launch-form', novalidate: true },
+      h('div', { class: 'sheet-body' }, err, steps),
+      h('div', { class: 'sheet-foot' }, back, next, submit)));
+
+  const show = () => {
+    steps.forEach((s, i) => { s.hidden = i + 1 !== st.step; });
+    for (const li of stepList.children) {
+      if (Number(li.dataset.n) === st.step) li.setAttribute('aria-current', 'step');
+      else li.removeAttribute('aria-current');
+    }
+    back.disabled = st.step === 1;
+    next.hidden = st.step === 3;
+    submit.hidden = st.step !== 3;
+    pinBox.hidden = !pin.checked;
+    replace(err);
+    steps[st.step - 1].querySelector('input, textarea, select, button')?.focus();
+  };
+  const invalidate = () => { st.dry = null; submit.disabled = true; replace(dryOut); };
+
+  const envelope = () => {
+    const n = (el) => el.value === '' ? 0 : Number(el.value);
+    const rng = (a, b) => { const r = {}; if (n(a)) r.min = n(a); if (n(b)) r.max = n(b); return r; };
+    const env = {
+      gpus: rng(e.gpusMin, e.gpusMax), cpu_cores: rng(e.cpuMin, e.cpuMax), memory_gb: rng(e.memMin, e.memMax),
+      walltime: {}, nodes: { min: 1, max: Math.max(1, n(e.nodesMax)) }, objective: e.objective.value, constraints: {},
+    };
+    if (e.wallMin.value.trim()) env.walltime.min = e.wallMin.value.trim();
+    if (e.wallMax.value.trim()) env.walltime.max = e.wallMax.value.trim();
+    if (e.gpuModel.value.trim()) env.constraints.gpu_models = [e.gpuModel.value.trim()];
+    if (e.arch.value) env.constraints.arch = [e.arch.value];
+    if (st.draft && snapshotFields() === st.draftSnapshot) {
+      env.source = st.draft.source; env.confidence = st.draft.confidence; env.rationale = st.draft.rationale;
+    }
+    return env;
+  };
+  const snapshotFields = () => Object.values(e).map(x => x.value).join('|');
+  const request = (dry) => ({
+    name: name.value.trim(), command: command.value, description: desc.value.trim() || undefined,
+    envelope: envelope(), target: pin.checked ? (pinPart.value ? `${pinSys.value}:${pinPart.value}` : pinSys.value) : undefined,
+    dry_run: dry || undefined,
+  });
+
+  draftBtn.addEventListener('click', async () => {
+    const text = desc.value.trim() || command.value.trim();
+    if (!text) { replace(draftNote, h('div', { class: 'alert', role: 'alert' }, 'Write a description or a command first: the agent drafts from it.')); return; }
+    draftBtn.disabled = true;
+    replace(draftNote, h('p', { class: 'muted' }, 'Drafting…'));
+    try {
+      const r = await api.post('/api/envelope/generate', { name: name.value.trim(), description: text });
+      const env = r.envelope;
+      const set = (el, v) => { el.value = v === undefined || v === null || v === 0 || v === '0s' ? '' : v; };
+      set(e.gpusMin, env.gpus?.min); set(e.gpusMax, env.gpus?.max ?? env.gpus?.min);
+      set(e.cpuMin, env.cpu_cores?.min); set(e.cpuMax, env.cpu_cores?.max ?? env.cpu_cores?.min);
+      set(e.memMin, env.memory_gb?.min); set(e.memMax, env.memory_gb?.max);
+      set(e.wallMin, env.walltime?.min); set(e.wallMax, env.walltime?.max);
+      set(e.nodesMax, env.nodes?.max || 1);
+      set(e.gpuModel, (env.constraints?.gpu_models || [])[0]);
+      e.arch.value = (env.constraints?.arch || [])[0] || '';
+      if (env.objective) e.objective.value = env.objective;
+      st.draft = env;
+      st.draftSnapshot = snapshotFields();
+      replace(draftNote, h('div', { class: 'draft-note', id: 'draft-result' },
+        h('div', {}, 'Drafted by ', h('b', { class: 'draft-source' }, env.source || 'heuristic'), ` (${r.drafter})`, ' · confidence ',
+          h('b', { class: 'draft-confidence' }, `${Math.round((env.confidence || 0) * 100)}%`)),
+        env.rationale ? h('div', { class: 'muted' }, env.rationale) : null,
+        r.fallback_reason ? h('div', { class: 'muted' }, `LLM draft not used: ${r.fallback_reason}`) : null,
+        h('div', { class: 'muted small' }, 'Edit any field; an edited envelope is submitted as yours.')));
+      invalidate();
+    } catch (x) { replace(draftNote, errorBox(x)); }
+    finally { draftBtn.disabled = false; }
+  });
+
+  dryBtn.addEventListener('click', async () => {
+    dryBtn.disabled = true;
+    replace(dryOut, h('p', { class: 'muted' }, 'Placing…'));
+    try {
+      const r = await api.post('/api/tasks', request(true));
+      st.dry = r.decision;
+      replace(dryOut, candidateTable(r.decision));
+      submit.disabled = false;
+    } catch (x) {
+      st.dry = null; submit.disabled = true;
+      replace(dryOut, errorBox(x));
+    } finally { dryBtn.disabled = false; }
+  });
+
+  for (const el of [auto, pin]) el.addEventListener('change', () => { pinBox.hidden = !pin.checked; invalidate(); });
+  pinPart.addEventListener('change', invalidate);
+  steps[1].addEventListener('input', invalidate);
+
+  const validStep = () => {
+    if (st.step === 1) {
+      if (!name.value.trim()) { replace(err, errorBox('Give the task a name.')); name.focus(); return false; }
+      if (!command.value.trim()) { replace(err, errorBox('Give the command the job runs.')); command.focus(); return false; }
+    }
+    if (st.step === 2 && !e.wallMin.value.trim()) { replace(err, errorBox('Walltime min is required: how long the task needs at least.')); e.wallMin.focus(); return false; }
+    return true;
+  };
+  next.addEventListener('click', () => { if (validStep()) { st.step++; show(); } });
+  back.addEventListener('click', () => { st.step--; show(); });
+  closeBtn.addEventListener('click', () => dlg.close());
+  submit.addEventListener('click', async () => {
+    if (!st.dry) return;
+    submit.disabled = true;
+    try {
+      const r = await api.post('/api/tasks', request(false));
+      dlg.close();
+      toast(`Submitted ${r.task.name}: placed on ${r.decision.chosen}`);
+      location.hash = `#/tasks/${r.task.id}`;
+    } catch (x) {
+      replace(err, errorBox(x));
+      submit.disabled = false;
+    }
+  });
+  dlg.addEventListener('close', () => document.getElementById('launch-btn')?.focus(), { once: true });
+  dlg.showModal();
+  show();
+}
