@@ -20,7 +20,7 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --pidfile /tmp/mosaic-bench-redis.pid >/dev/null
   sleep 0.5
   echo "\$ redis-benchmark -q -n 100000 -t set,get -p $port"
-  redis-benchmark -q -n 100000 -t set,get -p "$port"
+  redis-benchmark -q -n 100000 -t set,get -p "$port" | tr "\r" "\n" | grep "requests per second"
   kill "$(cat /tmp/mosaic-bench-redis.pid)" 2>/dev/null || true
 fi
 if [ -d internal/replay ]; then run 'Replay' ./internal/replay/; fi
