@@ -30,7 +30,8 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 		newInitSitesCmd(), newPreflightCmd(), newSmokeCmd(), newDoctorCmd(),
 		newLoginCmd(), newLogoutCmd(), newAuthCmd(), newEndpointSetupCmd(), newEndpointsCmd(),
 		newMCPCmd(), newSkillCmd(),
-		newCampaignCmd(), newAgentCmd(), newExchangeCmd())
+		newCampaignCmd(), newAgentCmd(), newExchangeCmd(),
+		newSimCmd())
 	return root
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/store"
@@ -246,9 +247,15 @@ func (e *Engine) migratePending(ctx context.Context, t *store.TaskRow, a *model.
 	if err != nil {
 		return nil // nowhere better: stay
 	}
-	if !pl.EstimatedStart.IsZero() && a.EstimatedStart != nil && !pl.EstimatedStart.Before(e.now()) &&
-		pl.EstimatedStart.After(*a.EstimatedStart) {
-		return nil // the alternative is expected to start later than this one
+	if !pl.EstimatedStart.IsZero() && a.EstimatedStart != nil {
+		// The current job has already overrun, so its own estimate says nothing about
+		// when it will start; move only if the alternative promises a wait no longer
+		// than the current site originally promised.
+		newWait := pl.EstimatedStart.Sub(e.now())
+		promised := max(a.EstimatedStart.Sub(a.CreatedAt), time.Minute)
+		if newWait > promised {
+			return nil
+		}
 	}
 	if err := e.o.Store.AppendEventsErr(ctx, ev(t.ID, a.N, a.System, "continuation",
 		fmt.Sprintf("migrate pending job %s: %s → %s:%s", a.JobID, a.System, pl.System, pl.Partition), why, model.ActorRules)); err != nil {

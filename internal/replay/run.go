@@ -1,0 +1,493 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
+	"github.com/mosaic-hpc/mosaic/internal/sim"
+)
+
+// Defaults of a replay.
+const (
+	DefaultTick    = 60 * time.Second
+	DefaultSample  = 15 * time.Minute
+	DefaultHorizon = 60 * 24 * time.Hour
+)
+
+// Config is one replay: the same Config replayed with every policy gives the
+// comparison (same federation, same jobs, same seed).
+type Config struct {
+	Federation *Federation
+	Jobs       []Job
+	// Home is the user's home system (the home policy's only choice). Default: the
+	// first system of the federation.
+	Home string
+	// Seed of the models' background load and of the random policy; 0 = the
+	// federation's sim.seed.
+	Seed int64
+	// Tick is the decision interval: arrivals wait for the next tick, where every
+	// site is probed; default 60 s.
+	Tick time.Duration
+	// Sample is the utilisation sampling interval; default 15 min.
+	Sample time.Duration
+	// Horizon: the replay gives up on jobs not finished this long after the last
+	// arrival (they count as unfinished); default 60 days.
+	Horizon time.Duration
+	// MaxEstimates bounds site estimates per placement for the mosaic ranker (the
+	// scheduler's default, 8, when 0).
+	MaxEstimates int
+	// Preload are other users' jobs submitted at fixed times (hand-made scenarios;
+	// trace-driven background load comes from the federation file).
+	Preload []Preload
+}
+
+// Preload is another user's job submitted at At (after Epoch) to System/Partition.
+type Preload struct {
+	At           time.Duration
+	System       string
+	Partition    string
+	Nodes        int
+	CoresPerNode int
+	Runtime      time.Duration
+	Walltime     time.Duration
+}
+
+func (c *Config) defaults() error {
+	if c.Federation == nil || len(c.Federation.Systems) == 0 {
+		return fmt.Errorf("replay: no federation")
+	}
+	if len(c.Jobs) == 0 {
+		return fmt.Errorf("replay: no jobs")
+	}
+	if c.Home == "" {
+		c.Home = c.Federation.Systems[0].Name
+	}
+	s, ok := c.Federation.System(c.Home)
+	if !ok {
+		names := make([]string, len(c.Federation.Systems))
+		for i, x := range c.Federation.Systems {
+			names[i] = x.Name
+		}
+		return fmt.Errorf("replay: home system %q is not in the federation (systems: %v)", c.Home, names)
+	}
+	c.Home = s.Name
+	if c.Seed == 0 {
+		c.Seed = c.Federation.Seed
+	}
+	if c.Tick <= 0 {
+		c.Tick = DefaultTick
+	}
+	if c.Sample <= 0 {
+		c.Sample = DefaultSample
+	}
+	if c.Horizon <= 0 {
+		c.Horizon = DefaultHorizon
+	}
+	return nil
+}
+
+// jobState is a federated job during a replay.
+type jobState struct {
+	Job
+	idx        int
+	task       model.Task
+	unit       *unit // current attempt's partition
+	simID      int64
+	submitAt   time.Time
+	est        time.Time // the placement's estimated start (zero = unknown)
+	recheck    time.Duration
+	attempts   int
+	migrations int
+	left       []string // systems a migration moved it away from
+	cores      int
+	run        time.Duration
+	start, end time.Time
+	started    bool
+	done       bool
+	endState   sim.State
+	checked    bool // everFeasible was asked
+	rejected   bool // no site the policy may use can ever run it
+}
+
+// placement is a policy's answer: where, at what size, and the estimated start.
+type placement struct {
+	unit *unit
+	spec model.JobSpec
+	est  time.Time
+}
+
+// runner holds one replay's state.
+type runner struct {
+	cfg     *Config
+	w       *world
+	sched   *scheduler.Scheduler
+	policy  Policy
+	rng     *rand.Rand
+	rr      int
+	jobs    []*jobState
+	ndone   int
+	nextS   time.Time
+	fixed   []string // exhaustive search: the system of each job
+	errs    int
+	ctx     context.Context
+	queued  map[*jobState]bool
+	samples int
+}
+
+// Run replays cfg.Jobs through policy p and returns its metrics.
+func Run(ctx context.Context, cfg Config, p Policy) (*Result, error) {
+	return run(ctx, cfg, p, nil)
+}
+
+func run(ctx context.Context, cfg Config, p Policy, fixed []string) (*Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	w, err := newWorld(cfg.Federation, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: &cfg, w: w, policy: p, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7a9d0)),
+		fixed: fixed, ctx: ctx, queued: map[*jobState]bool{}, nextS: Epoch}
+	r.sched = scheduler.New(scheduler.Options{Estimator: estimator{w}, MaxEstimates: cfg.MaxEstimates,
+		Now: func() time.Time { return w.now }})
+	jobs := slices.Clone(cfg.Jobs)
+	slices.SortStableFunc(jobs, func(a, b Job) int { return int(a.Arrival - b.Arrival) })
+	for i, j := range jobs {
+		if j.MinCores < 1 || j.MaxCores < j.MinCores || j.Walltime <= 0 || j.Runtime <= 0 || j.Arrival < 0 {
+			return nil, fmt.Errorf("replay: job %s is malformed (cores %d..%d, walltime %s, runtime %s, arrival %s)",
+				j.ID, j.MinCores, j.MaxCores, j.Walltime, j.Runtime, j.Arrival)
+		}
+		r.jobs = append(r.jobs, &jobState{Job: j, idx: i, task: model.Task{ID: j.ID, Name: j.ID, Command: "replay " + j.ID,
+			Envelope: j.Envelope(!p.Moldable())}})
+	}
+	if err := r.loop(); err != nil {
+		return nil, err
+	}
+	return r.result(), nil
+}
+
+// tickCeil rounds t up to the next decision tick.
+func (r *runner) tickCeil(t time.Time) time.Time {
+	d := t.Sub(Epoch)
+	k := (d + r.cfg.Tick - 1) / r.cfg.Tick
+	return Epoch.Add(k * r.cfg.Tick)
+}
+
+func (r *runner) loop() error {
+	n := len(r.jobs)
+	next := 0
+	var held []*jobState
+	last := Epoch.Add(r.jobs[n-1].Arrival)
+	giveUp := last.Add(r.cfg.Horizon)
+	pre := slices.Clone(r.cfg.Preload)
+	slices.SortStableFunc(pre, func(a, b Preload) int { return int(a.At - b.At) })
+	first := true
+	for r.ndone < n {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		t := time.Time{}
+		pick := func(c time.Time) {
+			if t.IsZero() || c.Before(t) {
+				t = c
+			}
+		}
+		if next < n {
+			pick(r.tickCeil(Epoch.Add(r.jobs[next].Arrival)))
+		}
+		if len(held) > 0 {
+			pick(r.tickCeil(r.w.now.Add(time.Nanosecond)))
+		}
+		if len(pre) > 0 {
+			pick(Epoch.Add(pre[0].At))
+		}
+		if r.policy.Continuation() {
+			for js := range r.queued {
+				if c, ok := r.overrunAt(js); ok {
+					pick(r.tickCeil(c))
+				}
+			}
+		}
+		if t.IsZero() { // nothing to decide: let the queues drain
+			t = r.w.now.Add(time.Hour)
+		}
+		if t.Before(r.w.now) || (t.Equal(r.w.now) && !first) {
+			t = r.tickCeil(r.w.now.Add(time.Nanosecond))
+		}
+		first = false
+		if t.After(giveUp) {
+			break
+		}
+		r.advance(t)
+		for len(pre) > 0 && !Epoch.Add(pre[0].At).After(t) {
+			if err := r.preload(pre[0]); err != nil {
+				return err
+			}
+			pre = pre[1:]
+		}
+		if !t.Equal(r.tickCeil(t)) {
+			r.collect(t)
+			continue // not a decision tick
+		}
+		for next < n && !Epoch.Add(r.jobs[next].Arrival).After(t) {
+			held = append(held, r.jobs[next])
+			next++
+		}
+		overrun := r.overrunJobs()
+		if len(held) == 0 && len(overrun) == 0 {
+			continue
+		}
+		snap := r.w.probe()
+		kept := held[:0]
+		for _, js := range held {
+			ok, err := r.place(js, snap)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				kept = append(kept, js)
+			}
+		}
+		held = kept
+		for _, js := range overrun {
+			if err := r.migrate(js, snap); err != nil {
+				return err
+			}
+		}
+		r.collect(t)
+	}
+	return nil
+}
+
+// preload submits another user's job now.
+func (r *runner) preload(p Preload) error {
+	u, ok := r.w.unitFor(p.System, p.Partition)
+	if !ok {
+		return fmt.Errorf("preload: no CPU partition %s/%s in the federation", p.System, p.Partition)
+	}
+	_, err := u.submit(r.w.now, sim.JobRequest{Partition: p.Partition, Nodes: p.Nodes, CoresPerNode: p.CoresPerNode,
+		Walltime: p.Walltime, Runtime: p.Runtime, Tag: "preload"})
+	if err != nil {
+		return fmt.Errorf("preload on %s/%s: %w", p.System, p.Partition, err)
+	}
+	return nil
+}
+
+// advance moves every model to t, sampling utilisation on the way.
+func (r *runner) advance(t time.Time) {
+	for !r.nextS.After(t) {
+		r.collect(r.nextS)
+		for _, u := range r.w.units {
+			st, _ := u.c.PartitionState(u.part.Name)
+			if st.TotalCores > 0 {
+				u.busy += 1 - float64(st.FreeCores)/float64(st.TotalCores)
+			}
+			u.sample++
+		}
+		r.samples++
+		r.nextS = r.nextS.Add(r.cfg.Sample)
+	}
+	r.collect(t)
+}
+
+// collect advances every model to t and applies the user-job events.
+func (r *runner) collect(t time.Time) {
+	if t.After(r.w.now) {
+		r.w.now = t
+	}
+	for _, u := range r.w.units {
+		for _, ev := range u.c.AdvanceTo(t) {
+			js := u.owner[ev.JobID]
+			if js == nil {
+				continue
+			}
+			switch ev.Kind {
+			case sim.JobStarted:
+				if !js.started {
+					js.started, js.start = true, ev.Time
+				}
+				delete(r.queued, js)
+			case sim.JobEnded:
+				js.done, js.end, js.endState = true, ev.Time, ev.State
+				delete(u.owner, ev.JobID)
+				delete(r.queued, js)
+				r.ndone++
+			}
+		}
+	}
+}
+
+// place asks the policy and submits; false means the job waits for the next tick.
+func (r *runner) place(js *jobState, snap *model.ResourceSnapshot) (bool, error) {
+	pl, err := r.policy.choose(r, js, snap)
+	if err != nil {
+		return false, fmt.Errorf("policy %s, job %s: %w", r.policy.Name(), js.ID, err)
+	}
+	if pl == nil {
+		if !js.checked {
+			js.checked = true
+			if !r.everFeasible(js) {
+				js.done, js.rejected = true, true
+				r.ndone++
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	return r.submit(js, pl), nil
+}
+
+// everFeasible reports whether the job could be placed where the policy may put it
+// on an empty federation (all nodes up and idle, no queue): if not (for example a
+// walltime over every cap), waiting cannot help and the job is rejected.
+func (r *runner) everFeasible(js *jobState) bool {
+	snap := &model.ResourceSnapshot{TakenAt: r.w.now}
+	for _, u := range r.w.units {
+		rec := u.rec
+		nodes, cores := u.cfg.Partitions[0].Nodes, u.cfg.Partitions[0].CoresPerNode
+		rec.Timestamp, rec.Health = r.w.now, model.HealthOK
+		rec.Nodes = model.NodeCounts{Idle: nodes, Total: nodes}
+		rec.TotalCores, rec.FreeCores = nodes*cores, nodes*cores
+		rec.MaxNodesPerJob = u.cfg.Partitions[0].MaxNodesPerJob
+		if rec.MaxNodesPerJob == 0 {
+			rec.MaxNodesPerJob = nodes
+		}
+		rec.Exclusive = u.cfg.Partitions[0].Exclusive
+		snap.Records = append(snap.Records, rec)
+	}
+	model.SortRecords(snap.Records)
+	opts := scheduler.PlaceOptions{NoLLM: true}
+	if _, ok := r.policy.(homePolicy); ok {
+		sys := r.cfg.Home
+		if r.fixed != nil {
+			sys = r.fixed[js.idx]
+		}
+		opts.Target = &model.Target{System: sys}
+	}
+	_, err := r.sched.Place(r.ctx, &js.task, snap, opts)
+	return err == nil
+}
+
+// submit sends the placement to its model; a refusal (limit, outage) keeps the job
+// waiting, as a user would resubmit.
+func (r *runner) submit(js *jobState, pl *placement) bool {
+	js.attempts++
+	spec, cores, run := shape(js, pl)
+	spec.Tag = model.JobTag(js.ID, js.attempts)
+	id, err := pl.unit.submit(r.w.now, request(&spec, run))
+	if err != nil {
+		r.errs++
+		js.attempts--
+		return false
+	}
+	js.unit, js.simID, js.submitAt, js.est = pl.unit, id, r.w.now, pl.est
+	js.cores, js.run, js.recheck = cores, run, 0
+	pl.unit.owner[id] = js
+	r.queued[js] = true
+	return true
+}
+
+// overrunAt is when a queued job's wait overruns WaitFactor × its estimated wait
+// (internal/execution's checkWait), or false when no estimate is known or the
+// policy's migrations are used up.
+func (r *runner) overrunAt(js *jobState) (time.Time, bool) {
+	pol := model.DefaultPolicy()
+	if js.est.IsZero() || js.started || js.migrations >= pol.MaxMigrations || js.attempts >= pol.MaxAttempts {
+		return time.Time{}, false
+	}
+	est := max(js.est.Sub(js.submitAt), time.Minute)
+	d := time.Duration(pol.WaitFactor * float64(est))
+	d = max(d, js.recheck)
+	return js.submitAt.Add(d).Add(time.Nanosecond), true
+}
+
+func (r *runner) overrunJobs() []*jobState {
+	if !r.policy.Continuation() {
+		return nil
+	}
+	var out []*jobState
+	for js := range r.queued {
+		if at, ok := r.overrunAt(js); ok && !at.After(r.w.now) {
+			out = append(out, js)
+		}
+	}
+	slices.SortFunc(out, func(a, b *jobState) int { return a.idx - b.idx })
+	return out
+}
+
+// migrate mirrors internal/execution's migratePending: place again without the
+// current and previously left systems; move only if the alternative is expected to
+// start sooner than the current attempt's estimated wait would have let it from now;
+// submit the new job first and cancel the old one only once it is accepted.
+func (r *runner) migrate(js *jobState, snap *model.ResourceSnapshot) error {
+	exclude := append(slices.Clone(js.left), js.unit.sys.Name)
+	d, err := r.sched.Place(r.ctx, &js.task, snap, scheduler.PlaceOptions{Exclude: exclude, NoLLM: true})
+	stay := func() error {
+		// The live monitor re-checks every tick; the replay backs off (2× the waited
+		// time) so long replays stay fast.
+		js.recheck = 2 * r.w.now.Sub(js.submitAt)
+		return nil
+	}
+	if err != nil {
+		return stay()
+	}
+	pl, err := r.fromCandidate(js, d.ChosenCandidate())
+	if err != nil {
+		return err
+	}
+	oldWait := max(js.est.Sub(js.submitAt), 0)
+	if !pl.est.IsZero() && pl.est.Sub(r.w.now) > oldWait {
+		return stay()
+	}
+	oldUnit, oldID, oldSys := js.unit, js.simID, js.unit.sys.Name
+	if !r.submit(js, pl) {
+		return stay()
+	}
+	delete(oldUnit.owner, oldID)
+	if err := oldUnit.cancel(r.w.now, oldID); err != nil {
+		return fmt.Errorf("migrate %s: cancel job %d on %s: %w", js.ID, oldID, oldSys, err)
+	}
+	js.migrations++
+	js.left = append(js.left, oldSys)
+	return nil
+}
+
+// fromCandidate turns a scheduler candidate into a placement; its estimated start is
+// the decision time plus the candidate's estimated wait, as the core records it.
+func (r *runner) fromCandidate(js *jobState, c *scheduler.Candidate) (*placement, error) {
+	if c == nil || c.Sizing == nil {
+		return nil, fmt.Errorf("job %s: the scheduler chose no sized candidate", js.ID)
+	}
+	u, ok := r.w.unitFor(c.System, c.Partition)
+	if !ok {
+		return nil, fmt.Errorf("job %s: the scheduler chose %s/%s, which the replay does not model", js.ID, c.System, c.Partition)
+	}
+	pl := &placement{unit: u, spec: *c.Sizing}
+	if c.WaitSource != "" {
+		pl.est = r.w.now.Add(c.EstWait.D())
+	}
+	return pl, nil
+}
+
+// shape is what is really submitted for a placement: a job given fewer cores than its
+// maximum runs, and asks for, proportionally longer (its work is conserved), the
+// walltime capped by the partition.
+func shape(js *jobState, pl *placement) (model.JobSpec, int, time.Duration) {
+	spec := pl.spec
+	cores := min(max(spec.TotalCores(), 1), js.MaxCores)
+	stretch := float64(js.MaxCores) / float64(cores)
+	run := time.Duration(math.Ceil(float64(js.Runtime)*stretch/float64(time.Second))) * time.Second
+	wall := time.Duration(math.Ceil(float64(spec.Walltime.D())*stretch/float64(time.Second))) * time.Second
+	if c := pl.unit.cfg.Partitions[0].MaxWalltime; c > 0 && wall > c {
+		wall = c
+	}
+	spec.Walltime = model.Duration(wall)
+	return spec, cores, run
+}

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sharedTraces is ../shared/traces beside the clone (CI) or $MOSAIC_TRACES.
+func sharedTraces(t *testing.T) string {
+	t.Helper()
+	d := os.Getenv("MOSAIC_TRACES")
+	if d == "" {
+		d = filepath.Join(repoRoot(), "..", "shared", "traces")
+	}
+	if _, err := os.Stat(filepath.Join(d, "lublin_256.swf.gz")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("SWF traces not found in %s; CI must have ../shared/traces beside the clone", d)
+		}
+		t.Skipf("SWF traces not found in %s; put the shared folder beside the clone or set MOSAIC_TRACES", d)
+	}
+	return d
+}
+
+// TestSimReplay runs `mosaic sim replay` on the three-site example federation: the
+// table, --json and the SVG plot. No core is needed.
+func TestSimReplay(t *testing.T) {
+	traces := sharedTraces(t)
+	e := newEnv(t)
+	e.vars = append(e.vars, "MOSAIC_TRACES="+traces)
+	fed := filepath.Join(repoRoot(), "examples", "federations", "nasa-lublin.yaml")
+	trace := filepath.Join(traces, "lublin_256.swf.gz")
+	plot := filepath.Join(e.home, "waits.svg")
+	args := []string{"sim", "replay", "--federation", fed, "--trace", trace, "--policies", "home,earliest-start,mosaic", "--jobs", "80", "--seed", "3"}
+	out, errOut, code := e.run(append(args, "--plot", plot)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{"POLICY", "MEAN WAIT", "home", "earliest-start", "mosaic", "UTILISATION", "goal: mosaic mean wait"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	svg, err := os.ReadFile(plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		XMLName xml.Name
+		Lines   []struct{} `xml:"polyline"`
+	}
+	if err := xml.Unmarshal(svg, &doc); err != nil || doc.XMLName.Local != "svg" || len(doc.Lines) != 3 {
+		t.Errorf("plot is not an SVG with 3 curves (err %v, root %s, %d curves)", err, doc.XMLName.Local, len(doc.Lines))
+	}
+	js1, _, code := e.run(append(args, "--json")...)
+	js2, _, _ := e.run(append(args, "--json")...)
+	if code != 0 || js1 != js2 {
+		t.Fatalf("--json not reproducible with the same seed (exit %d)", code)
+	}
+	var rep struct {
+		Jobs    int `json:"jobs"`
+		Results []struct {
+			Policy   string  `json:"policy"`
+			MeanWait float64 `json:"mean_wait_s"`
+			Finished int     `json:"finished"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(js1), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, js1)
+	}
+	if rep.Jobs != 80 || len(rep.Results) != 3 || rep.Results[2].Policy != "mosaic" || rep.Results[2].Finished == 0 {
+		t.Errorf("unexpected report: %+v", rep)
+	}
+	// Bad input: an unknown policy is a clear error with a non-zero exit.
+	_, errOut, code = e.run("sim", "replay", "--federation", fed, "--trace", trace, "--policies", "fastest")
+	if code == 0 || !strings.Contains(errOut, `unknown policy "fastest"`) {
+		t.Errorf("unknown policy: exit %d, stderr %q", code, errOut)
+	}
+}
