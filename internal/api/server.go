@@ -105,7 +105,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeProblem(w, http.StatusForbidden, "cross-origin request from "+quoteHeader(o)+" refused")
 			return
 		}
-		if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
+		// The Globus sign-in routes act for the core's owner (they decide whose Globus
+		// identity the core uses), so they need the same authentication as /api; only
+		// the OAuth callback stays open — its state value ties it to a login started
+		// by an authenticated user.
+		protected := strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" ||
+			(strings.HasPrefix(r.URL.Path, "/auth/") && r.URL.Path != "/auth/callback")
+		if protected {
 			switch {
 			case r.Header.Get("Authorization") != "":
 				// A bearer request is judged by its token alone, never by a cookie.

@@ -95,7 +95,8 @@ func (e *Engine) observe(ctx context.Context, a *model.Attempt, st model.JobStat
 	if !found {
 		// Absence means nothing while the site is unhealthy (a controller that is down
 		// answers with gaps): only a healthy site's silence counts toward lost/gone.
-		if !e.siteUsable(a.System) {
+		if !e.siteHealthy(a.System) {
+			delete(e.missing, a.Tag) // the clock restarts once the site is healthy again
 			return nil
 		}
 		first, seen := e.missing[a.Tag]
@@ -103,9 +104,16 @@ func (e *Engine) observe(ctx context.Context, a *model.Attempt, st model.JobStat
 			e.missing[a.Tag] = now
 			return nil
 		}
-		if a.State == model.JobCancelling && now.Sub(first) >= min(pol.LostGrace.D(), 30*time.Second) {
-			delete(e.missing, a.Tag)
-			return e.finishCancel(ctx, a, "job gone from the site")
+		if a.State == model.JobCancelling {
+			if now.Sub(first) >= min(pol.LostGrace.D(), 30*time.Second) {
+				delete(e.missing, a.Tag)
+				return e.finishCancel(ctx, a, "job gone from the site")
+			}
+			// Not listed, but not long enough to be sure: ask again (idempotent).
+			if p, err := e.provider(a.System); err == nil {
+				_ = p.Cancel(ctx, []string{a.JobID})
+			}
+			return nil
 		}
 		if now.Sub(first) < pol.LostGrace.D() {
 			return nil
@@ -257,13 +265,13 @@ func (e *Engine) siteElapsed(system string, d time.Duration) time.Duration {
 	return d
 }
 
-// siteUsable reports whether the latest snapshot shows the system healthy enough to
-// trust its answers (true when there is no snapshot yet).
-func (e *Engine) siteUsable(system string) bool {
+// siteHealthy reports whether the latest snapshot shows the system fully healthy, so
+// that a job missing from its answer means something (true when there is no snapshot).
+func (e *Engine) siteHealthy(system string) bool {
 	snap := e.o.Snapshot()
 	if snap == nil {
 		return true
 	}
 	h, ok := snap.System(system)
-	return !ok || h.Health.Usable()
+	return !ok || h.Health == model.HealthOK
 }

@@ -44,6 +44,12 @@ type demo struct {
 // of history are written through the store so the heatmap has something to draw.
 func startDemo(t *testing.T) *demo {
 	t.Helper()
+	return startDemoWith(t, nil)
+}
+
+// startDemoWith is startDemo with the API options adjusted by opts (nil: none).
+func startDemoWith(t *testing.T, opts func(*api.Options)) *demo {
+	t.Helper()
 	dir := t.TempDir()
 	cat := site.Default()
 	cat.Sim.Speed = 120
@@ -76,7 +82,11 @@ func startDemo(t *testing.T) *demo {
 		t.Fatal(err)
 	}
 	seedHistory(t, ctx, c, st)
-	srv, err := api.New(c, api.Options{Token: "ui-test-token"})
+	o := api.Options{Token: "ui-test-token"}
+	if opts != nil {
+		opts(&o)
+	}
+	srv, err := api.New(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -243,7 +243,7 @@ func TestRigSlurmctldDownMigratesPendingWork(t *testing.T) {
 	// When the controller is back, the old pending job is cancelled (the monitor keeps
 	// asking), so nothing of this task is left in either queue.
 	r.startCtld(first)
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		if len(r.queued(first, "mosaic-"+id)) == 0 {
 			return

@@ -21,6 +21,9 @@ export async function session() {
   return s;
 }
 
+/** csrfToken is the session's CSRF token, for state-changing calls outside /api. */
+export const csrfToken = () => csrf;
+
 async function call(method, path, body) {
   const opt = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
   if (method !== 'GET') opt.headers['X-Mosaic-CSRF'] = csrf;

@@ -4,6 +4,7 @@
 import { h, replace, ago, healthDot, partitions, gating, toast, errorBox, announce } from './dom.js';
 import * as api from './api.js';
 import { applyTheme, currentTheme, setTheme } from './theme.js';
+import * as globus from './globus.js';
 import { openLaunch } from './views/launch.js';
 import * as overview from './views/overview.js';
 import * as idle from './views/idle.js';
@@ -127,6 +128,7 @@ async function pollSnapshot() {
     app.snapshot = snap;
     renderSidebar(snap);
     renderStats(snap);
+    globus.onSnapshot(snap);
     app.emit('snapshot', snap);
   } catch (e) {
     if (e.status !== 503) console.warn('snapshot', e.message);
@@ -258,6 +260,7 @@ async function boot() {
   if (!sess) { signedOut(); return; }
   document.getElementById('launch-btn').addEventListener('click', () => app.openLaunch({}));
   try { app.about = await api.get('/api/about'); } catch (e) { toast(e.message, true); }
+  await globus.start();
   await pollSnapshot();
   countActive();
   bell.load();
