@@ -41,8 +41,7 @@ func NewServer(connect Connect, opts Options) *mcp.Server {
 	t.registerPool(s)
 	t.registerTasks(s)
 	t.registerTracking(s)
-	// Campaign tools (campaign_status, campaign_timeline) register here, in a
-	// registerCampaigns(s) of their own file, once the campaign API has client methods.
+	t.registerCampaigns(s)
 	return s
 }
 

@@ -1,0 +1,36 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/mosaic-hpc/mosaic/internal/core"
+)
+
+// Campaign types.
+type (
+	CampaignRunSummary = core.CampaignRunSummary
+	CampaignRunDetail  = core.CampaignRunDetail
+	CampaignTimeline   = core.CampaignTimeline
+)
+
+// CampaignRuns lists launched campaign runs, newest first.
+func (c *Client) CampaignRuns(ctx context.Context) ([]CampaignRunSummary, error) {
+	var out struct {
+		Runs []CampaignRunSummary `json:"runs"`
+	}
+	return out.Runs, c.do(ctx, http.MethodGet, "/api/campaigns", nil, nil, &out)
+}
+
+// CampaignRun returns one run with per-site status and message counts.
+func (c *Client) CampaignRun(ctx context.Context, run string) (*CampaignRunDetail, error) {
+	var d CampaignRunDetail
+	return &d, c.do(ctx, http.MethodGet, "/api/campaigns/"+url.PathEscape(run), nil, nil, &d)
+}
+
+// CampaignTimeline returns a run's messages merged across sites in time order.
+func (c *Client) CampaignTimeline(ctx context.Context, run string) (*CampaignTimeline, error) {
+	var t CampaignTimeline
+	return &t, c.do(ctx, http.MethodGet, "/api/campaigns/"+url.PathEscape(run)+"/timeline", nil, nil, &t)
+}
