@@ -25,6 +25,7 @@ type Cluster struct {
 	faults  *rand.Rand // node choice for node failures
 	userRNG *rand.Rand // injected user-job failures
 	stats   Stats
+	est     *estimatePart // EstimateStart's reused scratch copy
 }
 
 // Stats counts what the model did (background jobs included).

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 )
 
@@ -25,16 +24,9 @@ func (c *Cluster) EstimateStart(req JobRequest) (time.Time, error) {
 	p := c.byName[req.Partition]
 	now := c.outageEnd(c.now)
 
-	q := &partition{cfg: p.cfg, nodes: slices.Clone(p.nodes)}
-	for _, j := range p.running {
-		cj := *j
-		q.running = append(q.running, &cj)
-	}
-	for _, j := range p.queue {
-		cj := *j
-		q.queue = append(q.queue, &cj)
-	}
-	probe := &job{id: -1, req: req, part: q, state: Pending, dc: req.CoresPerNode, dg: req.GPUsPerNode, dm: req.MemGBPerNode}
+	q := c.estimateCopy(p)
+	probe := &q.slab[len(q.slab)-1]
+	*probe = job{id: -1, req: req, part: &q.partition, state: Pending, dc: req.CoresPerNode, dg: req.GPUsPerNode, dm: req.MemGBPerNode}
 	if p.cfg.Exclusive {
 		probe.dc, probe.dg, probe.dm = p.cfg.CoresPerNode, p.cfg.GPUsPerNode, p.cfg.MemGBPerNode
 	}
@@ -42,10 +34,9 @@ func (c *Cluster) EstimateStart(req JobRequest) (time.Time, error) {
 	q.queue = append(q.queue, probe)
 
 	for range estimateMaxIterations {
-		for _, j := range q.schedule(now, c.cfg.BackfillDepth) {
-			if j == probe {
-				return c.epoch.Add(now), nil
-			}
+		q.schedule(now, c.cfg.BackfillDepth)
+		if probe.state == Running {
+			return c.epoch.Add(now), nil
 		}
 		next := time.Duration(math.MaxInt64)
 		for _, j := range q.running {
@@ -76,4 +67,41 @@ func (c *Cluster) EstimateStart(req JobRequest) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("sim %s: %w: gave up after %d planning steps", c.cfg.Name, ErrNoEstimate, estimateMaxIterations)
+}
+
+// estimatePart is the scratch copy of a partition that EstimateStart plans on. One is
+// kept per cluster and reused (the cluster is not safe for concurrent use anyway),
+// so a what-if costs copies into existing buffers rather than fresh allocations.
+type estimatePart struct {
+	partition
+	slab []job // copies of the running and queued jobs, then the probe
+}
+
+// estimateCopy loads c's estimate scratch with a copy of p: its nodes, its running
+// jobs and its queue (job structs copied, so planning never touches the real ones),
+// plus one spare job at the end of the slab for the probe.
+func (c *Cluster) estimateCopy(p *partition) *estimatePart {
+	q := c.est
+	if q == nil {
+		q = &estimatePart{}
+		c.est = q
+	}
+	q.cfg, q.pendBG = p.cfg, p.pendBG
+	q.nodes = append(q.nodes[:0], p.nodes...)
+	n := len(p.running) + len(p.queue) + 1
+	clear(q.slab) // drop pointers held from the previous estimate
+	q.slab = resize(q.slab, n)
+	q.running, q.queue = q.running[:0], q.queue[:0]
+	k := 0
+	for _, j := range p.running {
+		q.slab[k] = *j
+		q.running = append(q.running, &q.slab[k])
+		k++
+	}
+	for _, j := range p.queue {
+		q.slab[k] = *j
+		q.queue = append(q.queue, &q.slab[k])
+		k++
+	}
+	return q
 }

@@ -23,6 +23,12 @@ type partition struct {
 	load    generator
 	pendBG  int // background jobs in queue
 	scratch []int
+
+	// Scratch buffers reused by scheduling passes (see schedule and reservation).
+	spareQueue, startedBuf []*job
+	avoidBuf               []bool
+	freeBuf                []node
+	relBuf                 []release
 }
 
 func newPartition(cfg PartitionConfig) *partition {
@@ -63,7 +69,51 @@ func (p *partition) choose(ns []node, j *job, avoid []bool) []int {
 }
 
 // chooseCount is choose that also returns how many nodes could host j.
+//
+// Most jobs want a few nodes, so the best j.req.Nodes candidates are kept sorted by
+// insertion while scanning (O(nodes × wanted), no sort of every candidate); larger
+// requests sort all candidates. The order is total (index breaks ties), so both
+// ways pick the same nodes in the same order.
 func (p *partition) chooseCount(ns []node, j *job, avoid []bool) ([]int, int) {
+	less := func(a, b int) bool {
+		if avoid != nil && avoid[a] != avoid[b] {
+			return !avoid[a]
+		}
+		if ns[a].cores != ns[b].cores {
+			return ns[a].cores < ns[b].cores
+		}
+		if ns[a].gpus != ns[b].gpus {
+			return ns[a].gpus < ns[b].gpus
+		}
+		return a < b
+	}
+	want := j.req.Nodes
+	if want <= smallRequest {
+		best := p.scratch[:0]
+		count := 0
+		for i := range ns {
+			if !fits(&ns[i], j) {
+				continue
+			}
+			count++
+			if len(best) == want && !less(i, best[want-1]) {
+				continue
+			}
+			if len(best) < want {
+				best = append(best, i)
+			} else {
+				best[want-1] = i
+			}
+			for k := len(best) - 1; k > 0 && less(best[k], best[k-1]); k-- {
+				best[k], best[k-1] = best[k-1], best[k]
+			}
+		}
+		p.scratch = best
+		if count < want {
+			return nil, count
+		}
+		return append([]int(nil), best...), count
+	}
 	cand := p.scratch[:0]
 	for i := range ns {
 		if fits(&ns[i], j) {
@@ -71,26 +121,23 @@ func (p *partition) chooseCount(ns []node, j *job, avoid []bool) ([]int, int) {
 		}
 	}
 	p.scratch = cand
-	if len(cand) < j.req.Nodes {
+	if len(cand) < want {
 		return nil, len(cand)
 	}
 	slices.SortFunc(cand, func(a, b int) int {
-		if avoid != nil && avoid[a] != avoid[b] {
-			if avoid[a] {
-				return 1
-			}
+		switch {
+		case less(a, b):
 			return -1
+		case less(b, a):
+			return 1
 		}
-		if ns[a].cores != ns[b].cores {
-			return ns[a].cores - ns[b].cores
-		}
-		if ns[a].gpus != ns[b].gpus {
-			return ns[a].gpus - ns[b].gpus
-		}
-		return a - b
+		return 0
 	})
-	return append([]int(nil), cand[:j.req.Nodes]...), len(cand)
+	return append([]int(nil), cand[:want]...), len(cand)
 }
+
+// smallRequest is the largest node count chooseCount selects by insertion.
+const smallRequest = 8
 
 // fitCache remembers, within one scheduling pass, an upper bound on how many nodes
 // can host a given per-node demand. Free resources only shrink during a pass, so a
