@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"github.com/mosaic-hpc/mosaic/client"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"os"
 	"strings"
 	"time"
@@ -241,6 +244,7 @@ func newCampaignLaunchCmd() *cobra.Command {
 		siteSpecs, spawnArgs, forward                       []string
 		autoBoot, skipPreflight                             bool
 		startup                                             time.Duration
+		autoWall                                            = campaign.DefaultAutoWalltime.D()
 	)
 	cmd := &cobra.Command{
 		Use:   "launch --campaign F --run-id R --site SPEC [--site SPEC]... [--auto-bootstrap]",
@@ -284,6 +288,10 @@ unless --exchange-url is given.`,
 			if err != nil {
 				return err
 			}
+			sites, err = placeAutoSites(cmd, spec, sites, cat, model.Duration(autoWall))
+			if err != nil {
+				return &exitError{code: 2, msg: err.Error()}
+			}
 			fwd := map[string]string{}
 			for _, n := range forward {
 				if v, ok := os.LookupEnv(n); ok && v != "" {
@@ -315,6 +323,7 @@ unless --exchange-url is given.`,
 		},
 	}
 	f := cmd.Flags()
+	f.DurationVar(&autoWall, "auto-walltime", autoWall, "walltime an auto;agents=… site asks for when its agents' envelopes name none")
 	f.StringVar(&file, "campaign", "", "campaign file (JSONC)")
 	f.StringVar(&run, "run-id", "", "run id: names the run directory and derives every agent's uid")
 	f.StringArrayVar(&siteSpecs, "site", nil, "a site and how to run its slice (repeatable; see above)")
@@ -427,4 +436,37 @@ func newCampaignStopCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&sitesFile, "sites", "", "sites catalog (default $MOSAIC_SITES)")
 	return cmd
+}
+
+// placeAutoSites asks the running core's meta-scheduler where each auto;agents=… slice
+// should run (a dry-run placement: the same rule chain, sizing and ranking as tasks)
+// and turns those sites into submit-mode sites.
+func placeAutoSites(cmd *cobra.Command, spec *campaign.Spec, sites []campaign.SiteSpec, cat *site.Catalog, fallback model.Duration) ([]campaign.SiteSpec, error) {
+	auto := false
+	for _, sp := range sites {
+		auto = auto || sp.Mode == campaign.ModeAuto
+	}
+	if !auto {
+		return sites, nil
+	}
+	var place campaign.Placer
+	if c, err := newClient(); err == nil {
+		place = func(ctx context.Context, name string, env model.Envelope) (campaign.AutoPlacement, error) {
+			res, err := c.Submit(ctx, client.SubmitRequest{Name: name, Command: "mosaic campaign spawn-site", Envelope: &env, DryRun: true})
+			if err != nil {
+				return campaign.AutoPlacement{}, err
+			}
+			ch := res.Decision.ChosenCandidate()
+			if ch == nil || res.Decision.Spec == nil {
+				return campaign.AutoPlacement{}, fmt.Errorf("the core returned no chosen candidate")
+			}
+			return campaign.AutoPlacement{System: ch.System, Partition: ch.Partition, Account: ch.Account,
+				Walltime: res.Decision.Spec.Walltime, Rationale: res.Decision.Rationale}, nil
+		}
+	}
+	out, placed, err := campaign.ResolveAuto(cmd.Context(), spec, sites, cat, place, fallback)
+	for _, p := range placed {
+		fmt.Fprintf(cmd.ErrOrStderr(), "auto placement: %s:%s (account %s, %s) — %s\n", p.System, p.Partition, dash(p.Account), p.Walltime, p.Rationale)
+	}
+	return out, err
 }

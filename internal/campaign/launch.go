@@ -433,7 +433,7 @@ func planLaunch(o *LaunchOptions) ([]sitePlan, error) {
 	var errs []error
 	for _, sp := range o.Sites {
 		if sp.Mode == ModeAuto {
-			errs = append(errs, fmt.Errorf("--site %s: auto placement is not supported by launch yet; name the site (NAME:attach=... or NAME:queue=...)", sp))
+			errs = append(errs, fmt.Errorf("--site %s: auto placement must be resolved before launch (campaign.ResolveAuto; the CLI asks the running core)", sp))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -524,3 +524,29 @@ func TestRigCampaignStopAfterLauncherCrash(t *testing.T) {
 		t.Errorf("status after stop:\n%s", so)
 	}
 }
+
+// TestRigCampaignAutoPlacement: the workers' slice is placed by the running core's
+// meta-scheduler (auto;agents=…), the coordinator is submitted to a named site, and the
+// campaign runs to the end across them.
+func TestRigCampaignAutoPlacement(t *testing.T) {
+	r := needRig(t)
+	e := newEnv(t)
+	sites := r.sites()
+	e.serve("--sites", sites, "--tick", "2s")
+	run := fmt.Sprintf("e2e-auto-%d", rand.IntN(1e9))
+	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", sites, "--mosaic-bin", binary,
+		"--site", "alpha:queue=cpu;walltime=00:10:00;agents=coordinator",
+		"--site", "auto;agents=worker-a,worker-b", "--auto-walltime", "10m",
+		"--auto-bootstrap", "--startup-timeout", "120s")
+	l.waitFor("auto placement:", 60*time.Second)
+	if err := l.wait(200 * time.Second); err != nil {
+		t.Fatalf("launch failed: %v\n%s", err, l.output())
+	}
+	out := l.output()
+	if !strings.Contains(out, "bootstrap: sent the user task to coordinator") || !strings.Contains(out, "run "+run+" finished") {
+		t.Fatalf("launch output:\n%s", out)
+	}
+	if !strings.Contains(out, "auto placement: alpha:") && !strings.Contains(out, "auto placement: beta:") {
+		t.Fatalf("no auto placement line:\n%s", out)
+	}
+}
