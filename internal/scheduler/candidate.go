@@ -74,6 +74,8 @@ type Candidate struct {
 	AIRank        int    `json:"ai_rank,omitempty"`        // 1-based; 0 if the LLM did not rank
 	AIReason      string `json:"ai_reason,omitempty"`
 	Rank          int    `json:"rank,omitempty"` // final 1-based rank among feasible
+
+	keyOrd uint32 // position of Key in the snapshot's key order; see Request.keyOrdered
 }
 
 // Key is "system/partition/account", the candidate's identity in traces and LLM answers.
@@ -110,6 +112,10 @@ type Request struct {
 	Now      time.Time
 
 	explain bool // build verdict reasons (see Passf)
+	// keyOrdered is set by Place: each candidate's keyOrd is its record's position in
+	// key order (or in the snapshot, for a canonical sorted one), a hint that lets the
+	// ranker break score ties without comparing strings (see sortRanked).
+	keyOrdered bool
 }
 
 // Explaining reports whether rules should build their reasons (see Passf).

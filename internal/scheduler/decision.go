@@ -47,8 +47,14 @@ type Decision struct {
 	lazy *lazyTrace // until Explain
 }
 
+// failCode is what the decision pass keeps per record for Explain: 0 when the record
+// is feasible, i+1 when rule i fails (the first one firstFailure tried), or
+// sizingFailed. One byte per
+// record rather than a 64-bit mask keeps the per-placement allocation small.
+type failCode uint8
+
 // sizingFailed marks a candidate that passed every rule but could not be sized.
-const sizingFailed = uint64(1) << 63
+const sizingFailed failCode = 255
 
 // lazyTrace keeps what Explain needs to rebuild every verdict with its reason. Rules are
 // pure functions of (request, record, system health), so re-running them in explain
@@ -58,8 +64,8 @@ type lazyTrace struct {
 	req    Request // explaining copy
 	rules  []Rule
 	snap   *model.ResourceSnapshot
-	health map[string]model.Health
-	masks  []uint64       // per record: failing rules, or sizingFailed
+	health healthIndex
+	codes  []failCode     // per record: first failing rule, or sizingFailed
 	sizing map[int]string // record index → why sizing failed
 }
 
@@ -77,12 +83,12 @@ func (d *Decision) Explain() {
 			c.Verdicts = explainVerdicts(lz.rules, &lz.req, c)
 		}
 	}
-	for i, m := range lz.masks {
+	for i, m := range lz.codes {
 		if m == 0 {
 			continue
 		}
 		rec := &lz.snap.Records[i]
-		c := &Candidate{System: rec.System, Partition: rec.Partition, Account: rec.Account, Record: rec, SystemHealth: lz.health[rec.System]}
+		c := &Candidate{System: rec.System, Partition: rec.Partition, Account: rec.Account, Record: rec, SystemHealth: lz.health.of(rec.System)}
 		c.Verdicts = explainVerdicts(lz.rules, &lz.req, c)
 		if m == sizingFailed {
 			c.Verdicts = append(c.Verdicts, Verdict{Rule: "sizing", Reason: lz.sizing[i]})

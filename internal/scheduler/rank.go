@@ -95,32 +95,113 @@ func (h *HeuristicRanker) Rank(ctx context.Context, r *Request, feasible []*Cand
 		s.Wait, s.Size, s.Fit, s.Cost = round4(s.Wait), round4(s.Size), round4(s.Fit), round4(s.Cost)
 		c.OverWait = mqw > 0 && c.EstWait > mqw
 	}
-	out := append([]*Candidate(nil), feasible...)
-	slices.SortFunc(out, func(a, b *Candidate) int { // total order: keys are unique
-		if a.OverWait != b.OverWait {
-			if a.OverWait {
-				return 1
-			}
-			return -1
-		}
-		if a.Scores.Total != b.Scores.Total {
-			if a.Scores.Total > b.Scores.Total {
-				return -1
-			}
-			return 1
-		}
-		if c := strings.Compare(a.System, b.System); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Partition, b.Partition); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Account, b.Account)
-	})
+	out := sortRanked(r, feasible)
 	for i, c := range out {
 		c.HeuristicRank = i + 1
 	}
 	return out, nil
+}
+
+// sortRanked returns the candidates ordered by compareCandidates: over max_queue_wait
+// last, then the higher total score first, then the candidate key ascending.
+//
+// Many candidates tie on the score (round4 leaves 10,001 possible totals and partitions
+// of one shape score alike), and each tie costs up to three string comparisons, so
+// the full comparison sort was most of Rank. Instead, when every total is a round4
+// value in [0,1] (always, by construction of the scores), each candidate gets a
+// uint64 key packing (over, 10000 - total×10⁴, key ordinal, input index), sorted with
+// the ordered sort (inlined integer comparisons, no pointer swaps). The key ordinal is
+// the record's position in key order when Place knows it (see Scheduler.keyOrdinals),
+// else 0, leaving ties in input order. Each run of equal (over, total) is then checked
+// to be in key order and sorted by key only if it is not, so the result is always the
+// order compareCandidates gives, whatever the ordinals.
+func sortRanked(r *Request, in []*Candidate) []*Candidate {
+	out := make([]*Candidate, len(in))
+	packed, ok := packRankKeys(in, r.keyOrdered)
+	if !ok {
+		copy(out, in)
+		slices.SortFunc(out, compareCandidates)
+		return out
+	}
+	slices.Sort(packed)
+	for i, p := range packed {
+		out[i] = in[p&idxMask]
+	}
+	for lo := 0; lo < len(packed); {
+		hi := lo + 1
+		for hi < len(packed) && packed[hi]>>scoreShift == packed[lo]>>scoreShift {
+			hi++
+		}
+		if run := out[lo:hi]; len(run) > 1 && !slices.IsSortedFunc(run, compareKeys) {
+			slices.SortFunc(run, compareKeys)
+		}
+		lo = hi
+	}
+	return out
+}
+
+// Layout of sortRanked's keys: bit 63 over max_queue_wait, bits 49-62 10000 - total×10⁴
+// (14 bits), bits 17-48 the key ordinal, bits 0-16 the input index.
+const (
+	scoreShift = 49
+	ordShift   = 17
+	idxMask    = 1<<ordShift - 1
+)
+
+// packRankKeys builds sortRanked's keys; ok is false when a total is not a round4
+// value in [0,1] (NaN, say) or there are too many candidates to index in 17 bits.
+func packRankKeys(in []*Candidate, useOrd bool) (packed []uint64, ok bool) {
+	if len(in) > idxMask+1 {
+		return nil, false
+	}
+	packed = make([]uint64, len(in))
+	for i, c := range in {
+		t := c.Scores.Total
+		if !(t >= 0 && t <= 1) { // also catches NaN
+			return nil, false
+		}
+		q := math.Round(t * 1e4)
+		if q/1e4 != t { // not a round4 value: equal q would not mean equal totals
+			return nil, false
+		}
+		var over, ord uint64
+		if c.OverWait {
+			over = 1
+		}
+		if useOrd {
+			ord = uint64(c.keyOrd)
+		}
+		packed[i] = over<<63 | uint64(10000-q)<<scoreShift | ord<<ordShift | uint64(i)
+	}
+	return packed, true
+}
+
+// compareCandidates is the heuristic rank order; it is a total order (keys are unique).
+func compareCandidates(a, b *Candidate) int {
+	if a.OverWait != b.OverWait {
+		if a.OverWait {
+			return 1
+		}
+		return -1
+	}
+	if a.Scores.Total != b.Scores.Total {
+		if a.Scores.Total > b.Scores.Total {
+			return -1
+		}
+		return 1
+	}
+	return compareKeys(a, b)
+}
+
+// compareKeys orders candidates by (system, partition, account).
+func compareKeys(a, b *Candidate) int {
+	if c := strings.Compare(a.System, b.System); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Partition, b.Partition); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Account, b.Account)
 }
 
 func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"strconv"
 	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // AcceleratorRule matches GPUs: a GPU task needs a GPU partition whose model is allowed
@@ -58,4 +60,23 @@ func gpuShape(n int, model string) string {
 		model = "GPU"
 	}
 	return strconv.Itoa(n) + "x" + model
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (AcceleratorRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	env := &r.Envelope
+	if env.GPUs.Min == 0 && env.GPUs.Max == 0 {
+		return false
+	}
+	if !rec.IsGPU() {
+		return env.GPUs.Min != 0
+	}
+	m := rec.GPUModel
+	if allow := env.Constraints.GPUModels; len(allow) > 0 && !containsFold(allow, m) {
+		return true
+	}
+	if containsFold(env.Constraints.AvoidGPUModels, m) {
+		return true
+	}
+	return rec.GPUsPerNode*nodeCap(env, rec) < env.GPUs.Min
 }

@@ -1,6 +1,10 @@
 package scheduler
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
 
 // ArchRule checks the partition's CPU architecture against constraints.arch.
 type ArchRule struct{}
@@ -29,4 +33,10 @@ func (ArchRule) Check(r *Request, c *Candidate) Verdict {
 // Constant implements ConstantRule: no arch constraint passes everywhere.
 func (ArchRule) Constant(r *Request) (pass, ok bool) {
 	return true, len(r.Envelope.Constraints.Arch) == 0
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (ArchRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	allowed := r.Envelope.Constraints.Arch
+	return len(allowed) > 0 && (rec.Arch == "" || !containsFold(allowed, rec.Arch))
 }

@@ -1,5 +1,7 @@
 package scheduler
 
+import "github.com/mosaic-hpc/mosaic/internal/model"
+
 // AuthRule requires an account (allocation) on the candidate's system and partition.
 // Records carry the account the probe found usable there; an empty one means none.
 type AuthRule struct{}
@@ -15,4 +17,9 @@ func (AuthRule) Check(r *Request, c *Candidate) Verdict {
 		})
 	}
 	return Passf(r, func() string { return "account " + c.Account })
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (AuthRule) fails(_ *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	return rec.Account == ""
 }

@@ -95,3 +95,19 @@ func capWhy(env *model.Envelope, rec *model.ResourceRecord) string {
 		return " (partition size)"
 	}
 }
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (CapacityRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	env := &r.Envelope
+	if m := rec.MaxNodesPerJob; m > 0 && env.Nodes.Min > m {
+		return true
+	}
+	if t := rec.Nodes.Total; t > 0 && env.Nodes.Min > t {
+		return true
+	}
+	need, _ := minNodes(env, rec)
+	if need > nodeCap(env, rec) {
+		return true
+	}
+	return rec.IsGPU() && env.GPUs.Min > 0 && need > env.GPUs.Max
+}

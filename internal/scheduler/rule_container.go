@@ -1,6 +1,10 @@
 package scheduler
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
 
 // ContainerRule requires a container runtime when the envelope names an image. Apptainer
 // and Singularity are interchangeable (sites alias one to the other).
@@ -43,4 +47,25 @@ func runtimeCompatible(want, have string) bool {
 // Constant implements ConstantRule: no container passes everywhere.
 func (ContainerRule) Constant(r *Request) (pass, ok bool) {
 	return true, r.Envelope.Constraints.Container == nil
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (ContainerRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	ct := r.Envelope.Constraints.Container
+	if ct == nil {
+		return false
+	}
+	have := rec.ContainerRuntimes
+	if len(have) == 0 {
+		return true
+	}
+	if ct.Runtime == "" {
+		return false
+	}
+	for _, h := range have {
+		if runtimeCompatible(ct.Runtime, h) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,5 +1,7 @@
 package scheduler
 
+import "github.com/mosaic-hpc/mosaic/internal/model"
+
 // ExcludeRule removes systems the caller excludes (a migration away from them) and the
 // systems the envelope says to avoid.
 type ExcludeRule struct{}
@@ -25,4 +27,19 @@ func (ExcludeRule) Check(r *Request, c *Candidate) Verdict {
 // Constant implements ConstantRule: nothing excluded passes everywhere.
 func (ExcludeRule) Constant(r *Request) (pass, ok bool) {
 	return true, len(r.Exclude) == 0 && len(r.Envelope.Constraints.AvoidSystems) == 0
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (ExcludeRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	for _, s := range r.Exclude {
+		if systemMatches(s, rec.System) {
+			return true
+		}
+	}
+	for _, s := range r.Envelope.Constraints.AvoidSystems {
+		if systemMatches(s, rec.System) {
+			return true
+		}
+	}
+	return false
 }

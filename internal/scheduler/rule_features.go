@@ -1,5 +1,7 @@
 package scheduler
 
+import "github.com/mosaic-hpc/mosaic/internal/model"
+
 // FeaturesRule requires every feature in constraints.features among the partition's.
 type FeaturesRule struct{}
 
@@ -23,4 +25,14 @@ func (FeaturesRule) Check(r *Request, c *Candidate) Verdict {
 // Constant implements ConstantRule: no required feature passes everywhere.
 func (FeaturesRule) Constant(r *Request) (pass, ok bool) {
 	return true, len(r.Envelope.Constraints.Features) == 0
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (FeaturesRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	for _, f := range r.Envelope.Constraints.Features {
+		if !containsFold(rec.Features, f) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,10 @@
 package scheduler
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
 
 // GPUMemoryRule checks memory per GPU against constraints.min_gpu_memory_gb.
 type GPUMemoryRule struct{}
@@ -34,4 +38,10 @@ func (GPUMemoryRule) Check(r *Request, c *Candidate) Verdict {
 // Constant implements ConstantRule: no minimum passes everywhere.
 func (GPUMemoryRule) Constant(r *Request) (pass, ok bool) {
 	return true, r.Envelope.Constraints.MinGPUMemoryGB <= 0
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (GPUMemoryRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	want := r.Envelope.Constraints.MinGPUMemoryGB
+	return want > 0 && rec.IsGPU() && rec.GPUMemoryGB < want // 0 (unknown) < want fails too
 }

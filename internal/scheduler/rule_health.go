@@ -41,3 +41,14 @@ func (HealthRule) Check(r *Request, c *Candidate) Verdict {
 	}
 	return Pass("ok")
 }
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (HealthRule) fails(_ *Request, rec *model.ResourceRecord, sys model.Health) bool {
+	if sys == model.HealthNeedsLogin || (sys != "" && !sys.Usable()) {
+		return true
+	}
+	if rec.Health != "" && !rec.Health.Usable() {
+		return true
+	}
+	return rec.Nodes.Total > 0 && rec.Nodes.Down >= rec.Nodes.Total
+}

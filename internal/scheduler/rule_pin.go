@@ -1,6 +1,10 @@
 package scheduler
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
 
 // PinRule keeps only the pinned system (and partition) when the task has a Target.
 type PinRule struct{}
@@ -26,4 +30,13 @@ func (PinRule) Check(r *Request, c *Candidate) Verdict {
 // Constant implements ConstantRule: an unpinned task passes everywhere.
 func (PinRule) Constant(r *Request) (pass, ok bool) {
 	return true, r.Target == nil || r.Target.System == ""
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (PinRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	t := r.Target
+	if t == nil || t.System == "" {
+		return false
+	}
+	return !systemMatches(t.System, rec.System) || (t.Partition != "" && !strings.EqualFold(t.Partition, rec.Partition))
 }

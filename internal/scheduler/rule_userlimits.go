@@ -1,6 +1,10 @@
 package scheduler
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
 
 // UserLimitsRule refuses partitions where the user's per-partition submit limit is
 // already reached (the batch system would reject the job). A reached running limit is
@@ -27,4 +31,10 @@ func (UserLimitsRule) Check(r *Request, c *Candidate) Verdict {
 		return Pass("no limits known")
 	}
 	return Pass("within limits")
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (UserLimitsRule) fails(_ *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	lim := rec.MaxSubmitPerUser
+	return lim > 0 && rec.MyRunningJobs+rec.MyPendingJobs >= lim
 }

@@ -1,5 +1,7 @@
 package scheduler
 
+import "github.com/mosaic-hpc/mosaic/internal/model"
+
 // WalltimeRule requires the envelope's minimum walltime to be within the partition's cap.
 type WalltimeRule struct{}
 
@@ -18,4 +20,10 @@ func (WalltimeRule) Check(r *Request, c *Candidate) Verdict {
 		})
 	}
 	return Passf(r, func() string { return "cap " + capw.String() })
+}
+
+// fails is Check's pass/fail without the reason (see quickRule).
+func (WalltimeRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+	capw := rec.WalltimeCap
+	return capw > 0 && r.Envelope.Walltime.Min > capw
 }

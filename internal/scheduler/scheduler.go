@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -71,6 +75,7 @@ type Scheduler struct {
 	rules     []Rule
 	ruleNames []string
 	heur      *HeuristicRanker
+	keyOrd    atomic.Pointer[keyOrder] // see keyOrdinals
 	llm       Ranker
 	llmTO     time.Duration
 	now       func() time.Time
@@ -157,64 +162,78 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 	if len(s.rules) > MaxRules {
 		return nil, fmt.Errorf("place: the rule chain has %d rules; at most %d are supported", len(s.rules), MaxRules)
 	}
-	health := make(map[string]model.Health, len(snap.Systems))
-	for _, h := range snap.Systems {
-		health[h.System] = h.Health
-	}
+	health := newHealthIndex(snap.Systems)
 	lz := &lazyTrace{rules: s.rules, snap: snap, health: health, req: *req}
 	lz.req.explain = true
 	d.lazy = lz
 
-	// Pass 1: every rule on every candidate, pass/fail only (no reason strings).
+	// Pass 1: the rules on every candidate until one fails, pass/fail only (no reason
+	// strings, no Verdicts). Built-in rules are called directly by firstFailure; a Candidate is filled
+	// in only when the chain holds other rules, which need one to look at.
 	n := len(snap.Records)
-	masks := make([]uint64, n)
-	var scratch Candidate
-	active, constMask := splitRules(s.rules, req)
+	codes := make([]failCode, n)
+	active, constCode := splitRules(s.rules, req)
+	var scratch *Candidate
+	if hasOther(active) {
+		scratch = new(Candidate)
+	}
 	nf := 0
-	lastSys, lastHealth := "", model.Health("")
 	for i := range snap.Records {
 		rec := &snap.Records[i]
-		if rec.System != lastSys || i == 0 {
-			lastSys, lastHealth = rec.System, health[rec.System]
+		if constCode != 0 {
+			codes[i] = constCode
+			continue
 		}
-		// Rules read only these fields; setting them one by one avoids zeroing the rest.
-		scratch.System, scratch.Partition, scratch.Account = rec.System, rec.Partition, rec.Account
-		scratch.Record, scratch.SystemHealth = rec, lastHealth
-		masks[i] = constMask
-		if constMask == 0 {
-			masks[i] = failMask(active, req, &scratch)
+		// The system's health matters to the built-in rules only when it is unusable;
+		// when no system is, skip the lookup (feasible records get theirs in pass 2).
+		var sys model.Health
+		if scratch != nil || health.anyUnusable {
+			sys = health.of(rec.System)
 		}
-		if masks[i] == 0 {
+		if scratch != nil {
+			// Rules read only these fields; setting them one by one avoids zeroing the rest.
+			scratch.System, scratch.Partition, scratch.Account = rec.System, rec.Partition, rec.Account
+			scratch.Record, scratch.SystemHealth = rec, sys
+		}
+		if codes[i] = firstFailure(active, req, rec, sys, scratch); codes[i] == 0 {
 			nf++
 		}
 	}
 
-	// Pass 2: size the feasible candidates.
-	slab := make([]Candidate, nf)
-	specs := make([]model.JobSpec, nf)
+	// Pass 2: size the feasible candidates. Each candidate and its sizing share one
+	// slab element, so the whole placement allocates them at once.
+	ords := s.keyOrdinals(snap)
+	req.keyOrdered = uint64(len(snap.Records)) <= math.MaxUint32 // keyOrd fits
+	slab := make([]sizedCandidate, nf)
 	feasible := make([]*Candidate, 0, nf)
 	k := 0
 	for i := range snap.Records {
-		if masks[i] != 0 {
+		if codes[i] != 0 {
 			continue
 		}
 		rec := &snap.Records[i]
-		c := &slab[k]
-		*c = Candidate{System: rec.System, Partition: rec.Partition, Account: rec.Account, Record: rec,
-			SystemHealth: health[rec.System], Feasible: true}
-		if !sizeInto(req, rec, &specs[k], &c.SizingNote) {
-			masks[i] = sizingFailed
+		e := &slab[k]
+		c := &e.c
+		c.System, c.Partition, c.Account, c.Record = rec.System, rec.Partition, rec.Account, rec
+		c.SystemHealth, c.Feasible = health.of(rec.System), true
+		c.keyOrd = uint32(i) // snapshots are published sorted by key: index order is key order...
+		if ords != nil {
+			c.keyOrd = ords[i] // ...but this one may not be
+		}
+		if !sizeInto(req, rec, &e.spec, &c.SizingNote) {
+			codes[i] = sizingFailed
 			if lz.sizing == nil {
 				lz.sizing = map[int]string{}
 			}
 			lz.sizing[i] = c.SizingNote
+			*e = sizedCandidate{} // reuse the element for the next feasible record
 			continue
 		}
-		c.Sizing = &specs[k]
+		c.Sizing = &e.spec
 		feasible = append(feasible, c)
 		k++
 	}
-	lz.masks = masks
+	lz.codes = codes
 
 	if len(feasible) == 0 {
 		d.Rationale = "no candidate passed every rule"
@@ -249,6 +268,77 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 	d.Chosen, d.Spec = best.Key(), best.Sizing
 	d.Rationale = rationale(d, best, len(ranked), n)
 	return d, nil
+}
+
+// keyOrder is the key order of one snapshot's records: ord[i] is the position of
+// Records[i].Key() when the records are sorted by key.
+type keyOrder struct {
+	snap *model.ResourceSnapshot
+	n    int
+	ord  []uint32 // nil when not known yet or when the records are sorted (ready tells)
+	// ready is set once ord has been computed (on the second placement using snap).
+	ready bool
+}
+
+// keyOrdinals returns the key order of snap's records, or nil. The ranker uses it to
+// break score ties without comparing strings; a wrong order (say, the snapshot was
+// modified in place) only costs speed, as sortRanked checks every tie it breaks.
+//
+// Snapshots are published sorted by key, where the record index is the key order and
+// this is not needed. For an unsorted one, sorting its 1,000 keys costs about as much
+// as a placement, so it is done on the second placement that uses the same snapshot
+// and cached for the following ones. The cache holds only the last snapshot (keeping
+// it reachable until a placement uses another one).
+func (s *Scheduler) keyOrdinals(snap *model.ResourceSnapshot) []uint32 {
+	n := len(snap.Records)
+	if n < 2 || uint64(n) > math.MaxUint32 {
+		return nil
+	}
+	ko := s.keyOrd.Load()
+	if ko == nil || ko.snap != snap || ko.n != n {
+		s.keyOrd.Store(&keyOrder{snap: snap, n: n})
+		return nil
+	}
+	if ko.ready {
+		return ko.ord
+	}
+	recs := snap.Records
+	idx := make([]uint32, n)
+	sorted := true
+	for i := range idx {
+		idx[i] = uint32(i)
+		if i > 0 && sorted && compareRecordKeys(&recs[i-1], &recs[i]) > 0 {
+			sorted = false
+		}
+	}
+	if sorted { // index order is key order: answer nil from now on
+		s.keyOrd.Store(&keyOrder{snap: snap, n: n, ready: true})
+		return nil
+	}
+	slices.SortFunc(idx, func(a, b uint32) int { return compareRecordKeys(&recs[a], &recs[b]) })
+	ord := make([]uint32, n)
+	for pos, i := range idx {
+		ord[i] = uint32(pos)
+	}
+	s.keyOrd.Store(&keyOrder{snap: snap, n: n, ord: ord, ready: true})
+	return ord
+}
+
+// compareRecordKeys orders records by (system, partition, account), like compareKeys.
+func compareRecordKeys(a, b *model.ResourceRecord) int {
+	if c := strings.Compare(a.System, b.System); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Partition, b.Partition); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Account, b.Account)
+}
+
+// sizedCandidate is a feasible candidate with its sizing, allocated together.
+type sizedCandidate struct {
+	c    Candidate
+	spec model.JobSpec
 }
 
 // checkPermutation accepts order only if it holds exactly the candidates of in.
@@ -298,23 +388,58 @@ func (s *Scheduler) noFeasible(taskID string, d *Decision, req *Request) error {
 
 func rationale(d *Decision, c *Candidate, nFeasible, nAll int) string {
 	s := c.Sizing
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d node(s)", c.Key(), s.Nodes)
+	// Built with strconv appends rather than fmt (which boxes every argument and
+	// parses the format at run time); the text is byte for byte what
+	// "%s: %d node(s)[, %dx%s], %d cpus/node, %s; estimated wait %s (%s), %.1f SU,
+	// score %.3f. Best of %d feasible among %d candidates for %s by %s ranking" gave.
+	buf := make([]byte, 0, 256)
+	buf = append(buf, c.System...)
+	buf = append(buf, '/')
+	buf = append(buf, c.Partition...)
+	buf = append(buf, '/')
+	buf = append(buf, c.Account...)
+	buf = append(buf, ": "...)
+	buf = strconv.AppendInt(buf, int64(s.Nodes), 10)
+	buf = append(buf, " node(s)"...)
 	if s.GPUs > 0 {
-		fmt.Fprintf(&b, ", %dx%s", s.GPUs, s.GPUModel)
+		buf = append(buf, ", "...)
+		buf = strconv.AppendInt(buf, int64(s.GPUs), 10)
+		buf = append(buf, 'x')
+		buf = append(buf, s.GPUModel...)
 	}
-	fmt.Fprintf(&b, ", %d cpus/node, %s; estimated wait %s (%s), %.1f SU, score %.3f. ",
-		s.CPUsPerTask, s.Walltime, c.EstWait, c.WaitSource, c.CostSU, c.Scores.Total)
-	fmt.Fprintf(&b, "Best of %d feasible among %d candidates for %s by %s ranking", nFeasible, nAll, d.Objective, d.Ranker)
+	buf = append(buf, ", "...)
+	buf = strconv.AppendInt(buf, int64(s.CPUsPerTask), 10)
+	buf = append(buf, " cpus/node, "...)
+	buf = append(buf, s.Walltime.String()...)
+	buf = append(buf, "; estimated wait "...)
+	buf = append(buf, c.EstWait.String()...)
+	buf = append(buf, " ("...)
+	buf = append(buf, c.WaitSource...)
+	buf = append(buf, "), "...)
+	buf = strconv.AppendFloat(buf, c.CostSU, 'f', 1, 64)
+	buf = append(buf, " SU, score "...)
+	buf = strconv.AppendFloat(buf, c.Scores.Total, 'f', 3, 64)
+	buf = append(buf, ". Best of "...)
+	buf = strconv.AppendInt(buf, int64(nFeasible), 10)
+	buf = append(buf, " feasible among "...)
+	buf = strconv.AppendInt(buf, int64(nAll), 10)
+	buf = append(buf, " candidates for "...)
+	buf = append(buf, d.Objective...)
+	buf = append(buf, " by "...)
+	buf = append(buf, d.Ranker...)
+	buf = append(buf, " ranking"...)
 	if c.AIReason != "" {
-		b.WriteString("; AI: " + c.AIReason)
+		buf = append(buf, "; AI: "...)
+		buf = append(buf, c.AIReason...)
 	}
 	if c.OverWait {
-		b.WriteString("; every candidate exceeds max_queue_wait " + d.Envelope.MaxQueueWait.String())
+		buf = append(buf, "; every candidate exceeds max_queue_wait "...)
+		buf = append(buf, d.Envelope.MaxQueueWait.String()...)
 	}
 	if d.Mode == ModePinned {
-		b.WriteString("; pinned to " + d.Target.System)
+		buf = append(buf, "; pinned to "...)
+		buf = append(buf, d.Target.System...)
 	}
-	b.WriteString(".")
-	return b.String()
+	buf = append(buf, '.')
+	return string(buf)
 }

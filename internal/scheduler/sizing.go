@@ -55,9 +55,9 @@ func Size(r *Request, rec *model.ResourceRecord) (spec model.JobSpec, note strin
 	return spec, note, ok
 }
 
-// sizeInto is Size writing into caller-owned memory (the placement hot path).
+// sizeInto is Size writing into caller-owned memory (the placement hot path). out must
+// be zero; it is written only when sizing succeeds.
 func sizeInto(r *Request, rec *model.ResourceRecord, out *model.JobSpec, notep *string) bool {
-	var spec model.JobSpec
 	var note string
 	env := &r.Envelope
 	capn := nodeCap(env, rec)
@@ -173,25 +173,17 @@ func sizeInto(r *Request, rec *model.ResourceRecord, out *model.JobSpec, notep *
 		wall = c
 	}
 
-	spec = model.JobSpec{
-		Name:        r.Task.Name,
-		System:      rec.System,
-		Partition:   rec.Partition,
-		Account:     rec.Account,
-		Nodes:       nodes,
-		NTasks:      nodes,
-		CPUsPerTask: cores,
-		GPUs:        gpn * nodes,
-		GPUsPerNode: gpn,
-		MemoryGB:    mem,
-		Walltime:    wall,
-		Command:     r.Task.Command,
-		Script:      r.Task.Script,
-		Container:   r.Envelope.Constraints.Container,
-	}
+	// Field by field rather than `*out = model.JobSpec{...}`: out is freshly zeroed
+	// slab memory in Place, and copying the whole struct (Tag, Env, WorkDir, ...) costs
+	// a bulk write barrier over every pointer field whenever the GC is marking.
+	out.Name, out.Command, out.Script = r.Task.Name, r.Task.Command, r.Task.Script
+	out.System, out.Partition, out.Account = rec.System, rec.Partition, rec.Account
+	out.Nodes, out.NTasks, out.CPUsPerTask = nodes, nodes, cores
+	out.GPUs, out.GPUsPerNode, out.MemoryGB, out.Walltime = gpn*nodes, gpn, mem, wall
+	out.Container = r.Envelope.Constraints.Container
 	if gpn > 0 {
-		spec.GPUModel = rec.GPUModel
+		out.GPUModel = rec.GPUModel
 	}
-	*out, *notep = spec, note
+	*notep = note
 	return true
 }
