@@ -48,11 +48,15 @@ func TestResolveAuto(t *testing.T) {
 		t.Fatalf("resolved %+v", out)
 	}
 	// A system outside the launch catalog, a placer error, and no placer are refused.
-	far := func(context.Context, string, model.Envelope) (AutoPlacement, error) { return AutoPlacement{System: "gamma"}, nil }
+	far := func(context.Context, string, model.Envelope) (AutoPlacement, error) {
+		return AutoPlacement{System: "gamma"}, nil
+	}
 	if _, _, err := ResolveAuto(context.Background(), spec, sites[:1], cat, far, DefaultAutoWalltime); err == nil || !strings.Contains(err.Error(), "gamma") {
 		t.Fatalf("unknown system: %v", err)
 	}
-	bad := func(context.Context, string, model.Envelope) (AutoPlacement, error) { return AutoPlacement{}, errors.New("no feasible placement") }
+	bad := func(context.Context, string, model.Envelope) (AutoPlacement, error) {
+		return AutoPlacement{}, errors.New("no feasible placement")
+	}
 	if _, _, err := ResolveAuto(context.Background(), spec, sites[:1], cat, bad, DefaultAutoWalltime); err == nil || !strings.Contains(err.Error(), "no feasible") {
 		t.Fatalf("placer error: %v", err)
 	}
