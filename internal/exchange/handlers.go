@@ -49,6 +49,17 @@ func (b body) str(key string) (string, bool, error) {
 	return s, true, nil
 }
 
+// readMailbox reads a control request's body and the mailbox it names, answering the
+// error itself when either is bad (every mailbox route starts this way).
+func readMailbox(w http.ResponseWriter, r *http.Request) (body, EntityID, bool) {
+	b, ok := readBody(w, r, maxControlBody)
+	if !ok {
+		return nil, EntityID{}, false
+	}
+	id, ok := b.mailbox(w)
+	return b, id, ok
+}
+
 // mailbox decodes the double-encoded "mailbox" field (400 when bad).
 func (b body) mailbox(w http.ResponseWriter) (EntityID, bool) {
 	s, ok, err := b.str("mailbox")
@@ -132,11 +143,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // is idempotent; re-registering a terminated mailbox answers 419 (the exchange
 // keeps a gravestone, as Academy's backends do).
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r, maxControlBody)
-	if !ok {
-		return
-	}
-	id, ok := b.mailbox(w)
+	b, id, ok := readMailbox(w, r)
 	if !ok {
 		return
 	}
@@ -192,11 +199,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 // handleStatus answers {"status": ...}; an unknown mailbox is a 200 MISSING
 // (app.py _check_mailbox_route).
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r, maxControlBody)
-	if !ok {
-		return
-	}
-	id, ok := b.mailbox(w)
+	_, id, ok := readMailbox(w, r)
 	if !ok {
 		return
 	}
@@ -217,11 +220,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 // with MAILBOX_TERMINATED error responses (app.py _terminate_route and
 // backend.py terminate). Terminating an unknown mailbox is a no-op 200.
 func (s *Server) handleTerminate(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r, maxControlBody)
-	if !ok {
-		return
-	}
-	id, ok := b.mailbox(w)
+	_, id, ok := readMailbox(w, r)
 	if !ok {
 		return
 	}
@@ -371,11 +370,7 @@ func (s *Server) record(run string, pol RunPolicy, src, dest *MailboxRecord, msg
 // handleRecv is the blocking receive (app.py _recv_message_route): 408 when the
 // timeout passes without a message.
 func (s *Server) handleRecv(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r, maxControlBody)
-	if !ok {
-		return
-	}
-	id, ok := b.mailbox(w)
+	b, id, ok := readMailbox(w, r)
 	if !ok {
 		return
 	}
@@ -435,11 +430,7 @@ func (s *Server) handleDiscover(w http.ResponseWriter, r *http.Request) {
 // handleHeartbeat answers {"heartbeat": seconds since last activity | null}
 // (client.py heartbeat_status; backend.py heartbeat_status).
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r, maxControlBody)
-	if !ok {
-		return
-	}
-	id, ok := b.mailbox(w)
+	_, id, ok := readMailbox(w, r)
 	if !ok {
 		return
 	}
@@ -461,11 +452,7 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 
 // handleStats answers the mailbox's AgentStats (client.py agent_stats).
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r, maxControlBody)
-	if !ok {
-		return
-	}
-	id, ok := b.mailbox(w)
+	_, id, ok := readMailbox(w, r)
 	if !ok {
 		return
 	}

@@ -13,11 +13,7 @@ import (
 // passes, the mailbox is terminated or the client goes away. Unknown mailboxes
 // are 404 and terminated ones 419 before the stream starts.
 func (s *Server) handleListen(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r, maxControlBody)
-	if !ok {
-		return
-	}
-	id, ok := b.mailbox(w)
+	b, id, ok := readMailbox(w, r)
 	if !ok {
 		return
 	}
