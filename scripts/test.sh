@@ -47,6 +47,13 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' 
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
+# staticcheck, pinned (honnef.co/go/tools v0.8.2 builds with Go 1.26), installed
+# into a cache directory so it does not touch the user's GOBIN.
+STATICCHECK_BIN="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/mosaic-tools"
+if [ ! -x "$STATICCHECK_BIN/staticcheck" ]; then
+  GOBIN="$STATICCHECK_BIN" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+"$STATICCHECK_BIN/staticcheck" ./...
 
 echo "== static build"
 CGO_ENABLED=0 go build -o /dev/null ./cmd/mosaic

@@ -44,7 +44,7 @@ func (r *Resolver) Login(ctx context.Context, in io.Reader, out io.Writer) (Stat
 		}
 	}
 	if _, ok := toks[ComputeResourceServer]; !ok {
-		return Status{}, errors.New("Globus Auth granted no Globus Compute token; run `mosaic login` again and accept the Globus Compute scope")
+		return Status{}, errors.New("no Globus Compute token in the Globus Auth grant; run `mosaic login` again and accept the Globus Compute scope")
 	}
 	r.mu.Lock()
 	err = writeBundle(r.path(CLILoginFile), b)

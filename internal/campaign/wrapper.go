@@ -246,7 +246,8 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 			_, err = stdin.Write(append(line, '\n'))
 			return err
 		})
-		if err != nil && lctx.Err() == nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
+		// Listen always ends with an error; report it unless we stopped it.
+		if lctx.Err() == nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
 			r.landmark("inbound stopped: %v", err)
 		}
 	}()

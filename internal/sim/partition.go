@@ -39,11 +39,6 @@ func newPartition(cfg PartitionConfig) *partition {
 	return p
 }
 
-// full reports whether a node has all its resources free.
-func (p *partition) full(n *node) bool {
-	return n.cores == p.cfg.CoresPerNode && n.gpus == p.cfg.GPUsPerNode && n.mem == p.cfg.MemGBPerNode
-}
-
 // fits reports whether job j's per-node demand fits on node n.
 func fits(n *node, j *job) bool {
 	return !n.down && n.cores >= j.dc && n.gpus >= j.dg && n.mem >= j.dm
