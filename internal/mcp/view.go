@@ -72,6 +72,7 @@ func traceOf(d *scheduler.Decision, full bool) *Trace {
 	if d == nil {
 		return nil
 	}
+	d.Explain() // a fresh decision holds only the chosen candidate until explained
 	t := &Trace{Mode: d.Mode, Objective: string(d.Objective), Ranker: d.Ranker, FallbackReason: d.FallbackReason,
 		Chosen: d.Chosen, Spec: d.Spec, Rationale: d.Rationale, Rules: d.Rules, DecidedAt: d.DecidedAt}
 	env := d.Envelope

@@ -101,7 +101,7 @@ func (r *runner) feasible(js *jobState, snap *model.ResourceSnapshot, opts sched
 	if err != nil {
 		return nil, err
 	}
-	return d.Candidates, nil
+	return d.Feasible(), nil
 }
 
 // bySystem keeps the best-ranked candidate of each system, in rank order.

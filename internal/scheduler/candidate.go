@@ -116,6 +116,7 @@ type Request struct {
 	// key order (or in the snapshot, for a canonical sorted one), a hint that lets the
 	// ranker break score ties without comparing strings (see sortRanked).
 	keyOrdered bool
+	models     modelVerdicts // AcceleratorRule's GPU model answers (see modelExcluded)
 }
 
 // Explaining reports whether rules should build their reasons (see Passf).

@@ -36,9 +36,12 @@ type Decision struct {
 	Rules          []string        `json:"rules"`
 	Ranker         string          `json:"ranker"`                    // ranker that produced the final order
 	FallbackReason string          `json:"fallback_reason,omitempty"` // why the LLM order was discarded
-	// Candidates holds the feasible candidates in final rank order. Explain (which
-	// MarshalJSON, Table and every Place error call) fills in each rule's verdict and
-	// reason and appends the infeasible candidates in snapshot order.
+	// Candidates holds the feasible candidates in final rank order, then (after
+	// Explain) the infeasible ones in snapshot order. Place leaves it empty when the
+	// heuristic order stands: Feasible and ChosenCandidate build the feasible
+	// candidates from the placement's compact rows; Explain (which MarshalJSON, Table
+	// and every Place error call) also fills in each rule's verdict and reason and
+	// appends the infeasible candidates. A decoded Decision has them all.
 	Candidates []*Candidate   `json:"candidates"`
 	Chosen     string         `json:"chosen,omitempty"` // candidate key
 	Spec       *model.JobSpec `json:"spec,omitempty"`   // the chosen sizing
@@ -61,18 +64,66 @@ const sizingFailed failCode = 255
 // mode gives the verdicts the placement saw, provided the snapshot is not modified
 // (snapshots are immutable once published).
 type lazyTrace struct {
-	req    Request // explaining copy
-	rules  []Rule
-	snap   *model.ResourceSnapshot
-	health healthIndex
-	codes  []failCode     // per record: first failing rule, or sizingFailed
-	sizing map[int]string // record index → why sizing failed
+	req     Request // explaining copy
+	rules   []Rule
+	snap    *model.ResourceSnapshot
+	health  healthIndex
+	codes   []failCode     // per record: first failing rule, or sizingFailed
+	sizing  map[int]string // record index → why sizing failed
+	rows    []row          // feasible candidates, until built (nil after)
+	order   []uint32       // rows' indices in rank order
+	minCost float64        // the least cost among the rows (for their scores)
+}
+
+// sizedCandidate is a feasible candidate with its sizing, allocated together.
+type sizedCandidate struct {
+	c    Candidate
+	spec model.JobSpec
+}
+
+// fill writes the feasible candidate of row w, whose job spec is spec, into c.
+func (lz *lazyTrace) fill(c *Candidate, w *row, spec *model.JobSpec) {
+	rec := &lz.snap.Records[w.rec]
+	c.System, c.Partition, c.Account, c.Record = rec.System, rec.Partition, rec.Account, rec
+	c.SystemHealth, c.Feasible = lz.health.of(rec.System), true
+	c.Sizing, c.SizingNote = spec, sizingNotes[w.note]
+	c.Scores = roundedScores(&lz.req.Envelope, rec, w, lz.minCost)
+	c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
+	c.HeuristicRank, c.Rank = int(w.hrank), int(w.hrank)
+	c.keyOrd = w.keyOrd
+}
+
+// build turns the placement's rows into the feasible Candidates, in rank order, once.
+// The chosen one shares its job spec with Decision.Spec.
+func (d *Decision) build() {
+	lz := d.lazy
+	if lz == nil || lz.rows == nil {
+		return
+	}
+	rows, order := lz.rows, lz.order
+	lz.rows, lz.order = nil, nil
+	slab := make([]sizedCandidate, len(order))
+	cands := make([]*Candidate, len(order))
+	for pos, k := range order {
+		e := &slab[pos]
+		w := &rows[k]
+		spec := &e.spec
+		if pos == 0 && d.Spec != nil {
+			spec = d.Spec
+		} else {
+			w.size.specInto(&lz.req, &lz.snap.Records[w.rec], spec)
+		}
+		lz.fill(&e.c, w, spec)
+		cands[pos] = &e.c
+	}
+	d.Candidates = cands
 }
 
 // Explain completes the trace: every candidate gets every rule's verdict with its
 // reason, and infeasible candidates are appended after the feasible ones. It is
 // idempotent; call it before sharing the decision between goroutines.
 func (d *Decision) Explain() {
+	d.build()
 	lz := d.lazy
 	if lz == nil {
 		return
@@ -106,6 +157,7 @@ func (d *Decision) MarshalJSON() ([]byte, error) {
 
 // ChosenCandidate returns the chosen candidate, or nil.
 func (d *Decision) ChosenCandidate() *Candidate {
+	d.build()
 	for _, c := range d.Candidates {
 		if c.Key() == d.Chosen {
 			return c
@@ -114,8 +166,10 @@ func (d *Decision) ChosenCandidate() *Candidate {
 	return nil
 }
 
-// Feasible returns the feasible candidates in rank order.
+// Feasible returns the feasible candidates in rank order (building them on first use;
+// like Explain, call it before sharing the decision between goroutines).
 func (d *Decision) Feasible() []*Candidate {
+	d.build()
 	var out []*Candidate
 	for _, c := range d.Candidates {
 		if c.Feasible {

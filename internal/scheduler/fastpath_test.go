@@ -2,7 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"errors"
+	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -108,33 +111,57 @@ func TestQuickRulesAgree(t *testing.T) {
 	}
 }
 
-// TestSortRankedMatchesComparator: the packed-key sort gives the comparator's order,
-// with and without key ordinals, and with wrong (stale) ordinals.
-func TestSortRankedMatchesComparator(t *testing.T) {
+// TestSortRowsMatchesComparator: the packed-key sort gives the comparator's order,
+// with and without key ordinals, with wrong (stale) ordinals and on the fallback path.
+func TestSortRowsMatchesComparator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for trial := 0; trial < 200; trial++ {
 		n := 1 + rng.IntN(300)
+		recs := make([]model.ResourceRecord, n)
+		rows := make([]row, n)
 		in := make([]*Candidate, n)
 		for i := range in {
-			c := &Candidate{System: []string{"A", "B", "C"}[rng.IntN(3)], Partition: string(rune('a' + rng.IntN(20))), Account: string(rune('k' + i%7))}
-			c.Scores.Total = round4(float64(rng.IntN(6)) / 7)
-			c.OverWait = rng.IntN(5) == 0
-			c.keyOrd = uint32(rng.IntN(n)) // stale or wrong ordinals must not change the result
-			in[i] = c
+			recs[i] = model.ResourceRecord{System: []string{"A", "B", "C"}[rng.IntN(3)], Partition: string(rune('a' + rng.IntN(20))), Account: string(rune('k' + i%7))}
+			w := &rows[i]
+			w.rec = uint32(i)
+			w.total = round4(float64(rng.IntN(6)) / 7)
+			w.over = rng.IntN(5) == 0
+			w.keyOrd = uint32(rng.IntN(n)) // stale or wrong ordinals must not change the result
 		}
 		if trial%10 == 0 {
-			in[0].Scores.Total = 1.00005 // not a round4 value in [0,1]: fallback path
+			rows[0].total = 1.00005 // not a round4 value in [0,1]: fallback path
+		}
+		for i := range in {
+			in[i] = &Candidate{System: recs[i].System, Partition: recs[i].Partition, Account: recs[i].Account, Scores: Scores{Total: rows[i].total}, OverWait: rows[i].over}
 		}
 		want := slices.Clone(in)
 		slices.SortStableFunc(want, compareCandidates)
 		for _, ordered := range []bool{false, true} {
-			got := sortRanked(&Request{keyOrdered: ordered}, in)
-			for i := range got {
-				if compareCandidates(got[i], want[i]) != 0 {
+			got := sortRows(&Request{keyOrdered: ordered}, recs, rows)
+			for i, k := range got {
+				if compareCandidates(in[k], want[i]) != 0 {
 					t.Fatalf("trial %d ordered=%v: position %d is %s (%v), want %s (%v)", trial, ordered, i,
-						got[i].Key(), got[i].Scores.Total, want[i].Key(), want[i].Scores.Total)
+						in[k].Key(), in[k].Scores.Total, want[i].Key(), want[i].Scores.Total)
 				}
 			}
+		}
+	}
+}
+
+// TestRoundHalfAway: the fast rounding is math.Round bit for bit, on the values the
+// scores produce and on the edges (halves, the largest float below one half, signed
+// zeros, huge values, NaN and infinities).
+func TestRoundHalfAway(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 0.5, 1.5, 2.5, 0.49999999999999994, 4503599627370495.5,
+		1 << 52, 1<<52 + 1, 1e300, -0.5, -1.5, -2.4, math.NaN(), math.Inf(1), math.Inf(-1), 9999.5, 10000}
+	rng := rand.New(rand.NewPCG(1, 9))
+	for i := 0; i < 100000; i++ {
+		vals = append(vals, rng.Float64()*1e4, float64(rng.IntN(20000))/2, math.Nextafter(float64(rng.IntN(10000))+0.5, 0))
+	}
+	for _, v := range vals {
+		got, want := roundHalfAway(v), math.Round(v)
+		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("roundHalfAway(%v) = %v, math.Round gives %v", v, got, want)
 		}
 	}
 }
@@ -152,8 +179,11 @@ func TestPlaceKeyOrdinalsCached(t *testing.T) {
 			t.Fatal(err)
 		}
 		var keys []string
-		for _, c := range d.Candidates {
+		for _, c := range d.Feasible() {
 			keys = append(keys, c.Key())
+		}
+		if len(keys) == 0 {
+			t.Fatal("no feasible candidate")
 		}
 		if round == 0 {
 			first = keys
@@ -173,12 +203,78 @@ func TestPlaceKeyOrdinalsCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Candidates) != len(want.Candidates) {
-		t.Fatalf("%d candidates, want %d", len(got.Candidates), len(want.Candidates))
+	gf, wf := got.Feasible(), want.Feasible()
+	if len(gf) != len(wf) || len(gf) == 0 {
+		t.Fatalf("%d feasible candidates, want %d (> 0)", len(gf), len(wf))
 	}
-	for i := range got.Candidates {
-		if got.Candidates[i].Key() != want.Candidates[i].Key() {
-			t.Fatalf("position %d: %s, want %s", i, got.Candidates[i].Key(), want.Candidates[i].Key())
+	for i := range gf {
+		if gf[i].Key() != wf[i].Key() {
+			t.Fatalf("position %d: %s, want %s", i, gf[i].Key(), wf[i].Key())
 		}
+	}
+}
+
+// TestPlaceMatchesPlainRules: over varied records and envelopes, the decision built
+// from compact rows is what the plain definitions give: a candidate is feasible
+// exactly when every rule's Check passes and Size succeeds, its sizing is Size's, the
+// feasible candidates are in compareCandidates order with ranks 1..n, and the chosen
+// one is the first, sharing Decision.Spec.
+func TestPlaceMatchesPlainRules(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 3))
+	recs := variedRecords(rng)
+	snap := &model.ResourceSnapshot{Records: recs, Systems: sixMachines().Systems}
+	checked := 0
+	for _, r := range variedRequests(rng) {
+		task := a100Task()
+		task.Envelope, task.Target = r.Envelope, r.Target
+		d, err := newTestScheduler(Options{}).Place(context.Background(), task, snap, PlaceOptions{Exclude: r.Exclude})
+		if err != nil && !errors.Is(err, ErrNoFeasible) {
+			var fe *model.EnvelopeFieldError
+			if errors.As(err, &fe) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		feasible := d.Feasible()
+		if err == nil && (len(feasible) == 0 || d.Chosen != feasible[0].Key() || d.Spec != feasible[0].Sizing || d.ChosenCandidate() != feasible[0]) {
+			t.Fatalf("chosen %s / spec %p do not match the first feasible candidate", d.Chosen, d.Spec)
+		}
+		req := &Request{Task: task, Envelope: d.Envelope, Target: d.Target, Exclude: r.Exclude, explain: true}
+		for i, c := range feasible {
+			if c.Rank != i+1 || c.HeuristicRank != i+1 {
+				t.Fatalf("%s at position %d has rank %d / heuristic rank %d", c.Key(), i, c.Rank, c.HeuristicRank)
+			}
+			if i > 0 && compareCandidates(feasible[i-1], c) > 0 { // variedRecords repeats keys: ties allowed
+				t.Fatalf("%s ranked after %s against compareCandidates", c.Key(), feasible[i-1].Key())
+			}
+			spec, note, ok := Size(req, c.Record)
+			if !ok || !reflect.DeepEqual(spec, *c.Sizing) || note != c.SizingNote {
+				t.Fatalf("%s: sizing %+v (%q), Size gives %+v (%q, ok %v)", c.Key(), *c.Sizing, c.SizingNote, spec, note, ok)
+			}
+		}
+		d.Explain()
+		nf := 0
+		for _, c := range d.Candidates {
+			pass := true
+			for _, rule := range DefaultRules() {
+				pass = pass && rule.Check(req, c).Pass
+			}
+			if pass {
+				_, _, pass = Size(req, c.Record)
+			}
+			if pass != c.Feasible {
+				t.Fatalf("%s: feasible %v, the plain rules and sizing say %v", c.Key(), c.Feasible, pass)
+			}
+			if pass {
+				nf++
+			}
+		}
+		if nf != len(feasible) || len(d.Candidates) != len(recs) {
+			t.Fatalf("%d of %d candidates feasible after Explain, %d before; %d records", nf, len(d.Candidates), len(feasible), len(recs))
+		}
+		checked += nf
+	}
+	if checked == 0 {
+		t.Fatal("no request had a feasible candidate; widen the test inputs")
 	}
 }

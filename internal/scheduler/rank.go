@@ -66,117 +66,218 @@ func objectiveWeights(o model.Objective) weights {
 // maxWait caps every estimate so arithmetic stays finite.
 const maxWait = 14 * 24 * time.Hour
 
+// row is one feasible candidate during a placement: its record (an index into the
+// placement's records), sizing and the heuristic ranker's results. It holds no
+// pointers, so a placement's 64-byte rows are one block the garbage collector never
+// scans; Decision builds the Candidates from them when they are asked for (and the
+// score components with them: a row keeps only the total the order needs).
+type row struct {
+	rec    uint32 // index of the record
+	keyOrd uint32 // position of the record's key in key order; see Request.keyOrdered
+	size   sizing
+	wait   model.Duration
+	cost   float64 // SU
+	total  float64 // Scores.Total
+	hrank  int32   // 1-based heuristic rank
+	note   uint8   // sizingNotes code
+	src    uint8   // waitSources code
+	over   bool    // wait over the envelope's max_queue_wait
+}
+
+// Where an estimated wait came from, by code.
+const (
+	srcNone uint8 = iota
+	srcQueue
+	srcHistory
+	srcSite
+)
+
+var waitSources = [...]string{srcNone: "", srcQueue: "queue", srcHistory: "history", srcSite: "site"}
+
 // Rank implements Ranker: it fills EstWait, WaitSource, CostSU and Scores on every
 // candidate and sorts them by total score (ties by key), candidates over the envelope's
-// max_queue_wait last.
+// max_queue_wait last. Site estimates are asked for the job spec Size gives the
+// candidate's sizing (what Place's candidates hold).
 func (h *HeuristicRanker) Rank(ctx context.Context, r *Request, feasible []*Candidate) ([]*Candidate, error) {
-	minCost := math.Inf(1)
-	for _, c := range feasible {
-		h.estimate(c)
-		if c.CostSU < minCost {
-			minCost = c.CostSU
+	recs := make([]model.ResourceRecord, len(feasible))
+	rows := make([]row, len(feasible))
+	for i, c := range feasible {
+		if c.Record != nil {
+			recs[i] = *c.Record
+		}
+		recs[i].System, recs[i].Partition, recs[i].Account = c.System, c.Partition, c.Account
+		rows[i] = row{rec: uint32(i), keyOrd: c.keyOrd}
+		if c.Sizing != nil {
+			rows[i].size = sizingOf(c.Sizing)
 		}
 	}
-	if h.Estimator != nil {
-		h.siteEstimates(ctx, r, feasible)
-	}
-	w := objectiveWeights(r.Envelope.Objective)
-	mqw := r.Envelope.MaxQueueWait
-	for _, c := range feasible {
-		s := &c.Scores
-		s.Wait = 1 / (1 + c.EstWait.D().Hours())
-		s.Size = sizeScore(&r.Envelope, c.Sizing)
-		s.Fit = fitScore(c.Record, c.Sizing)
-		s.Cost = 1
-		if c.CostSU > 0 && minCost > 0 && !math.IsInf(minCost, 0) {
-			s.Cost = minCost / c.CostSU
-		}
-		s.Total = round4(w.wait*s.Wait + w.size*s.Size + w.fit*s.Fit + w.cost*s.Cost)
-		s.Wait, s.Size, s.Fit, s.Cost = round4(s.Wait), round4(s.Size), round4(s.Fit), round4(s.Cost)
-		c.OverWait = mqw > 0 && c.EstWait > mqw
-	}
-	out := sortRanked(r, feasible)
-	for i, c := range out {
-		c.HeuristicRank = i + 1
+	order, minCost := h.rankRows(ctx, r, recs, rows)
+	out := make([]*Candidate, len(feasible))
+	for pos, k := range order {
+		w, c := &rows[k], feasible[k]
+		c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
+		c.Scores = roundedScores(&r.Envelope, &recs[k], w, minCost)
+		c.HeuristicRank = int(w.hrank)
+		out[pos] = c
 	}
 	return out, nil
 }
 
-// sortRanked returns the candidates ordered by compareCandidates: over max_queue_wait
-// last, then the higher total score first, then the candidate key ascending.
+// rankRows scores rows (recs[w.rec] is row w's record) and returns their order, best
+// first, by compareRows, and the least cost among them (for roundedScores); it sets
+// each row's hrank. The heuristic ranker never fails.
+func (h *HeuristicRanker) rankRows(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) (order []uint32, minCost float64) {
+	minCost = math.Inf(1)
+	for i := range rows {
+		w := &rows[i]
+		h.estimate(&recs[w.rec], w)
+		if w.cost < minCost {
+			minCost = w.cost
+		}
+	}
+	if h.Estimator != nil {
+		h.siteEstimates(ctx, r, recs, rows)
+	}
+	mqw := r.Envelope.MaxQueueWait
+	for i := range rows {
+		w := &rows[i]
+		w.total = scores(&r.Envelope, &recs[w.rec], w, minCost).Total
+		w.over = mqw > 0 && w.wait > mqw
+	}
+	order = sortRows(r, recs, rows)
+	for pos, k := range order {
+		rows[k].hrank = int32(pos + 1)
+	}
+	return order, minCost
+}
+
+// scores are row w's score components (unrounded) and their objective-weighted total
+// (rounded to 4 decimals, like every score shown); minCost is the least cost among
+// the candidates ranked together.
+func scores(env *model.Envelope, rec *model.ResourceRecord, w *row, minCost float64) Scores {
+	var s Scores
+	wt := objectiveWeights(env.Objective)
+	s.Wait = 1 / (1 + w.wait.D().Hours())
+	s.Size = sizeScore(env, &w.size)
+	s.Fit = fitScore(rec, &w.size)
+	s.Cost = 1
+	if w.cost > 0 && minCost > 0 && !math.IsInf(minCost, 0) {
+		s.Cost = minCost / w.cost
+	}
+	s.Total = round4(wt.wait*s.Wait + wt.size*s.Size + wt.fit*s.Fit + wt.cost*s.Cost)
+	return s
+}
+
+// roundedScores is scores with every component rounded to 4 decimals, as traces show them.
+func roundedScores(env *model.Envelope, rec *model.ResourceRecord, w *row, minCost float64) Scores {
+	s := scores(env, rec, w, minCost)
+	s.Wait, s.Size, s.Fit, s.Cost = round4(s.Wait), round4(s.Size), round4(s.Fit), round4(s.Cost)
+	return s
+}
+
+// sortRows returns the indices of rows ordered by compareRows: over max_queue_wait
+// last, then the higher total score first, then the record key ascending.
 //
 // Many candidates tie on the score (round4 leaves 10,001 possible totals and partitions
 // of one shape score alike), and each tie costs up to three string comparisons, so
-// the full comparison sort was most of Rank. Instead, when every total is a round4
-// value in [0,1] (always, by construction of the scores), each candidate gets a
-// uint64 key packing (over, 10000 - total×10⁴, key ordinal, input index), sorted with
-// the ordered sort (inlined integer comparisons, no pointer swaps). The key ordinal is
-// the record's position in key order when Place knows it (see Scheduler.keyOrdinals),
-// else 0, leaving ties in input order. Each run of equal (over, total) is then checked
-// to be in key order and sorted by key only if it is not, so the result is always the
-// order compareCandidates gives, whatever the ordinals.
-func sortRanked(r *Request, in []*Candidate) []*Candidate {
-	out := make([]*Candidate, len(in))
-	packed, ok := packRankKeys(in, r.keyOrdered)
+// a comparison sort was most of the ranking. Instead, when every total is a round4
+// value in [0,1] (always, by construction of the scores), each row gets a uint64 key
+// packing (over, 10000 - total×10⁴, key ordinal, row index), sorted with the ordered
+// sort (inlined integer comparisons). The key ordinal is the record's position in key
+// order when Place knows it (see Scheduler.keyOrdinals), else 0, leaving ties in input
+// order. Each run of equal (over, total) is then checked to be in key order and sorted
+// by key only if it is not, so the result is always the order compareRows gives,
+// whatever the ordinals.
+func sortRows(r *Request, recs []model.ResourceRecord, rows []row) []uint32 {
+	order := make([]uint32, len(rows))
+	byKey := func(a, b uint32) int { return compareRecordKeys(&recs[rows[a].rec], &recs[rows[b].rec]) }
+	packed, ok := packRankKeys(rows, r.keyOrdered)
 	if !ok {
-		copy(out, in)
-		slices.SortFunc(out, compareCandidates)
-		return out
+		for i := range order {
+			order[i] = uint32(i)
+		}
+		slices.SortFunc(order, func(a, b uint32) int {
+			if c := compareScores(&rows[a], &rows[b]); c != 0 {
+				return c
+			}
+			return byKey(a, b)
+		})
+		return order
 	}
 	slices.Sort(packed)
 	for i, p := range packed {
-		out[i] = in[p&idxMask]
+		order[i] = uint32(p & idxMask)
 	}
 	for lo := 0; lo < len(packed); {
 		hi := lo + 1
 		for hi < len(packed) && packed[hi]>>scoreShift == packed[lo]>>scoreShift {
 			hi++
 		}
-		if run := out[lo:hi]; len(run) > 1 && !slices.IsSortedFunc(run, compareKeys) {
-			slices.SortFunc(run, compareKeys)
+		if run := order[lo:hi]; len(run) > 1 && !slices.IsSortedFunc(run, byKey) {
+			slices.SortFunc(run, byKey)
 		}
 		lo = hi
 	}
-	return out
+	return order
 }
 
-// Layout of sortRanked's keys: bit 63 over max_queue_wait, bits 49-62 10000 - total×10⁴
-// (14 bits), bits 17-48 the key ordinal, bits 0-16 the input index.
+// Layout of sortRows' keys: bit 63 over max_queue_wait, bits 49-62 10000 - total×10⁴
+// (14 bits), bits 17-48 the key ordinal, bits 0-16 the row index.
 const (
 	scoreShift = 49
 	ordShift   = 17
 	idxMask    = 1<<ordShift - 1
 )
 
-// packRankKeys builds sortRanked's keys; ok is false when a total is not a round4
-// value in [0,1] (NaN, say) or there are too many candidates to index in 17 bits.
-func packRankKeys(in []*Candidate, useOrd bool) (packed []uint64, ok bool) {
-	if len(in) > idxMask+1 {
+// packRankKeys builds sortRows' keys; ok is false when a total is not a round4 value
+// in [0,1] (NaN, say) or there are too many rows to index in 17 bits.
+func packRankKeys(rows []row, useOrd bool) (packed []uint64, ok bool) {
+	if len(rows) > idxMask+1 {
 		return nil, false
 	}
-	packed = make([]uint64, len(in))
-	for i, c := range in {
-		t := c.Scores.Total
+	packed = make([]uint64, len(rows))
+	for i := range rows {
+		w := &rows[i]
+		t := w.total
 		if !(t >= 0 && t <= 1) { // also catches NaN
 			return nil, false
 		}
-		q := math.Round(t * 1e4)
+		q := roundHalfAway(t * 1e4)
 		if q/1e4 != t { // not a round4 value: equal q would not mean equal totals
 			return nil, false
 		}
 		var over, ord uint64
-		if c.OverWait {
+		if w.over {
 			over = 1
 		}
 		if useOrd {
-			ord = uint64(c.keyOrd)
+			ord = uint64(w.keyOrd)
 		}
 		packed[i] = over<<63 | uint64(10000-q)<<scoreShift | ord<<ordShift | uint64(i)
 	}
 	return packed, true
 }
 
-// compareCandidates is the heuristic rank order; it is a total order (keys are unique).
+// compareScores orders rows by over max_queue_wait (last), then total score (higher
+// first); 0 when both tie.
+func compareScores(a, b *row) int {
+	if a.over != b.over {
+		if a.over {
+			return 1
+		}
+		return -1
+	}
+	if a.total != b.total {
+		if a.total > b.total {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// compareCandidates is the heuristic rank order of materialized candidates (what
+// compareScores then the key give for rows); it is a total order (keys are unique).
 func compareCandidates(a, b *Candidate) int {
 	if a.OverWait != b.OverWait {
 		if a.OverWait {
@@ -204,57 +305,83 @@ func compareKeys(a, b *Candidate) int {
 	return strings.Compare(a.Account, b.Account)
 }
 
-func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
+func round4(f float64) float64 { return roundHalfAway(f*1e4) / 1e4 }
+
+// roundHalfAway is math.Round (half away from zero), bit for bit, with a fast path for
+// the positive values below 2⁵² the scores produce: truncating and comparing the
+// fraction (exact for any float) with one half, instead of math.Round's bit
+// manipulation, which was a tenth of the ranking.
+func roundHalfAway(x float64) float64 {
+	if x > 0 && x < 1<<52 {
+		t := float64(int64(x))
+		if x-t >= 0.5 {
+			t++
+		}
+		return t
+	}
+	return math.Round(x)
+}
 
 // siteEstimates replaces the waits of the most promising candidates with the site's own
 // start estimate, the most trusted source; failures keep the earlier estimate.
-func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, feasible []*Candidate) {
+func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) {
 	n := h.MaxEstimates
 	if n <= 0 {
 		n = 8
 	}
-	ask := append([]*Candidate(nil), feasible...)
-	slices.SortFunc(ask, func(a, b *Candidate) int {
-		if a.EstWait != b.EstWait {
-			if a.EstWait < b.EstWait {
+	type ask struct {
+		w   *row
+		key string
+	}
+	asks := make([]ask, len(rows))
+	for i := range rows {
+		rec := &recs[rows[i].rec]
+		asks[i] = ask{&rows[i], rec.System + "/" + rec.Partition + "/" + rec.Account}
+	}
+	slices.SortFunc(asks, func(a, b ask) int {
+		if a.w.wait != b.w.wait {
+			if a.w.wait < b.w.wait {
 				return -1
 			}
 			return 1
 		}
-		return strings.Compare(a.Key(), b.Key())
+		return strings.Compare(a.key, b.key)
 	})
-	for _, c := range ask[:min(n, len(ask))] {
+	for _, a := range asks[:min(n, len(asks))] {
 		if ctx.Err() != nil {
 			return
 		}
-		if t, err := h.Estimator.EstimateStart(ctx, c.System, *c.Sizing); err == nil && !t.IsZero() {
-			c.EstWait, c.WaitSource = model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second)), "site"
+		rec := &recs[a.w.rec]
+		var spec model.JobSpec
+		a.w.size.specInto(r, rec, &spec)
+		if t, err := h.Estimator.EstimateStart(ctx, rec.System, spec); err == nil && !t.IsZero() {
+			a.w.wait, a.w.src = model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second)), srcSite
 		}
 	}
 }
 
-// estimate fills EstWait, WaitSource and CostSU from queue history when known, else a
-// queue model over the snapshot (siteEstimates may then refine the best ones).
-func (h *HeuristicRanker) estimate(c *Candidate) {
-	rec, spec := c.Record, c.Sizing
-	c.CostSU = cost(rec, spec)
-	units := spec.GPUs
+// estimate fills the row's wait, its source and cost from queue history when known,
+// else a queue model over the snapshot (siteEstimates may then refine the best ones).
+func (h *HeuristicRanker) estimate(rec *model.ResourceRecord, w *row) {
+	z := &w.size
+	w.cost = cost(rec, z)
+	units := z.gpus()
 	if !rec.IsGPU() {
-		units = spec.Nodes * spec.CPUsPerTask
+		units = int(z.nodes) * int(z.cores)
 	}
 	if h.History != nil {
-		if w, ok := h.History.TypicalWait(c.System, c.Partition, units); ok {
-			c.EstWait, c.WaitSource = model.Duration(min(max(w, 0), maxWait).Round(time.Second)), "history"
+		if wt, ok := h.History.TypicalWait(rec.System, rec.Partition, units); ok {
+			w.wait, w.src = model.Duration(min(max(wt, 0), maxWait).Round(time.Second)), srcHistory
 			return
 		}
 	}
-	c.EstWait, c.WaitSource = model.Duration(h.queueWait(rec, spec, units)), "queue"
+	w.wait, w.src = model.Duration(h.queueWait(rec, z, units)), srcQueue
 }
 
 // queueWait models the wait from the snapshot: a request that fits the idle resources
 // and has no queue ahead starts now; a queue ahead of a fitting request costs a short
 // backfill delay; a shortfall waits for running work to drain at total/AvgJobRuntime.
-func (h *HeuristicRanker) queueWait(rec *model.ResourceRecord, spec *model.JobSpec, units int) time.Duration {
+func (h *HeuristicRanker) queueWait(rec *model.ResourceRecord, spec *sizing, units int) time.Duration {
 	avg := h.AvgJobRuntime
 	if avg <= 0 {
 		avg = 4 * time.Hour
@@ -266,7 +393,7 @@ func (h *HeuristicRanker) queueWait(rec *model.ResourceRecord, spec *model.JobSp
 	}
 	idleNodesOK := true
 	if rec.Exclusive && rec.Nodes.Total > 0 {
-		idleNodesOK = rec.Nodes.Idle >= spec.Nodes
+		idleNodesOK = rec.Nodes.Idle >= int(spec.nodes)
 	}
 	var w time.Duration
 	switch {
@@ -295,7 +422,7 @@ func (h *HeuristicRanker) queueWait(rec *model.ResourceRecord, spec *model.JobSp
 
 // cost is the allocation charge in SU: charge factor × charged units × walltime hours,
 // where exclusive partitions charge whole nodes, GPU partitions GPUs and CPU partitions cores.
-func cost(rec *model.ResourceRecord, spec *model.JobSpec) float64 {
+func cost(rec *model.ResourceRecord, spec *sizing) float64 {
 	cf := rec.ChargeFactor
 	if cf <= 0 {
 		cf = 1
@@ -303,40 +430,40 @@ func cost(rec *model.ResourceRecord, spec *model.JobSpec) float64 {
 	var units float64
 	switch {
 	case rec.Exclusive:
-		units = float64(spec.Nodes)
+		units = float64(spec.nodes)
 	case rec.IsGPU():
-		units = float64(spec.GPUs)
+		units = float64(spec.gpus())
 	default:
-		units = float64(spec.Nodes * spec.CPUsPerTask)
+		units = float64(int(spec.nodes) * int(spec.cores))
 	}
-	return round4(cf * units * spec.Walltime.D().Hours())
+	return round4(cf * units * spec.wall.D().Hours())
 }
 
 // sizeScore is how much of the envelope's max useful size the request gets.
-func sizeScore(env *model.Envelope, spec *model.JobSpec) float64 {
+func sizeScore(env *model.Envelope, spec *sizing) float64 {
 	if env.GPUs.Max > 0 {
-		return float64(spec.GPUs) / float64(env.GPUs.Max)
+		return float64(spec.gpus()) / float64(env.GPUs.Max)
 	}
 	if env.CPUCores.Max > 0 {
-		return math.Min(1, float64(spec.Nodes*spec.CPUsPerTask)/float64(env.CPUCores.Max))
+		return math.Min(1, float64(int(spec.nodes)*int(spec.cores))/float64(env.CPUCores.Max))
 	}
 	return 1
 }
 
 // fitScore is the used share of what is charged: 1 on shared partitions, the GPU (or
 // core) share of the allocated nodes on exclusive ones, 0 for a CPU job on GPU nodes.
-func fitScore(rec *model.ResourceRecord, spec *model.JobSpec) float64 {
-	if rec.IsGPU() && spec.GPUs == 0 {
+func fitScore(rec *model.ResourceRecord, spec *sizing) float64 {
+	if rec.IsGPU() && spec.gpn == 0 {
 		return 0 // a CPU job on GPU nodes leaves the GPUs idle
 	}
 	if !rec.Exclusive {
 		return 1
 	}
 	if rec.IsGPU() && rec.GPUsPerNode > 0 {
-		return float64(spec.GPUsPerNode) / float64(rec.GPUsPerNode)
+		return float64(spec.gpn) / float64(rec.GPUsPerNode)
 	}
 	if rec.CPUCoresPerNode > 0 {
-		return math.Min(1, float64(spec.CPUsPerTask)/float64(rec.CPUCoresPerNode))
+		return math.Min(1, float64(spec.cores)/float64(rec.CPUCoresPerNode))
 	}
 	return 1
 }

@@ -71,12 +71,35 @@ func (AcceleratorRule) fails(r *Request, rec *model.ResourceRecord, _ model.Heal
 	if !rec.IsGPU() {
 		return env.GPUs.Min != 0
 	}
-	m := rec.GPUModel
-	if allow := env.Constraints.GPUModels; len(allow) > 0 && !containsFold(allow, m) {
-		return true
-	}
-	if containsFold(env.Constraints.AvoidGPUModels, m) {
+	if modelExcluded(r, rec.GPUModel) {
 		return true
 	}
 	return rec.GPUsPerNode*nodeCap(env, rec) < env.GPUs.Min
+}
+
+// modelExcluded reports whether the envelope's gpu_models / avoid_gpu_models rule out
+// GPU model m. A federation has a handful of models, which its records repeat (sharing
+// the strings' bytes, so comparing with a remembered one is a pointer compare): the
+// answers for the first few are kept in the request.
+func modelExcluded(r *Request, m string) bool {
+	c := &r.models
+	for i := 0; i < c.n; i++ {
+		if c.names[i] == m {
+			return c.bad[i]
+		}
+	}
+	allow := r.Envelope.Constraints.GPUModels
+	bad := (len(allow) > 0 && !containsFold(allow, m)) || containsFold(r.Envelope.Constraints.AvoidGPUModels, m)
+	if c.n < len(c.names) {
+		c.names[c.n], c.bad[c.n] = m, bad
+		c.n++
+	}
+	return bad
+}
+
+// modelVerdicts remembers modelExcluded's answers within one request.
+type modelVerdicts struct {
+	n     int
+	names [6]string
+	bad   [6]bool
 }

@@ -159,6 +159,9 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 		d.Mode = ModePinned
 	}
 
+	if uint64(len(snap.Records)) > math.MaxUint32 {
+		return nil, fmt.Errorf("place: the snapshot has %d records; at most %d are supported", len(snap.Records), uint64(math.MaxUint32))
+	}
 	if len(s.rules) > MaxRules {
 		return nil, fmt.Errorf("place: the rule chain has %d rules; at most %d are supported", len(s.rules), MaxRules)
 	}
@@ -200,49 +203,48 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 		}
 	}
 
-	// Pass 2: size the feasible candidates. Each candidate and its sizing share one
-	// slab element, so the whole placement allocates them at once.
+	// Pass 2: size the feasible candidates into pointer-free rows (see row); the
+	// Candidates are built from them only when the decision is read (Decision.Ranked).
 	ords := s.keyOrdinals(snap)
-	req.keyOrdered = uint64(len(snap.Records)) <= math.MaxUint32 // keyOrd fits
-	slab := make([]sizedCandidate, nf)
-	feasible := make([]*Candidate, 0, nf)
+	req.keyOrdered = true // each row's keyOrd is its record's position in key order
+	rows := make([]row, nf)
 	k := 0
 	for i := range snap.Records {
 		if codes[i] != 0 {
 			continue
 		}
 		rec := &snap.Records[i]
-		e := &slab[k]
-		c := &e.c
-		c.System, c.Partition, c.Account, c.Record = rec.System, rec.Partition, rec.Account, rec
-		c.SystemHealth, c.Feasible = health.of(rec.System), true
-		c.keyOrd = uint32(i) // snapshots are published sorted by key: index order is key order...
-		if ords != nil {
-			c.keyOrd = ords[i] // ...but this one may not be
-		}
-		if !sizeInto(req, rec, &e.spec, &c.SizingNote) {
+		w := &rows[k]
+		note, fail, ok := sizeCompact(req, rec, &w.size)
+		if !ok {
 			codes[i] = sizingFailed
 			if lz.sizing == nil {
 				lz.sizing = map[int]string{}
 			}
-			lz.sizing[i] = c.SizingNote
-			*e = sizedCandidate{} // reuse the element for the next feasible record
+			lz.sizing[i] = fail
+			w.size = sizing{} // reuse the row for the next feasible record
 			continue
 		}
-		c.Sizing = &e.spec
-		feasible = append(feasible, c)
+		w.rec, w.note = uint32(i), note
+		w.keyOrd = uint32(i) // snapshots are published sorted by key: index order is key order...
+		if ords != nil {
+			w.keyOrd = ords[i] // ...but this one may not be
+		}
 		k++
 	}
+	rows = rows[:k]
 	lz.codes = codes
 
-	if len(feasible) == 0 {
+	if len(rows) == 0 {
 		d.Rationale = "no candidate passed every rule"
 		d.Explain()
 		return d, s.noFeasible(task.ID, d, req)
 	}
 
-	ranked, _ := s.heur.Rank(ctx, req, feasible) // the heuristic ranker never fails
-	if s.llm != nil && !opts.NoLLM && len(ranked) > 1 {
+	lz.order, lz.minCost = s.heur.rankRows(ctx, req, snap.Records, rows)
+	lz.rows = rows
+	if s.llm != nil && !opts.NoLLM && len(rows) > 1 {
+		ranked := d.Feasible() // heuristic order
 		lctx, cancel := context.WithTimeout(ctx, s.llmTO)
 		order, err := s.llm.Rank(lctx, req, ranked)
 		cancel()
@@ -259,14 +261,25 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 			ranked = order
 			d.Ranker = s.llm.Name()
 		}
+		for i, c := range ranked {
+			c.Rank = i + 1
+		}
+		d.Candidates = ranked
+		best := ranked[0]
+		d.Chosen, d.Spec = best.Key(), best.Sizing
+		d.Rationale = rationale(d, best, len(ranked), n)
+		return d, nil
 	}
-	for i, c := range ranked {
-		c.Rank = i + 1
-	}
-	d.Candidates = ranked
-	best := ranked[0]
-	d.Chosen, d.Spec = best.Key(), best.Sizing
-	d.Rationale = rationale(d, best, len(ranked), n)
+
+	// Heuristic order: only the chosen candidate is built now.
+	w := &rows[lz.order[0]]
+	rec := &snap.Records[w.rec]
+	d.Spec = new(model.JobSpec)
+	w.size.specInto(req, rec, d.Spec)
+	var best Candidate
+	lz.fill(&best, w, d.Spec)
+	d.Chosen = best.Key()
+	d.Rationale = rationale(d, &best, len(rows), n)
 	return d, nil
 }
 
@@ -333,12 +346,6 @@ func compareRecordKeys(a, b *model.ResourceRecord) int {
 		return c
 	}
 	return strings.Compare(a.Account, b.Account)
-}
-
-// sizedCandidate is a feasible candidate with its sizing, allocated together.
-type sizedCandidate struct {
-	c    Candidate
-	spec model.JobSpec
 }
 
 // checkPermutation accepts order only if it holds exactly the candidates of in.

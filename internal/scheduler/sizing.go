@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
@@ -51,20 +52,82 @@ func clamp(v, lo, hi int) int {
 // GPUs and cores as the envelope's maximum allows. ok is false when no size inside the
 // envelope fits (the capacity rule normally catches that first).
 func Size(r *Request, rec *model.ResourceRecord) (spec model.JobSpec, note string, ok bool) {
-	ok = sizeInto(r, rec, &spec, &note)
-	return spec, note, ok
+	var z sizing
+	code, fail, ok := sizeCompact(r, rec, &z)
+	if !ok {
+		return spec, fail, false
+	}
+	z.specInto(r, rec, &spec)
+	return spec, sizingNotes[code], true
 }
 
-// sizeInto is Size writing into caller-owned memory (the placement hot path). out must
-// be zero; it is written only when sizing succeeds.
-func sizeInto(r *Request, rec *model.ResourceRecord, out *model.JobSpec, notep *string) bool {
-	var note string
+// sizing is a concrete request as Size chooses it, without the task's strings. The
+// placement hot path keeps one per feasible candidate (pointer-free, so the garbage
+// collector never scans it) and builds the model.JobSpec only when it is asked for.
+// The counts fit 32 bits: a valid envelope's maxima do (model.MaxEnvelope*), and
+// sizing never exceeds them.
+type sizing struct {
+	nodes, cores, gpn, mem int32 // cores, GPUs and memory (GB) per node
+	wall                   model.Duration
+}
+
+// gpus is the total GPU count (spread evenly over the nodes).
+func (z *sizing) gpus() int { return int(z.gpn) * int(z.nodes) }
+
+// sizingOf is the sizing of a job spec (counts beyond 32 bits are clamped).
+func sizingOf(s *model.JobSpec) sizing {
+	c := func(v int) int32 { return int32(min(max(v, math.MinInt32), math.MaxInt32)) }
+	return sizing{nodes: c(s.Nodes), cores: c(s.CPUsPerTask), gpn: c(s.GPUsPerNode), mem: c(s.MemoryGB), wall: s.Walltime}
+}
+
+// specInto writes the job spec of z on rec for r's task into out, field by field:
+// out is usually freshly zeroed slab memory, and copying a whole struct (Tag, Env,
+// WorkDir, ...) costs a bulk write barrier over every pointer field while the GC marks.
+func (z *sizing) specInto(r *Request, rec *model.ResourceRecord, out *model.JobSpec) {
+	out.Name, out.Command, out.Script = r.Task.Name, r.Task.Command, r.Task.Script
+	out.System, out.Partition, out.Account = rec.System, rec.Partition, rec.Account
+	out.Nodes, out.NTasks, out.CPUsPerTask = int(z.nodes), int(z.nodes), int(z.cores)
+	out.GPUs, out.GPUsPerNode, out.MemoryGB, out.Walltime = z.gpus(), int(z.gpn), int(z.mem), z.wall
+	out.Container = r.Envelope.Constraints.Container
+	if z.gpn > 0 {
+		out.GPUModel = rec.GPUModel
+	}
+}
+
+// Why a sizing was chosen, by code (a candidate row keeps the byte, not the string).
+const (
+	noteNone uint8 = iota
+	noteMaxGPUs
+	noteMinGPUs
+	noteIdleGPUs
+	noteFewGPUs
+	noteMaxCores
+	noteMinCores
+	noteIdleCores
+	noteFewCores
+)
+
+var sizingNotes = [...]string{
+	noteNone:      "",
+	noteMaxGPUs:   "max useful GPUs the partition allows",
+	noteMinGPUs:   "minimum GPUs (min_cost)",
+	noteIdleGPUs:  "largest size fitting the idle GPUs",
+	noteFewGPUs:   "fewer GPUs idle than the minimum: minimum size",
+	noteMaxCores:  "max useful cores the partition allows",
+	noteMinCores:  "minimum cores (min_cost)",
+	noteIdleCores: "largest size fitting the idle cores",
+	noteFewCores:  "fewer cores idle than the minimum: minimum size",
+}
+
+// sizeCompact is Size without the job spec (the placement hot path): it writes the
+// sizing into out and returns why (a sizingNotes code), or ok false and why no size
+// inside the envelope fits. r's envelope must be valid (see sizing).
+func sizeCompact(r *Request, rec *model.ResourceRecord, out *sizing) (note uint8, fail string, ok bool) {
 	env := &r.Envelope
 	capn := nodeCap(env, rec)
 	minN, _ := minNodes(env, rec)
 	if minN > capn {
-		*notep = "the minimum does not fit"
-		return false
+		return 0, "the minimum does not fit", false
 	}
 	obj := env.Objective
 	big := obj == model.ObjMaxThroughput || obj == model.ObjFastestFinish
@@ -76,15 +139,15 @@ func sizeInto(r *Request, rec *model.ResourceRecord, out *model.JobSpec, notep *
 		switch {
 		case big:
 			target = most
-			note = "max useful GPUs the partition allows"
+			note = noteMaxGPUs
 		case obj == model.ObjMinCost:
 			target = env.GPUs.Min
-			note = "minimum GPUs (min_cost)"
+			note = noteMinGPUs
 		default:
 			target = clamp(rec.FreeGPUs, env.GPUs.Min, most)
-			note = "largest size fitting the idle GPUs"
+			note = noteIdleGPUs
 			if rec.FreeGPUs < env.GPUs.Min {
-				note = "fewer GPUs idle than the minimum: minimum size"
+				note = noteFewGPUs
 			}
 		}
 		nodes = max(minN, ceilDiv(target, rec.GPUsPerNode))
@@ -99,8 +162,7 @@ func sizeInto(r *Request, rec *model.ResourceRecord, out *model.JobSpec, notep *
 			gpn = max(gpn, min(rec.GPUsPerNode, env.GPUs.Max/nodes))
 		}
 		if gpn > rec.GPUsPerNode || gpn*nodes > env.GPUs.Max || gpn < 1 {
-			*notep = fmt.Sprintf("no even spread of %d..%d GPUs over %d nodes of %d", env.GPUs.Min, env.GPUs.Max, nodes, rec.GPUsPerNode)
-			return false
+			return 0, fmt.Sprintf("no even spread of %d..%d GPUs over %d nodes of %d", env.GPUs.Min, env.GPUs.Max, nodes, rec.GPUsPerNode), false
 		}
 	} else {
 		cpn := rec.CPUCoresPerNode
@@ -112,15 +174,15 @@ func sizeInto(r *Request, rec *model.ResourceRecord, out *model.JobSpec, notep *
 		switch {
 		case big:
 			target = most
-			note = "max useful cores the partition allows"
+			note = noteMaxCores
 		case obj == model.ObjMinCost:
 			target = env.CPUCores.Min
-			note = "minimum cores (min_cost)"
+			note = noteMinCores
 		default:
 			target = clamp(rec.FreeCores, env.CPUCores.Min, most)
-			note = "largest size fitting the idle cores"
+			note = noteIdleCores
 			if rec.FreeCores < env.CPUCores.Min {
-				note = "fewer cores idle than the minimum: minimum size"
+				note = noteFewCores
 			}
 		}
 		nodes = clamp(max(minN, ceilDiv(target, cpn)), minN, capn)
@@ -173,17 +235,6 @@ func sizeInto(r *Request, rec *model.ResourceRecord, out *model.JobSpec, notep *
 		wall = c
 	}
 
-	// Field by field rather than `*out = model.JobSpec{...}`: out is freshly zeroed
-	// slab memory in Place, and copying the whole struct (Tag, Env, WorkDir, ...) costs
-	// a bulk write barrier over every pointer field whenever the GC is marking.
-	out.Name, out.Command, out.Script = r.Task.Name, r.Task.Command, r.Task.Script
-	out.System, out.Partition, out.Account = rec.System, rec.Partition, rec.Account
-	out.Nodes, out.NTasks, out.CPUsPerTask = nodes, nodes, cores
-	out.GPUs, out.GPUsPerNode, out.MemoryGB, out.Walltime = gpn*nodes, gpn, mem, wall
-	out.Container = r.Envelope.Constraints.Container
-	if gpn > 0 {
-		out.GPUModel = rec.GPUModel
-	}
-	*notep = note
-	return true
+	*out = sizing{nodes: int32(nodes), cores: int32(cores), gpn: int32(gpn), mem: int32(mem), wall: wall}
+	return note, "", true
 }
