@@ -51,9 +51,9 @@ type Decision struct {
 }
 
 // failCode is what the decision pass keeps per record for Explain: 0 when the record
-// is feasible, i+1 when rule i fails (the first one firstFailure tried), or
-// sizingFailed. One byte per
-// record rather than a 64-bit mask keeps the per-placement allocation small.
+// is feasible, i+1 when rule i fails (the first failing one runChain tried), or
+// sizingFailed. One byte per record rather than a 64-bit mask keeps the
+// per-placement allocation small.
 type failCode uint8
 
 // sizingFailed marks a candidate that passed every rule but could not be sized.
@@ -81,15 +81,16 @@ type sizedCandidate struct {
 	spec model.JobSpec
 }
 
-// fill writes the feasible candidate of row w, whose job spec is spec, into c.
-func (lz *lazyTrace) fill(c *Candidate, w *row, spec *model.JobSpec) {
+// fill writes the feasible candidate of row w, whose job spec is spec and heuristic
+// rank hrank, into c.
+func (lz *lazyTrace) fill(c *Candidate, w *row, spec *model.JobSpec, hrank int) {
 	rec := &lz.snap.Records[w.rec]
 	c.System, c.Partition, c.Account, c.Record = rec.System, rec.Partition, rec.Account, rec
 	c.SystemHealth, c.Feasible = lz.health.of(rec.System), true
 	c.Sizing, c.SizingNote = spec, sizingNotes[w.note]
 	c.Scores = roundedScores(&lz.req.Envelope, rec, w, lz.minCost)
 	c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
-	c.HeuristicRank, c.Rank = int(w.hrank), int(w.hrank)
+	c.HeuristicRank, c.Rank = hrank, hrank
 	c.keyOrd = w.keyOrd
 }
 
@@ -113,7 +114,7 @@ func (d *Decision) build() {
 		} else {
 			w.size.specInto(&lz.req, &lz.snap.Records[w.rec], spec)
 		}
-		lz.fill(&e.c, w, spec)
+		lz.fill(&e.c, w, spec, pos+1)
 		cands[pos] = &e.c
 	}
 	d.Candidates = cands

@@ -124,12 +124,12 @@ func TestSortRowsMatchesComparator(t *testing.T) {
 			recs[i] = model.ResourceRecord{System: []string{"A", "B", "C"}[rng.IntN(3)], Partition: string(rune('a' + rng.IntN(20))), Account: string(rune('k' + i%7))}
 			w := &rows[i]
 			w.rec = uint32(i)
-			w.total = round4(float64(rng.IntN(6)) / 7)
+			w.setTotal(float64(rng.IntN(6)) / 7)
 			w.over = rng.IntN(5) == 0
 			w.keyOrd = uint32(rng.IntN(n)) // stale or wrong ordinals must not change the result
 		}
 		if trial%10 == 0 {
-			rows[0].total = 1.00005 // not a round4 value in [0,1]: fallback path
+			rows[0].total, rows[0].q = 1.00005, noQ // not a round4 value in [0,1]: fallback path
 		}
 		for i := range in {
 			in[i] = &Candidate{System: recs[i].System, Partition: recs[i].Partition, Account: recs[i].Account, Scores: Scores{Total: rows[i].total}, OverWait: rows[i].over}
@@ -156,7 +156,8 @@ func TestRoundHalfAway(t *testing.T) {
 		1 << 52, 1<<52 + 1, 1e300, -0.5, -1.5, -2.4, math.NaN(), math.Inf(1), math.Inf(-1), 9999.5, 10000}
 	rng := rand.New(rand.NewPCG(1, 9))
 	for i := 0; i < 100000; i++ {
-		vals = append(vals, rng.Float64()*1e4, float64(rng.IntN(20000))/2, math.Nextafter(float64(rng.IntN(10000))+0.5, 0))
+		vals = append(vals, rng.Float64()*1e4, float64(rng.IntN(20000))/2, math.Nextafter(float64(rng.IntN(10000))+0.5, 0),
+			-rng.Float64()*1e4, -float64(rng.IntN(20000))/2, (rng.Float64()-0.5)*1e17, (rng.Float64()-0.5)*2)
 	}
 	for _, v := range vals {
 		got, want := roundHalfAway(v), math.Round(v)

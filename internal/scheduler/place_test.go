@@ -204,3 +204,53 @@ func TestEstimatorCallsAreBounded(t *testing.T) {
 		t.Errorf("%d candidates carry site estimates, want 2", site)
 	}
 }
+
+// denyPartition is a rule outside the built-in set (called through the Rule interface).
+type denyPartition struct{ name string }
+
+func (denyPartition) Name() string { return "deny" }
+
+func (d denyPartition) Check(_ *Request, c *Candidate) Verdict {
+	if c.Partition == d.name {
+		return Fail("partition " + d.name + " is denied here")
+	}
+	return Pass("not denied")
+}
+
+// TestPlaceCustomRule: a rule added to the chain (in the middle, and twice a built-in
+// one) takes part in the decision and shows in the trace like the built-in ones.
+func TestPlaceCustomRule(t *testing.T) {
+	base, err := newTestScheduler(Options{}).Place(context.Background(), a100Task(), sixMachines(), PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chosen := base.ChosenCandidate()
+	rules := DefaultRules()
+	rules = append(rules[:3], append([]Rule{denyPartition{chosen.Partition}, CapacityRule{}}, rules[3:]...)...)
+	d, err := newTestScheduler(Options{Rules: rules}).Place(context.Background(), a100Task(), sixMachines(), PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ChosenCandidate().Partition == chosen.Partition {
+		t.Fatalf("chose the denied partition %s", chosen.Partition)
+	}
+	if len(d.Feasible()) >= len(base.Feasible()) {
+		t.Fatalf("%d feasible with the deny rule, %d without", len(d.Feasible()), len(base.Feasible()))
+	}
+	d.Explain()
+	denied := 0
+	for _, c := range d.Candidates {
+		if len(c.Verdicts) != len(rules) || c.Verdicts[3].Rule != "deny" {
+			t.Fatalf("%s: verdicts %+v", c.Key(), c.Verdicts)
+		}
+		if c.Partition == chosen.Partition {
+			denied++
+			if c.Feasible || c.Verdicts[3].Pass || !strings.Contains(c.Verdicts[3].Reason, "denied here") {
+				t.Fatalf("%s: feasible %v, deny verdict %+v", c.Key(), c.Feasible, c.Verdicts[3])
+			}
+		}
+	}
+	if denied == 0 {
+		t.Fatal("no candidate has the denied partition")
+	}
+}

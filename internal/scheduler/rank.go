@@ -77,8 +77,8 @@ type row struct {
 	size   sizing
 	wait   model.Duration
 	cost   float64 // SU
-	total  float64 // Scores.Total
-	hrank  int32   // 1-based heuristic rank
+	total  float64 // Scores.Total, set by setTotal
+	q      uint16  // total×10⁴ for sortRows, or noQ
 	note   uint8   // sizingNotes code
 	src    uint8   // waitSources code
 	over   bool    // wait over the envelope's max_queue_wait
@@ -117,15 +117,15 @@ func (h *HeuristicRanker) Rank(ctx context.Context, r *Request, feasible []*Cand
 		w, c := &rows[k], feasible[k]
 		c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
 		c.Scores = roundedScores(&r.Envelope, &recs[k], w, minCost)
-		c.HeuristicRank = int(w.hrank)
+		c.HeuristicRank = pos + 1
 		out[pos] = c
 	}
 	return out, nil
 }
 
 // rankRows scores rows (recs[w.rec] is row w's record) and returns their order, best
-// first, by compareRows, and the least cost among them (for roundedScores); it sets
-// each row's hrank. The heuristic ranker never fails.
+// first (the heuristic ranks), and the least cost among them (for roundedScores). The
+// heuristic ranker never fails.
 func (h *HeuristicRanker) rankRows(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) (order []uint32, minCost float64) {
 	minCost = math.Inf(1)
 	for i := range rows {
@@ -141,19 +141,26 @@ func (h *HeuristicRanker) rankRows(ctx context.Context, r *Request, recs []model
 	mqw := r.Envelope.MaxQueueWait
 	for i := range rows {
 		w := &rows[i]
-		w.total = scores(&r.Envelope, &recs[w.rec], w, minCost).Total
+		w.setTotal(scores(&r.Envelope, &recs[w.rec], w, minCost).Total)
 		w.over = mqw > 0 && w.wait > mqw
 	}
-	order = sortRows(r, recs, rows)
-	for pos, k := range order {
-		rows[k].hrank = int32(pos + 1)
-	}
-	return order, minCost
+	return sortRows(r, recs, rows), minCost
 }
 
-// scores are row w's score components (unrounded) and their objective-weighted total
-// (rounded to 4 decimals, like every score shown); minCost is the least cost among
-// the candidates ranked together.
+// noQ marks a row whose total is not a round4 value in [0,1] (NaN, say).
+const noQ = 1<<16 - 1
+
+// setTotal sets w's total score to round4(x), keeping its multiple of 10⁻⁴ for sortRows.
+func (w *row) setTotal(x float64) {
+	q := roundHalfAway(x * 1e4)
+	w.total, w.q = q/1e4, noQ
+	if q >= 0 && q <= 1e4 {
+		w.q = uint16(q)
+	}
+}
+
+// scores are row w's score components and their objective-weighted total, unrounded;
+// minCost is the least cost among the candidates ranked together.
 func scores(env *model.Envelope, rec *model.ResourceRecord, w *row, minCost float64) Scores {
 	var s Scores
 	wt := objectiveWeights(env.Objective)
@@ -164,14 +171,15 @@ func scores(env *model.Envelope, rec *model.ResourceRecord, w *row, minCost floa
 	if w.cost > 0 && minCost > 0 && !math.IsInf(minCost, 0) {
 		s.Cost = minCost / w.cost
 	}
-	s.Total = round4(wt.wait*s.Wait + wt.size*s.Size + wt.fit*s.Fit + wt.cost*s.Cost)
+	s.Total = wt.wait*s.Wait + wt.size*s.Size + wt.fit*s.Fit + wt.cost*s.Cost
 	return s
 }
 
-// roundedScores is scores with every component rounded to 4 decimals, as traces show them.
+// roundedScores is scores rounded to 4 decimals, as traces show them (the total is
+// rounded from the unrounded components).
 func roundedScores(env *model.Envelope, rec *model.ResourceRecord, w *row, minCost float64) Scores {
 	s := scores(env, rec, w, minCost)
-	s.Wait, s.Size, s.Fit, s.Cost = round4(s.Wait), round4(s.Size), round4(s.Fit), round4(s.Cost)
+	s.Wait, s.Size, s.Fit, s.Cost, s.Total = round4(s.Wait), round4(s.Size), round4(s.Fit), round4(s.Cost), round4(s.Total)
 	return s
 }
 
@@ -181,7 +189,7 @@ func roundedScores(env *model.Envelope, rec *model.ResourceRecord, w *row, minCo
 // Many candidates tie on the score (round4 leaves 10,001 possible totals and partitions
 // of one shape score alike), and each tie costs up to three string comparisons, so
 // a comparison sort was most of the ranking. Instead, when every total is a round4
-// value in [0,1] (always, by construction of the scores), each row gets a uint64 key
+// value in [0,1] (always, by construction of the scores; setTotal notes it), each row gets a uint64 key
 // packing (over, 10000 - total×10⁴, key ordinal, row index), sorted with the ordered
 // sort (inlined integer comparisons). The key ordinal is the record's position in key
 // order when Place knows it (see Scheduler.keyOrdinals), else 0, leaving ties in input
@@ -230,7 +238,7 @@ const (
 )
 
 // packRankKeys builds sortRows' keys; ok is false when a total is not a round4 value
-// in [0,1] (NaN, say) or there are too many rows to index in 17 bits.
+// in [0,1] (see setTotal) or there are too many rows to index in 17 bits.
 func packRankKeys(rows []row, useOrd bool) (packed []uint64, ok bool) {
 	if len(rows) > idxMask+1 {
 		return nil, false
@@ -238,12 +246,7 @@ func packRankKeys(rows []row, useOrd bool) (packed []uint64, ok bool) {
 	packed = make([]uint64, len(rows))
 	for i := range rows {
 		w := &rows[i]
-		t := w.total
-		if !(t >= 0 && t <= 1) { // also catches NaN
-			return nil, false
-		}
-		q := roundHalfAway(t * 1e4)
-		if q/1e4 != t { // not a round4 value: equal q would not mean equal totals
+		if w.q == noQ {
 			return nil, false
 		}
 		var over, ord uint64
@@ -253,7 +256,7 @@ func packRankKeys(rows []row, useOrd bool) (packed []uint64, ok bool) {
 		if useOrd {
 			ord = uint64(w.keyOrd)
 		}
-		packed[i] = over<<63 | uint64(10000-q)<<scoreShift | ord<<ordShift | uint64(i)
+		packed[i] = over<<63 | uint64(10000-w.q)<<scoreShift | ord<<ordShift | uint64(i)
 	}
 	return packed, true
 }
@@ -307,19 +310,24 @@ func compareKeys(a, b *Candidate) int {
 
 func round4(f float64) float64 { return roundHalfAway(f*1e4) / 1e4 }
 
-// roundHalfAway is math.Round (half away from zero), bit for bit, with a fast path for
-// the positive values below 2⁵² the scores produce: truncating and comparing the
-// fraction (exact for any float) with one half, instead of math.Round's bit
-// manipulation, which was a tenth of the ranking.
+// roundHalfAway is math.Round (half away from zero), bit for bit, written so that it
+// inlines: truncate, then compare the fraction (exact for any float) with one half.
+// math.Round's bit manipulation behind a call was a tenth of the ranking.
 func roundHalfAway(x float64) float64 {
-	if x > 0 && x < 1<<52 {
-		t := float64(int64(x))
-		if x-t >= 0.5 {
-			t++
-		}
-		return t
+	const big = 1 << 52 // from here on every float is an integer
+	if !(x > -big && x < big) {
+		return x // NaN, ±Inf, or already an integer
 	}
-	return math.Round(x)
+	t := float64(int64(x)) // truncates toward zero
+	if d := x - t; d >= 0.5 {
+		t++
+	} else if d <= -0.5 {
+		t--
+	}
+	if t == 0 {
+		return x * 0 // zero with x's sign, as math.Round gives for (-0.5, 0.5)
+	}
+	return t
 }
 
 // siteEstimates replaces the waits of the most promising candidates with the site's own

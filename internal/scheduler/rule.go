@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"slices"
-
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -65,8 +63,8 @@ type quickRule interface {
 	fails(r *Request, rec *model.ResourceRecord, sys model.Health) bool
 }
 
-// ruleKind names a built-in rule so the decision pass (firstFailure) can call its fails method
-// directly (a static, inlinable call in a switch) instead of through the Rule
+// ruleKind names a built-in rule so the decision pass (chain.fails) can call its fails method
+// directly (a static, inlinable call) instead of through the Rule
 // interface: with ~7 rules per candidate and 1,000 candidates per placement, the
 // interface calls returning 40-byte Verdicts were half of Place's time.
 type ruleKind uint8
@@ -117,18 +115,26 @@ func kindOf(rule Rule) ruleKind {
 	return kindOther
 }
 
-// activeRule is a rule that must run per candidate, with its failCode.
-type activeRule struct {
+// chain is a rule chain compiled for one request: which built-in rules must run per
+// record (the others are constant for the request), their failCodes, and the other
+// rules, which are called through the Rule interface.
+type chain struct {
+	builtin uint16                       // bit k set: built-in rule kind k runs per record
+	code    [kindUserLimits + 1]failCode // failCode of each built-in kind (its first position)
+	other   []otherRule                  // other rules, in chain order
+}
+
+type otherRule struct {
 	rule Rule
-	kind ruleKind
 	code failCode
 }
 
-// splitRules returns the rules that must run per candidate and the failCode every
-// candidate gets from the constant ones (0 when they all pass). len(rules) must be
-// at most MaxRules.
-func splitRules(rules []Rule, r *Request) (active []activeRule, constCode failCode) {
-	active = make([]activeRule, 0, len(rules))
+func (c *chain) has(k ruleKind) bool { return c.builtin&(1<<k) != 0 }
+
+// compileChain evaluates the rules that are constant for r (ConstantRule) once and
+// returns the chain of the others, and the failCode every record gets from the
+// constant ones (0 when they all pass). len(rules) must be at most MaxRules.
+func compileChain(rules []Rule, r *Request) (c chain, constCode failCode) {
 	for i, rule := range rules {
 		code := failCode(i + 1)
 		if cr, ok := rule.(ConstantRule); ok {
@@ -139,94 +145,100 @@ func splitRules(rules []Rule, r *Request) (active []activeRule, constCode failCo
 				continue
 			}
 		}
-		active = append(active, activeRule{rule: rule, kind: kindOf(rule), code: code})
-	}
-	// The decision pass only needs to know whether some rule fails (Explain re-runs
-	// them all, in chain order, for the trace), and built-in rules are pure, so they
-	// can run in any order. Running the most selective, cheapest ones first means most
-	// infeasible records are rejected after reading one or two cache lines of their
-	// 400-byte record. Other rules keep their order, after the built-in ones (so they
-	// still only see records that earlier built-in rules would have let through).
-	slices.SortStableFunc(active, func(a, b activeRule) int {
-		return int(fastOrder[a.kind]) - int(fastOrder[b.kind])
-	})
-	return active, constCode
-}
-
-// fastOrder is the order in which firstFailure runs the built-in rules: accelerator
-// and GPU memory reject most partitions for a GPU task and read the record's GPU
-// fields, which sit together; walltime and capacity next; auth, health and user
-// limits rarely fail. kindOther rules run last.
-var fastOrder = [...]uint8{
-	kindAccelerator: 0,
-	kindGPUMemory:   1,
-	kindArch:        2,
-	kindPin:         3,
-	kindExclude:     4,
-	kindWalltime:    5,
-	kindCapacity:    6,
-	kindFeatures:    7,
-	kindContainer:   8,
-	kindAuth:        9,
-	kindHealth:      10,
-	kindUserLimits:  11,
-	kindOther:       12,
-}
-
-// hasOther reports whether any active rule must be called through the Rule interface
-// (and so needs a Candidate to look at).
-func hasOther(active []activeRule) bool {
-	for _, a := range active {
-		if a.kind == kindOther {
-			return true
+		if k := kindOf(rule); k != kindOther {
+			if !c.has(k) {
+				c.builtin |= 1 << k
+				c.code[k] = code
+			}
+			continue
 		}
+		c.other = append(c.other, otherRule{rule: rule, code: code})
 	}
-	return false
+	return c, constCode
 }
 
-// firstFailure runs the active rules on rec without building reasons and returns the
-// failCode of the first rule that fails (in splitRules' order), or 0 when all pass. scratch is only
-// read by rules outside the built-in set (kindOther); it must describe rec then.
+// fails returns the failCode of a rule of c that rec fails, or 0 when it passes them
+// all; sys is its system's health and scratch, read only by other rules, describes it.
 //
-// It stops at the first failing rule: the decision pass only needs to know whether a
-// candidate is feasible, and Explain re-runs every rule with reasons for the trace.
-func firstFailure(active []activeRule, r *Request, rec *model.ResourceRecord, sys model.Health, scratch *Candidate) failCode {
-	for i := range active {
-		a := &active[i]
-		var bad bool
-		switch a.kind {
-		case kindPin:
-			bad = PinRule{}.fails(r, rec, sys)
-		case kindExclude:
-			bad = ExcludeRule{}.fails(r, rec, sys)
-		case kindHealth:
-			bad = HealthRule{}.fails(r, rec, sys)
-		case kindAuth:
-			bad = AuthRule{}.fails(r, rec, sys)
-		case kindArch:
-			bad = ArchRule{}.fails(r, rec, sys)
-		case kindAccelerator:
-			bad = AcceleratorRule{}.fails(r, rec, sys)
-		case kindGPUMemory:
-			bad = GPUMemoryRule{}.fails(r, rec, sys)
-		case kindFeatures:
-			bad = FeaturesRule{}.fails(r, rec, sys)
-		case kindContainer:
-			bad = ContainerRule{}.fails(r, rec, sys)
-		case kindWalltime:
-			bad = WalltimeRule{}.fails(r, rec, sys)
-		case kindCapacity:
-			bad = CapacityRule{}.fails(r, rec, sys)
-		case kindUserLimits:
-			bad = UserLimitsRule{}.fails(r, rec, sys)
-		default:
-			bad = !a.rule.Check(r, scratch).Pass
-		}
-		if bad {
-			return a.code
+// The decision pass only needs to know whether some rule fails (Explain re-runs them
+// all, in chain order, for the trace), and built-in rules are pure, so they run in
+// the order written here, straight-line code whose tests of c.builtin are the same
+// for every record (and so always predicted): accelerator and GPU memory first,
+// since they reject most partitions for a GPU task and read the record's GPU fields,
+// which sit together; walltime and capacity next; auth, health and user limits rarely
+// fail. Other rules run last, in chain order, so they still only see records the
+// built-in ones let through.
+func (c *chain) fails(r *Request, rec *model.ResourceRecord, sys model.Health, scratch *Candidate) failCode {
+	switch {
+	case c.has(kindAccelerator) && AcceleratorRule{}.fails(r, rec, sys):
+		return c.code[kindAccelerator]
+	case c.has(kindGPUMemory) && GPUMemoryRule{}.fails(r, rec, sys):
+		return c.code[kindGPUMemory]
+	case c.has(kindArch) && ArchRule{}.fails(r, rec, sys):
+		return c.code[kindArch]
+	case c.has(kindPin) && PinRule{}.fails(r, rec, sys):
+		return c.code[kindPin]
+	case c.has(kindExclude) && ExcludeRule{}.fails(r, rec, sys):
+		return c.code[kindExclude]
+	case c.has(kindWalltime) && WalltimeRule{}.fails(r, rec, sys):
+		return c.code[kindWalltime]
+	case c.has(kindCapacity) && CapacityRule{}.fails(r, rec, sys):
+		return c.code[kindCapacity]
+	case c.has(kindFeatures) && FeaturesRule{}.fails(r, rec, sys):
+		return c.code[kindFeatures]
+	case c.has(kindContainer) && ContainerRule{}.fails(r, rec, sys):
+		return c.code[kindContainer]
+	case c.has(kindAuth) && AuthRule{}.fails(r, rec, sys):
+		return c.code[kindAuth]
+	case c.has(kindHealth) && HealthRule{}.fails(r, rec, sys):
+		return c.code[kindHealth]
+	case c.has(kindUserLimits) && UserLimitsRule{}.fails(r, rec, sys):
+		return c.code[kindUserLimits]
+	}
+	for _, o := range c.other {
+		if !o.rule.Check(r, scratch).Pass {
+			return o.code
 		}
 	}
 	return 0
+}
+
+// runChain is the decision pass: it runs the rules on every record until one fails,
+// pass/fail only (no reason strings, no Verdicts), writes each record's failCode into
+// codes (0 when feasible) and returns the number of feasible records. Built-in rules
+// are called directly (static, inlinable calls) instead of through the Rule
+// interface; a Candidate is filled in only when the chain holds other rules, which
+// need one to look at. It stops at a record's first failing rule (see chain.fails).
+func runChain(rules []Rule, r *Request, recs []model.ResourceRecord, health *healthIndex, codes []failCode) (nf int) {
+	c, constCode := compileChain(rules, r)
+	if constCode != 0 {
+		for i := range codes {
+			codes[i] = constCode
+		}
+		return 0
+	}
+	var scratch *Candidate
+	if len(c.other) > 0 {
+		scratch = new(Candidate)
+	}
+	for i := range recs {
+		rec := &recs[i]
+		// The system's health matters to the built-in rules only when it is unusable;
+		// when no system is, skip the lookup (feasible records get theirs later).
+		var sys model.Health
+		if scratch != nil || health.anyUnusable {
+			sys = health.of(rec.System)
+		}
+		if scratch != nil {
+			// Rules read only these fields; setting them one by one avoids zeroing the rest.
+			scratch.System, scratch.Partition, scratch.Account = rec.System, rec.Partition, rec.Account
+			scratch.Record, scratch.SystemHealth = rec, sys
+		}
+		if codes[i] = c.fails(r, rec, sys, scratch); codes[i] == 0 {
+			nf++
+		}
+	}
+	return nf
 }
 
 // explainVerdicts runs every rule on c building reasons (r must be explaining).
@@ -240,6 +252,6 @@ func explainVerdicts(rules []Rule, r *Request, c *Candidate) []Verdict {
 	return out
 }
 
-// Every built-in rule has a fast pass/fail (compile-time check for firstFailure's switch).
+// Every built-in rule has a fast pass/fail (compile-time check for chain.fails).
 var _ = []quickRule{PinRule{}, ExcludeRule{}, HealthRule{}, AuthRule{}, ArchRule{}, AcceleratorRule{},
 	GPUMemoryRule{}, FeaturesRule{}, ContainerRule{}, WalltimeRule{}, CapacityRule{}, UserLimitsRule{}}

@@ -170,38 +170,10 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 	lz.req.explain = true
 	d.lazy = lz
 
-	// Pass 1: the rules on every candidate until one fails, pass/fail only (no reason
-	// strings, no Verdicts). Built-in rules are called directly by firstFailure; a Candidate is filled
-	// in only when the chain holds other rules, which need one to look at.
+	// Pass 1: the rules on every record until one fails, pass/fail only (see runChain).
 	n := len(snap.Records)
 	codes := make([]failCode, n)
-	active, constCode := splitRules(s.rules, req)
-	var scratch *Candidate
-	if hasOther(active) {
-		scratch = new(Candidate)
-	}
-	nf := 0
-	for i := range snap.Records {
-		rec := &snap.Records[i]
-		if constCode != 0 {
-			codes[i] = constCode
-			continue
-		}
-		// The system's health matters to the built-in rules only when it is unusable;
-		// when no system is, skip the lookup (feasible records get theirs in pass 2).
-		var sys model.Health
-		if scratch != nil || health.anyUnusable {
-			sys = health.of(rec.System)
-		}
-		if scratch != nil {
-			// Rules read only these fields; setting them one by one avoids zeroing the rest.
-			scratch.System, scratch.Partition, scratch.Account = rec.System, rec.Partition, rec.Account
-			scratch.Record, scratch.SystemHealth = rec, sys
-		}
-		if codes[i] = firstFailure(active, req, rec, sys, scratch); codes[i] == 0 {
-			nf++
-		}
-	}
+	nf := runChain(s.rules, req, snap.Records, &health, codes)
 
 	// Pass 2: size the feasible candidates into pointer-free rows (see row); the
 	// Candidates are built from them only when the decision is read (Decision.Ranked).
@@ -277,7 +249,7 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 	d.Spec = new(model.JobSpec)
 	w.size.specInto(req, rec, d.Spec)
 	var best Candidate
-	lz.fill(&best, w, d.Spec)
+	lz.fill(&best, w, d.Spec, 1)
 	d.Chosen = best.Key()
 	d.Rationale = rationale(d, &best, len(rows), n)
 	return d, nil

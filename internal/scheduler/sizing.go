@@ -21,10 +21,18 @@ func nodeCap(env *model.Envelope, rec *model.ResourceRecord) int {
 }
 
 func ceilDiv(a, b int) int {
-	if b <= 0 {
+	if b <= 1 { // also the common one node or one GPU per node, saving a slow division
 		return a
 	}
 	return (a + b - 1) / b
+}
+
+// divNodes is a/nodes (nodes ≥ 1) without the division in the common one-node case.
+func divNodes(a, nodes int) int {
+	if nodes == 1 {
+		return a
+	}
+	return a / nodes
 }
 
 func clamp(v, lo, hi int) int {
@@ -154,12 +162,12 @@ func sizeCompact(r *Request, rec *model.ResourceRecord, out *sizing) (note uint8
 		if nodes > capn {
 			nodes = capn
 		}
-		gpn = target / nodes // round down to an even spread...
+		gpn = divNodes(target, nodes) // round down to an even spread...
 		if gpn*nodes < env.GPUs.Min {
 			gpn = ceilDiv(env.GPUs.Min, nodes) // ...unless that drops below the minimum
 		}
 		if rec.Exclusive {
-			gpn = max(gpn, min(rec.GPUsPerNode, env.GPUs.Max/nodes))
+			gpn = max(gpn, min(rec.GPUsPerNode, divNodes(env.GPUs.Max, nodes)))
 		}
 		if gpn > rec.GPUsPerNode || gpn*nodes > env.GPUs.Max || gpn < 1 {
 			return 0, fmt.Sprintf("no even spread of %d..%d GPUs over %d nodes of %d", env.GPUs.Min, env.GPUs.Max, nodes, rec.GPUsPerNode), false
@@ -197,18 +205,18 @@ func sizeCompact(r *Request, rec *model.ResourceRecord, out *sizing) (note uint8
 		cores = ceilDiv(env.CPUCores.Min, nodes)
 	case rec.IsGPU() && gpn > 0 && !big && !rec.Exclusive && cpn > 0:
 		share := cpn * gpn / rec.GPUsPerNode
-		cores = clamp(share, ceilDiv(env.CPUCores.Min, nodes), max(1, env.CPUCores.Max/nodes))
+		cores = clamp(share, ceilDiv(env.CPUCores.Min, nodes), max(1, divNodes(env.CPUCores.Max, nodes)))
 	case rec.IsGPU() && gpn > 0:
-		cores = max(ceilDiv(env.CPUCores.Min, nodes), env.CPUCores.Max/nodes)
+		cores = max(ceilDiv(env.CPUCores.Min, nodes), divNodes(env.CPUCores.Max, nodes))
 	default:
 		tgt := env.CPUCores.Max
 		if !big {
 			tgt = clamp(rec.FreeCores, env.CPUCores.Min, env.CPUCores.Max)
 		}
-		cores = max(ceilDiv(env.CPUCores.Min, nodes), tgt/nodes)
+		cores = max(ceilDiv(env.CPUCores.Min, nodes), divNodes(tgt, nodes))
 	}
 	if rec.Exclusive && obj != model.ObjMinCost && cpn > 0 {
-		cores = max(cores, min(cpn, env.CPUCores.Max/nodes))
+		cores = max(cores, min(cpn, divNodes(env.CPUCores.Max, nodes)))
 	}
 	if cpn > 0 && cores > cpn {
 		cores = cpn
