@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,5 +278,25 @@ func TestPlaceMatchesPlainRules(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no request had a feasible candidate; widen the test inputs")
+	}
+}
+
+// TestModelExcludedCache: the per-request model answers are the plain ones whether the
+// records share the model strings' bytes or not, and beyond the cache's size.
+func TestModelExcludedCache(t *testing.T) {
+	models := []string{"A100", "a100", "H100", "A40", "MI250X", "", "V100", "L40S", "GH200", "B200", "h100"}
+	env := a100Task().Envelope
+	env.Constraints.GPUModels = []string{"A100", "h100"}
+	env.Constraints.AvoidGPUModels = []string{"H100"}
+	r := &Request{Envelope: env}
+	for round := 0; round < 3; round++ {
+		for _, m := range models {
+			for _, s := range []string{m, strings.Clone(m), string([]byte(m))} {
+				want := !containsFold(env.Constraints.GPUModels, s) || containsFold(env.Constraints.AvoidGPUModels, s)
+				if got := modelExcluded(r, s); got != want {
+					t.Fatalf("round %d: modelExcluded(%q) = %v, want %v", round, s, got, want)
+				}
+			}
+		}
 	}
 }

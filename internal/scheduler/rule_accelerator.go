@@ -3,6 +3,7 @@ package scheduler
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
@@ -78,11 +79,19 @@ func (AcceleratorRule) fails(r *Request, rec *model.ResourceRecord, _ model.Heal
 }
 
 // modelExcluded reports whether the envelope's gpu_models / avoid_gpu_models rule out
-// GPU model m. A federation has a handful of models, which its records repeat (sharing
-// the strings' bytes, so comparing with a remembered one is a pointer compare): the
-// answers for the first few are kept in the request.
+// GPU model m. A federation has a handful of models, which its 1,000 records repeat,
+// so the answers for the first few models are kept in the request. Records usually
+// share the model strings' bytes (the catalog's or the parser's canonical string):
+// those are found by comparing the pointer and length, without a call; others by
+// comparing the text.
 func modelExcluded(r *Request, m string) bool {
 	c := &r.models
+	p := unsafe.StringData(m)
+	for i := 0; i < c.n; i++ {
+		if unsafe.StringData(c.names[i]) == p && len(c.names[i]) == len(m) {
+			return c.bad[i]
+		}
+	}
 	for i := 0; i < c.n; i++ {
 		if c.names[i] == m {
 			return c.bad[i]
