@@ -35,6 +35,27 @@ func BenchmarkPlace(b *testing.B) {
 	reportRates(b, processCPU()-cpu0)
 }
 
+// BenchmarkPlaceRanked adds building every feasible Candidate (Decision.Feasible), what
+// a caller that reads the whole ranked table pays on top of Place.
+func BenchmarkPlaceRanked(b *testing.B) {
+	snap := bigSnapshot(1000)
+	task := a100Task()
+	s := newTestScheduler(Options{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for b.Loop() {
+		d, err := s.Place(ctx, task, snap, PlaceOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(d.Feasible()) == 0 {
+			b.Fatal("no feasible candidate")
+		}
+	}
+	reportRates(b, processCPU()-cpu0)
+}
+
 // BenchmarkPlaceExplained adds Explain (every verdict's reason and the infeasible
 // candidates), the cost of producing the full trace for JSON or the table.
 func BenchmarkPlaceExplained(b *testing.B) {

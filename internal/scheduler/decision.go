@@ -73,6 +73,7 @@ type lazyTrace struct {
 	rows    []row          // feasible candidates, until built (nil after)
 	order   []uint32       // rows' indices in rank order
 	minCost float64        // the least cost among the rows (for their scores)
+	chosen  *Candidate     // the first in rank order, built by Place; build reuses it
 }
 
 // sizedCandidate is a feasible candidate with its sizing, allocated together.
@@ -95,7 +96,7 @@ func (lz *lazyTrace) fill(c *Candidate, w *row, spec *model.JobSpec, hrank int) 
 }
 
 // build turns the placement's rows into the feasible Candidates, in rank order, once.
-// The chosen one shares its job spec with Decision.Spec.
+// The first is the chosen candidate Place built (whose job spec is Decision.Spec).
 func (d *Decision) build() {
 	lz := d.lazy
 	if lz == nil || lz.rows == nil {
@@ -106,15 +107,14 @@ func (d *Decision) build() {
 	slab := make([]sizedCandidate, len(order))
 	cands := make([]*Candidate, len(order))
 	for pos, k := range order {
+		if pos == 0 && lz.chosen != nil {
+			cands[pos] = lz.chosen
+			continue
+		}
 		e := &slab[pos]
 		w := &rows[k]
-		spec := &e.spec
-		if pos == 0 && d.Spec != nil {
-			spec = d.Spec
-		} else {
-			w.size.specInto(&lz.req, &lz.snap.Records[w.rec], spec)
-		}
-		lz.fill(&e.c, w, spec, pos+1)
+		w.size.specInto(&lz.req, &lz.snap.Records[w.rec], &e.spec)
+		lz.fill(&e.c, w, &e.spec, pos+1)
 		cands[pos] = &e.c
 	}
 	d.Candidates = cands
@@ -158,7 +158,9 @@ func (d *Decision) MarshalJSON() ([]byte, error) {
 
 // ChosenCandidate returns the chosen candidate, or nil.
 func (d *Decision) ChosenCandidate() *Candidate {
-	d.build()
+	if lz := d.lazy; lz != nil && lz.chosen != nil {
+		return lz.chosen // without building the others
+	}
 	for _, c := range d.Candidates {
 		if c.Key() == d.Chosen {
 			return c

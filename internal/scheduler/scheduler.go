@@ -245,13 +245,12 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 
 	// Heuristic order: only the chosen candidate is built now.
 	w := &rows[lz.order[0]]
-	rec := &snap.Records[w.rec]
-	d.Spec = new(model.JobSpec)
-	w.size.specInto(req, rec, d.Spec)
-	var best Candidate
-	lz.fill(&best, w, d.Spec, 1)
-	d.Chosen = best.Key()
-	d.Rationale = rationale(d, &best, len(rows), n)
+	best := new(sizedCandidate)
+	w.size.specInto(req, &snap.Records[w.rec], &best.spec)
+	lz.fill(&best.c, w, &best.spec, 1)
+	lz.chosen, d.Spec = &best.c, &best.spec
+	d.Chosen = best.c.Key()
+	d.Rationale = rationale(d, &best.c, len(rows), n)
 	return d, nil
 }
 
