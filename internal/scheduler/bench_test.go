@@ -38,27 +38,21 @@ func BenchmarkPlace(b *testing.B) {
 // BenchmarkPlaceRanked adds building every feasible Candidate (Decision.Feasible), what
 // a caller that reads the whole ranked table pays on top of Place.
 func BenchmarkPlaceRanked(b *testing.B) {
-	snap := bigSnapshot(1000)
-	task := a100Task()
-	s := newTestScheduler(Options{})
-	ctx := context.Background()
-	b.ReportAllocs()
-	cpu0 := processCPU()
-	for b.Loop() {
-		d, err := s.Place(ctx, task, snap, PlaceOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
+	benchPlaceThen(b, func(d *Decision) {
 		if len(d.Feasible()) == 0 {
 			b.Fatal("no feasible candidate")
 		}
-	}
-	reportRates(b, processCPU()-cpu0)
+	})
 }
 
 // BenchmarkPlaceExplained adds Explain (every verdict's reason and the infeasible
 // candidates), the cost of producing the full trace for JSON or the table.
 func BenchmarkPlaceExplained(b *testing.B) {
+	benchPlaceThen(b, (*Decision).Explain)
+}
+
+// benchPlaceThen places the 1,000-partition task in a loop, calling then on each decision.
+func benchPlaceThen(b *testing.B, then func(*Decision)) {
 	snap := bigSnapshot(1000)
 	task := a100Task()
 	s := newTestScheduler(Options{})
@@ -70,7 +64,7 @@ func BenchmarkPlaceExplained(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d.Explain()
+		then(d)
 	}
 	reportRates(b, processCPU()-cpu0)
 }
