@@ -95,7 +95,10 @@ func (b *AttachBackend) Start(ctx context.Context) error {
 			s.StepName = b.l.jobName()
 		}
 	})
-	cmd := b.conn.longCmd(b.outerScript(dir))
+	cmd, err := b.conn.longCmd(b.outerScript(dir))
+	if err != nil {
+		return err
+	}
 	cmd.Stdout, cmd.Stderr = &lockedBuf{b: &b.output, mu: &b.mu}, &lockedBuf{b: &b.output, mu: &b.mu}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("site %s: start ssh: %w", b.l.Spec.Name, err)

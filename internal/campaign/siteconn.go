@@ -92,57 +92,21 @@ func (c *siteConn) tail(ctx context.Context, file string, n int) string {
 // longCmd builds the command that runs script on the login node for as long as
 // the slice lives: ssh -tt with keepalives (so that closing it hangs up the
 // remote terminal), or bash in its own process group for kind local.
-func (c *siteConn) longCmd(script string) *exec.Cmd {
+func (c *siteConn) longCmd(script string) (*exec.Cmd, error) {
 	var cmd *exec.Cmd
 	if c.ssh == nil {
 		cmd = exec.Command("bash", "-c", script)
 		cmd.Env = append(cmd.Environ(), c.env...)
 	} else {
-		a := c.sshArgs("-tt", "-o", "LogLevel=ERROR")
-		a = append(a, "--", c.ssh.Host, shellquote.Join("bash", "-c", script))
-		cmd = exec.Command("ssh", a...)
+		var err error
+		if cmd, err = c.ssh.Dedicated(shellquote.Join("bash", "-c", script), "-tt", "-o", "LogLevel=ERROR"); err != nil {
+			return nil, fmt.Errorf("site %s: %w", c.sys.Name, err)
+		}
 	}
 	// Own process group: a terminal's Ctrl-C reaches the launcher, which then
 	// stops every site in order, instead of killing ssh behind its back.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return cmd
-}
-
-// sshArgs are the options of a dedicated (unmultiplexed) ssh to the login
-// node, with keepalives; extra come first so that they win.
-func (c *siteConn) sshArgs(extra ...string) []string {
-	s := c.ssh
-	var a []string
-	if s.ConfigFile != "" {
-		a = append(a, "-F", s.ConfigFile)
-	}
-	ct := s.ConnectTimeout
-	if ct <= 0 {
-		ct = 15 * time.Second
-	}
-	a = append(a, extra...)
-	a = append(a,
-		"-o", "BatchMode=yes",
-		"-o", "ConnectTimeout="+strconv.Itoa(int(ct/time.Second)),
-		"-o", "ServerAliveInterval=30",
-		"-o", "ServerAliveCountMax=6",
-		"-o", "ControlPath=none")
-	if s.Port != 0 {
-		a = append(a, "-p", strconv.Itoa(s.Port))
-	}
-	if s.IdentityFile != "" {
-		a = append(a, "-i", s.IdentityFile)
-	}
-	if s.ProxyJump != "" {
-		a = append(a, "-J", s.ProxyJump)
-	}
-	if s.User != "" {
-		a = append(a, "-l", s.User)
-	}
-	for _, o := range s.Options {
-		a = append(a, "-o", o)
-	}
-	return a
+	return cmd, nil
 }
 
 // Close ends the transport's multiplexing master, if any.

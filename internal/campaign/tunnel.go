@@ -43,8 +43,10 @@ func openTunnel(ctx context.Context, conn *siteConn, mosaicBin, localAddr string
 		return nil, fmt.Errorf("site %s is this machine; it needs no tunnel", conn.sys.Name)
 	}
 	t := &siteTunnel{}
-	a := conn.sshArgs("-N", "-o", "ExitOnForwardFailure=yes", "-o", "LogLevel=INFO", "-R", "0:"+localAddr)
-	t.fwd = exec.Command("ssh", append(a, "--", conn.ssh.Host)...)
+	var err error
+	if t.fwd, err = conn.ssh.Dedicated("", "-N", "-o", "ExitOnForwardFailure=yes", "-o", "LogLevel=INFO", "-R", "0:"+localAddr); err != nil {
+		return nil, fmt.Errorf("site %s: reverse tunnel: %w", conn.sys.Name, err)
+	}
 	t.fwd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	port, err := startAndMatch(ctx, t.fwd, true, allocatedRe)
 	if err != nil {
@@ -53,8 +55,10 @@ func openTunnel(ctx context.Context, conn *siteConn, mosaicBin, localAddr string
 	}
 	remotePort := port[1]
 	relay := shellquote.Join(mosaicBin, "exchange", "relay", "--to", "127.0.0.1:"+remotePort)
-	b := conn.sshArgs("-o", "LogLevel=ERROR")
-	t.relay = exec.Command("ssh", append(b, "--", conn.ssh.Host, "exec "+relay)...)
+	if t.relay, err = conn.ssh.Dedicated("exec "+relay, "-o", "LogLevel=ERROR"); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("site %s: relay: %w", conn.sys.Name, err)
+	}
 	t.relay.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if t.relayIn, err = t.relay.StdinPipe(); err != nil {
 		t.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,6 +90,45 @@ func (s *SSH) Args(argv []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	a, err := s.options(nil,
+		"-o", "ServerAliveInterval=15",
+		"-o", "ControlMaster=auto",
+		"-o", "ControlPersist=10m",
+		"-o", "ControlPath="+filepath.Join(dir, "%C"))
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "--", s.Host, shellquote.Join(argv...))
+	return a, nil
+}
+
+// Dedicated returns an ssh command for a dedicated, unmultiplexed session to the
+// host with keepalives, for long-lived sessions Run cannot serve (an interactive -tt
+// launcher, a -R tunnel). remote is the remote command line, already quoted with
+// shellquote ("" for none, with -N); extra options come first, so that they win over
+// the defaults (ssh keeps the first value of an option).
+func (s *SSH) Dedicated(remote string, extra ...string) (*exec.Cmd, error) {
+	if s.Host == "" || strings.HasPrefix(s.Host, "-") {
+		return nil, fmt.Errorf("ssh transport: host %q is empty or starts with '-'", s.Host)
+	}
+	a, err := s.options(extra,
+		"-o", "ServerAliveInterval=30",
+		"-o", "ServerAliveCountMax=6",
+		"-o", "ControlPath=none")
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "--", s.Host)
+	if remote != "" {
+		a = append(a, remote)
+	}
+	return exec.Command(s.binary(), a...), nil
+}
+
+// options is every ssh command line's options: the config file, extra, BatchMode and
+// the connect timeout, session (the caller's keepalive and multiplexing options),
+// then the host's port, identity, jump host, user and extra options.
+func (s *SSH) options(extra []string, session ...string) ([]string, error) {
 	ct := s.ConnectTimeout
 	if ct <= 0 {
 		ct = 15 * time.Second
@@ -98,14 +138,9 @@ func (s *SSH) Args(argv []string) ([]string, error) {
 	if s.ConfigFile != "" {
 		a = append(a, "-F", s.ConfigFile)
 	}
-	a = append(a,
-		"-o", "BatchMode=yes",
-		"-o", "ConnectTimeout="+strconv.Itoa(secs),
-		"-o", "ServerAliveInterval=15",
-		"-o", "ControlMaster=auto",
-		"-o", "ControlPersist=10m",
-		"-o", "ControlPath="+filepath.Join(dir, "%C"),
-	)
+	a = append(a, extra...)
+	a = append(a, "-o", "BatchMode=yes", "-o", "ConnectTimeout="+strconv.Itoa(secs))
+	a = append(a, session...)
 	if s.Port != 0 {
 		a = append(a, "-p", strconv.Itoa(s.Port))
 	}
@@ -124,7 +159,6 @@ func (s *SSH) Args(argv []string) ([]string, error) {
 		}
 		a = append(a, "-o", o)
 	}
-	a = append(a, "--", s.Host, shellquote.Join(argv...))
 	return a, nil
 }
 

@@ -58,6 +58,34 @@ func TestSSHArgs(t *testing.T) {
 }
 
 // TestSSHConnectionRefused needs only the ssh client: port 1 on loopback refuses.
+// TestSSHDedicated: a dedicated session has the host's options, keepalives and no
+// multiplexing; the caller's options come before the defaults (ssh keeps the first).
+func TestSSHDedicated(t *testing.T) {
+	s := &SSH{Host: "delta", User: "alice", Port: 2200, IdentityFile: "/k", ProxyJump: "bastion",
+		ConfigFile: "/cfg", ConnectTimeout: 1500 * time.Millisecond, Options: []string{"Compression=yes"}, Binary: "/usr/bin/ssh"}
+	cmd, err := s.Dedicated("exec 'a b'", "-tt", "-o", "LogLevel=ERROR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Path != "/usr/bin/ssh" {
+		t.Errorf("binary %q", cmd.Path)
+	}
+	got := strings.Join(cmd.Args[1:], " ")
+	want := "-F /cfg -tt -o LogLevel=ERROR -o BatchMode=yes -o ConnectTimeout=2 -o ServerAliveInterval=30 " +
+		"-o ServerAliveCountMax=6 -o ControlPath=none -p 2200 -i /k -J bastion -l alice -o Compression=yes -- delta exec 'a b'"
+	if got != want {
+		t.Errorf("args\n got %s\nwant %s", got, want)
+	}
+	if cmd, err := (&SSH{Host: "h"}).Dedicated("", "-N"); err != nil || cmd.Args[len(cmd.Args)-1] != "h" {
+		t.Errorf("no remote command: %v %v", cmd, err)
+	}
+	for _, bad := range []*SSH{{Host: ""}, {Host: "-oProxyCommand=x"}, {Host: "h", Options: []string{"junk"}}} {
+		if _, err := bad.Dedicated("true"); err == nil {
+			t.Errorf("%+v: want error", bad)
+		}
+	}
+}
+
 func TestSSHConnectionRefused(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/ssh"); err != nil {
 		t.Skip("no OpenSSH client installed")
