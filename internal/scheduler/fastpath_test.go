@@ -300,3 +300,34 @@ func TestModelExcludedCache(t *testing.T) {
 		}
 	}
 }
+
+// TestHeuristicRankerRankMatchesPlace: the Ranker interface's Rank, given Place's
+// feasible candidates in any order with their scores cleared, orders and scores them
+// as Place did.
+func TestHeuristicRankerRankMatchesPlace(t *testing.T) {
+	task := a100Task()
+	d, err := newTestScheduler(Options{}).Place(context.Background(), task, bigSnapshot(300), PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := d.Feasible()
+	in := make([]*Candidate, len(want))
+	for i, c := range want {
+		cc := *c
+		cc.Scores, cc.EstWait, cc.WaitSource, cc.CostSU, cc.HeuristicRank, cc.Rank = Scores{}, 0, "", 0, 0, 0
+		in[i] = &cc
+	}
+	rand.New(rand.NewPCG(3, 3)).Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+	req := &Request{Task: task, Envelope: d.Envelope, Now: fixedNow}
+	got, err := (&HeuristicRanker{}).Rank(context.Background(), req, in)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("Rank: %d candidates, %v", len(got), err)
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Key() != w.Key() || g.Scores != w.Scores || g.EstWait != w.EstWait || g.WaitSource != w.WaitSource || g.CostSU != w.CostSU || g.HeuristicRank != i+1 {
+			t.Fatalf("position %d: %s %+v wait %s (%s) %v SU rank %d; Place had %s %+v wait %s (%s) %v SU",
+				i, g.Key(), g.Scores, g.EstWait, g.WaitSource, g.CostSU, g.HeuristicRank, w.Key(), w.Scores, w.EstWait, w.WaitSource, w.CostSU)
+		}
+	}
+}

@@ -176,7 +176,7 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 	nf := runChain(s.rules, req, snap.Records, &health, codes)
 
 	// Pass 2: size the feasible candidates into pointer-free rows (see row); the
-	// Candidates are built from them only when the decision is read (Decision.Ranked).
+	// Candidates are built from them only when the decision is read (Decision.build).
 	ords := s.keyOrdinals(snap)
 	req.keyOrdered = true // each row's keyOrd is its record's position in key order
 	rows := make([]row, nf)
@@ -194,8 +194,7 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 				lz.sizing = map[int]string{}
 			}
 			lz.sizing[i] = fail
-			w.size = sizing{} // reuse the row for the next feasible record
-			continue
+			continue // sizeCompact wrote nothing: the row serves the next record
 		}
 		w.rec, w.note = uint32(i), note
 		w.keyOrd = uint32(i) // snapshots are published sorted by key: index order is key order...
