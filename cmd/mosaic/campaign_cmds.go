@@ -27,15 +27,18 @@ func newCampaignCmd() *cobra.Command {
 	return cmd
 }
 
-// campaignFile takes --campaign or the first argument.
-func campaignFile(flag string, args []string) (string, error) {
-	switch {
-	case flag != "":
-		return flag, nil
-	case len(args) > 0:
-		return args[0], nil
+// loadCampaignArg loads the campaign file given as --campaign or the first argument
+// and returns it with its path.
+func loadCampaignArg(flag string, args []string) (*campaign.Spec, string, error) {
+	path := flag
+	if path == "" && len(args) > 0 {
+		path = args[0]
 	}
-	return "", errors.New("no campaign file: pass --campaign FILE")
+	if path == "" {
+		return nil, "", errors.New("no campaign file: pass --campaign FILE")
+	}
+	spec, err := campaign.Load(path)
+	return spec, path, err
 }
 
 func newCampaignIDsCmd() *cobra.Command {
@@ -46,11 +49,7 @@ func newCampaignIDsCmd() *cobra.Command {
 		Short: "Print every agent's deterministic mailbox uid for a run",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := campaignFile(file, args)
-			if err != nil {
-				return err
-			}
-			spec, err := campaign.Load(f)
+			spec, _, err := loadCampaignArg(file, args)
 			if err != nil {
 				return err
 			}
@@ -91,11 +90,7 @@ func newCampaignValidateCmd() *cobra.Command {
 		Short: "Check a campaign file (strict), or one site's slice (federated, with --agents)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := campaignFile(file, args)
-			if err != nil {
-				return err
-			}
-			spec, err := campaign.Load(f)
+			spec, path, err := loadCampaignArg(file, args)
 			if err != nil {
 				return err
 			}
@@ -109,7 +104,7 @@ func newCampaignValidateCmd() *cobra.Command {
 			if err := spec.Validate(mode); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: campaign %q is valid (%s, %d agents: %s)\n", f, spec.Name, mode, len(spec.Agents), strings.Join(spec.Names(), ", "))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: campaign %q is valid (%s, %d agents: %s)\n", path, spec.Name, mode, len(spec.Agents), strings.Join(spec.Names(), ", "))
 			return nil
 		},
 	}

@@ -127,6 +127,19 @@ func exampleCampaign(t *testing.T) string {
 	return p
 }
 
+// launchAcrossClusters starts `campaign launch` of the example campaign under a fresh
+// run id (prefixed e2e-kind): alpha submits the coordinator's job, beta attaches its
+// workers to allocation job made for the test on node. extra are more launch flags.
+func launchAcrossClusters(t *testing.T, r *rig, e *env, kind string, extra ...string) (l *launcher, run, job, node string) {
+	t.Helper()
+	job, node = r.allocation(t)
+	run = fmt.Sprintf("e2e-%s-%d", kind, rand.IntN(1e9))
+	args := []string{"--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sites(), "--mosaic-bin", binary,
+		"--site", "alpha:queue=cpu;walltime=00:10:00;agents=coordinator",
+		"--site", "beta:attach=" + node + ";jobid=" + job + ";agents=worker-a,worker-b"}
+	return startLaunch(t, e, append(args, extra...)...), run, job, node
+}
+
 // TestRigCampaignLaunchAcrossClusters: alpha in submit mode, beta attached to
 // an existing allocation through its sshd, --auto-bootstrap; the example's
 // agents exchange greetings across the clusters and the timeline tags them.
@@ -134,12 +147,7 @@ func TestRigCampaignLaunchAcrossClusters(t *testing.T) {
 	r := needRig(t)
 	e := newEnv(t)
 	sites := r.sites()
-	job, node := r.allocation(t)
-	run := fmt.Sprintf("e2e-chat-%d", rand.IntN(1e9))
-	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", sites, "--mosaic-bin", binary,
-		"--site", "alpha:queue=cpu;walltime=00:10:00;agents=coordinator",
-		"--site", "beta:attach="+node+";jobid="+job+";agents=worker-a,worker-b",
-		"--auto-bootstrap", "--startup-timeout", "120s")
+	l, run, job, node := launchAcrossClusters(t, r, e, "chat", "--auto-bootstrap", "--startup-timeout", "120s")
 	l.waitFor("all 2 sites ready", 150*time.Second)
 	if err := l.wait(120 * time.Second); err != nil {
 		t.Fatalf("launch failed: %v\n%s", err, l.output())
@@ -213,12 +221,7 @@ func TestRigCampaignLaunchAcrossClusters(t *testing.T) {
 func TestRigCampaignInterruptLeavesNothing(t *testing.T) {
 	r := needRig(t)
 	e := newEnv(t)
-	sites := r.sites()
-	job, node := r.allocation(t)
-	run := fmt.Sprintf("e2e-int-%d", rand.IntN(1e9))
-	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", sites, "--mosaic-bin", binary,
-		"--site", "alpha:queue=cpu;walltime=00:10:00;agents=coordinator",
-		"--site", "beta:attach="+node+";jobid="+job+";agents=worker-a,worker-b", "--startup-timeout", "120s")
+	l, run, job, _ := launchAcrossClusters(t, r, e, "int", "--startup-timeout", "120s")
 	l.waitFor("all 2 sites ready", 150*time.Second)
 	if got := processesMentioning(run); len(got) == 0 {
 		t.Fatalf("no process of run %s is running while ready; the check below would prove nothing", run)
@@ -440,13 +443,7 @@ func TestCampaignOnCoreExchange(t *testing.T) {
 func TestRigCampaignThroughTunnel(t *testing.T) {
 	r := needRig(t)
 	e := newEnv(t)
-	sites := r.sites()
-	job, node := r.allocation(t)
-	run := fmt.Sprintf("e2e-tun-%d", rand.IntN(1e9))
-	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", sites, "--mosaic-bin", binary,
-		"--site", "alpha:queue=cpu;walltime=00:10:00;agents=coordinator",
-		"--site", "beta:attach="+node+";jobid="+job+";agents=worker-a,worker-b",
-		"--auto-bootstrap", "--tunnel", "always", "--startup-timeout", "120s")
+	l, run, _, _ := launchAcrossClusters(t, r, e, "tun", "--auto-bootstrap", "--tunnel", "always", "--startup-timeout", "120s")
 	if err := l.wait(180 * time.Second); err != nil {
 		t.Fatalf("launch failed: %v\n%s", err, l.output())
 	}
@@ -491,11 +488,7 @@ func TestRigCampaignStopAfterLauncherCrash(t *testing.T) {
 	r := needRig(t)
 	e := newEnv(t)
 	sites := r.sites()
-	job, node := r.allocation(t)
-	run := fmt.Sprintf("e2e-crash-%d", rand.IntN(1e9))
-	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", sites, "--mosaic-bin", binary,
-		"--site", "alpha:queue=cpu;walltime=00:10:00;agents=coordinator",
-		"--site", "beta:attach="+node+";jobid="+job+";agents=worker-a,worker-b", "--startup-timeout", "120s")
+	l, run, job, _ := launchAcrossClusters(t, r, e, "crash", "--startup-timeout", "120s")
 	l.waitFor("all 2 sites ready", 150*time.Second)
 	_ = l.cmd.Process.Kill()
 	_ = l.wait(30 * time.Second)
