@@ -101,3 +101,37 @@ func TestLocalMissingProgram(t *testing.T) {
 		t.Fatal("want an error for an empty argv")
 	}
 }
+
+// TestLocalCleanEnvironment: local commands (look-around, sbatch, which exports its
+// caller's environment into the job) never see Mosaic's keys; the login basics and
+// scheduler configuration pass, and so does what the site explicitly sets.
+func TestLocalCleanEnvironment(t *testing.T) {
+	t.Setenv("MOSAIC_LLM_API_KEY", "sk-test-secret")
+	t.Setenv("GLOBUS_CLIENT_SECRET", "globus-test-secret")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret")
+	t.Setenv("MOSAIC_TOKEN", "api-test-secret")
+	t.Setenv("SLURM_CONF", "/etc/slurm/test.conf")
+	t.Setenv("LANG", "C.UTF-8")
+	l := &Local{Env: []string{"SITE_SET=1"}}
+	for _, argv := range [][]string{{"env"}, {"cat", "/proc/self/environ"}} {
+		res, err := l.Run(context.Background(), argv, nil)
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%v: %v %+v", argv, err, res)
+		}
+		out := strings.ReplaceAll(string(res.Stdout), "\x00", "\n")
+		for _, secret := range []string{"sk-test-secret", "globus-test-secret", "sk-ant-test-secret", "api-test-secret", "MOSAIC_LLM_API_KEY"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%v printed %s:\n%s", argv, secret, out)
+			}
+		}
+		for _, want := range []string{"PATH=", "HOME=", "LANG=C.UTF-8", "SLURM_CONF=/etc/slurm/test.conf", "SITE_SET=1"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v lacks %s:\n%s", argv, want, out)
+			}
+		}
+	}
+	got := CleanEnv([]string{"PATH=/bin", "SECRET=x", "SLURM_CONF=/a", "junk"}, []string{"SLURM_CONF=/b"})
+	if strings.Join(got, " ") != "PATH=/bin SLURM_CONF=/a SLURM_CONF=/b" {
+		t.Errorf("CleanEnv = %q", got)
+	}
+}
