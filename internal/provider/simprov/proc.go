@@ -117,13 +117,27 @@ func (p *Provider) wait(id int64, pr *proc) {
 	p.advanceLocked() // report the end and start what it made room for
 }
 
-// jobEnv is the process environment: ours, MOSAIC_* variables, then the spec's.
+// jobPassthrough are the variables of the core's environment a simulated job keeps,
+// like a batch job's fresh login environment. Nothing else of the core's passes:
+// it holds API keys and tokens (MOSAIC_LLM_API_KEY, GLOBUS_CLIENT_SECRET, ...).
+var jobPassthrough = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"}
+
+// jobEnv is the process environment: PATH, HOME and the other jobPassthrough
+// variables, the MOSAIC_* variables, then the spec's (what the task asks for).
 func (p *Provider) jobEnv(j sim.Job, extra map[string]string, dir string) []string {
 	gpus := make([]string, j.GPUsPerNode)
 	for i := range gpus {
 		gpus[i] = strconv.Itoa(i)
 	}
-	env := append(os.Environ(),
+	var env []string
+	for _, k := range jobPassthrough {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		} else if k == "PATH" {
+			env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
+		}
+	}
+	env = append(env,
 		"MOSAIC_JOB_ID="+strconv.FormatInt(j.ID, 10),
 		"MOSAIC_SYSTEM="+p.sys.Name,
 		"MOSAIC_PARTITION="+j.Partition,

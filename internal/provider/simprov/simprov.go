@@ -18,9 +18,11 @@
 //
 // Each started job runs `/bin/sh <workdir>/<system>/<jobid>/job.sh` (a script with
 // its own #! line other than /bin/sh is executed directly) in its own process group,
-// with stdout and stderr in files next to it and MOSAIC_JOB_ID, MOSAIC_SYSTEM,
-// MOSAIC_PARTITION, MOSAIC_NODES, MOSAIC_GPUS, MOSAIC_CPUS_PER_NODE, MOSAIC_JOB_NAME,
-// MOSAIC_WORKDIR and CUDA_VISIBLE_DEVICES set, then the spec's Env. Its exit code
+// with stdout and stderr in files next to it, in a clean environment: PATH, HOME,
+// USER, LOGNAME, LANG, LC_ALL, TZ and TMPDIR from the core's (none of its keys),
+// MOSAIC_JOB_ID, MOSAIC_SYSTEM, MOSAIC_PARTITION, MOSAIC_NODES, MOSAIC_GPUS,
+// MOSAIC_CPUS_PER_NODE, MOSAIC_JOB_NAME, MOSAIC_WORKDIR and CUDA_VISIBLE_DEVICES,
+// then the spec's Env. Its exit code
 // decides COMPLETED (0) or FAILED; the model's walltime, node failures, injected
 // failures and cancels kill the whole group (TIMEOUT, NODE_FAIL, CANCELLED).
 package simprov

@@ -187,6 +187,35 @@ func TestExitCodeAndLogs(t *testing.T) {
 	}
 }
 
+// TestJobEnvironmentIsClean: a simulated job sees PATH, HOME, the MOSAIC_* variables
+// and its task's env, never the core's keys.
+func TestJobEnvironmentIsClean(t *testing.T) {
+	t.Setenv("MOSAIC_LLM_API_KEY", "sk-test-secret")
+	t.Setenv("GLOBUS_CLIENT_SECRET", "globus-test-secret")
+	t.Setenv("MOSAIC_TOKEN", "api-test-secret")
+	p := live(t, 60, noLoad)
+	s := spec("cpu", "env", time.Hour)
+	s.Env = map[string]string{"TASK_VAR": "asked-for"}
+	id := submit(t, p, s)
+	if st := waitFinal(t, p, id); st.State != model.JobSucceeded {
+		t.Fatalf("status %+v", st)
+	}
+	l, err := p.Logs(ctx, id, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"sk-test-secret", "globus-test-secret", "api-test-secret", "MOSAIC_LLM_API_KEY", "GLOBUS_CLIENT_SECRET"} {
+		if strings.Contains(l.Stdout, secret) {
+			t.Errorf("the job's environment holds %s:\n%s", secret, l.Stdout)
+		}
+	}
+	for _, want := range []string{"PATH=", "HOME=", "MOSAIC_JOB_ID=" + id, "MOSAIC_JOB_NAME=", "MOSAIC_SYSTEM=Test@Sim", "TASK_VAR=asked-for"} {
+		if !strings.Contains(l.Stdout, want) {
+			t.Errorf("the job's environment lacks %s:\n%s", want, l.Stdout)
+		}
+	}
+}
+
 func TestSucceeded(t *testing.T) {
 	p := live(t, 60, noLoad)
 	s := spec("cpu", "", time.Hour)
