@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -54,7 +55,7 @@ func (s *Server) registerLookAround() {
 	}, func(ctx context.Context, in *execIn) (*execOut, error) {
 		res, err := s.core.Exec(ctx, in.System, in.Body.Command)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, lookAroundHTTP(err)
 		}
 		return &execOut{Body: res}, nil
 	})
@@ -76,10 +77,30 @@ func (s *Server) registerLookAround() {
 		}
 		p, err := s.core.PutFile(ctx, in.System, in.Body.Path, data)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, lookAroundHTTP(err)
 		}
 		out := &filesOut{}
 		out.Body.Path, out.Body.Bytes = p, len(data)
 		return out, nil
 	})
+}
+
+// lookAroundHTTP answers a look-around refusal with the status that fits its kind:
+// 400 malformed, 403 secrets or outside the workdir, 409 a target in the way,
+// 413 too large. Other errors map as everywhere else.
+func lookAroundHTTP(err error) error {
+	var re *core.RefusedError
+	if !errors.As(err, &re) {
+		return toHTTP(err)
+	}
+	msg := err.Error()
+	switch re.Kind {
+	case core.RefusedForbidden:
+		return huma.Error403Forbidden(msg)
+	case core.RefusedConflict:
+		return huma.Error409Conflict(msg)
+	case core.RefusedTooLarge:
+		return huma.Error413RequestEntityTooLarge(msg)
+	}
+	return huma.Error400BadRequest(msg)
 }

@@ -14,6 +14,18 @@ import (
 type (
 	SiteEnv    = hpc.SiteEnv
 	ExecResult = hpc.ExecResult
+	// RefusedError is a look-around request refused by Mosaic's policy or by the
+	// site's own check; its Kind says which 4xx fits.
+	RefusedError = hpc.RefusedError
+	RefusalKind  = hpc.RefusalKind
+)
+
+// Refusal kinds (see hpc.RefusalKind).
+const (
+	RefusedInvalid   = hpc.RefusedInvalid
+	RefusedForbidden = hpc.RefusedForbidden
+	RefusedConflict  = hpc.RefusedConflict
+	RefusedTooLarge  = hpc.RefusedTooLarge
 )
 
 // lookArounder is implemented by providers that can inspect a login node.
@@ -54,19 +66,23 @@ func (c *Core) SystemEnv(ctx context.Context, system string) (*SiteEnv, error) {
 }
 
 // Exec runs one read-only look-around command (an allowlisted program, no shell) on a
-// system's login node. The command line is split on whitespace; shell metacharacters
-// are refused with the reason.
+// system's login node. The command line is split on whitespace. The provider decides
+// by what the command can read (hpc.CheckExec, then the same rules on the site after
+// resolving symlinks); a refusal is a *RefusedError wrapped with ErrInvalid.
 func (c *Core) Exec(ctx context.Context, system, command string) (*ExecResult, error) {
 	la, name, err := c.lookAround(system)
 	if err != nil {
 		return nil, err
 	}
 	argv := strings.Fields(command)
-	if err := hpc.CheckExec(argv); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("%w: refused: empty command; give one, e.g. \"sinfo -s\"", ErrInvalid)
 	}
 	res, err := la.Exec(ctx, argv)
 	if err != nil {
+		if errors.Is(err, hpc.ErrRefused) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
+		}
 		return nil, fmt.Errorf("%s: %w", name, siteErr(err))
 	}
 	return &res, nil
@@ -79,11 +95,14 @@ func (c *Core) PutFile(ctx context.Context, system, name string, data []byte) (s
 		return "", err
 	}
 	if len(data) > hpc.MaxPutFile {
-		return "", fmt.Errorf("%w: refused: %d bytes is over the 2 MiB limit for put-file", ErrInvalid, len(data))
+		return "", fmt.Errorf("%w: %w", ErrInvalid, &RefusedError{Kind: RefusedTooLarge,
+			Reason: fmt.Sprintf("%d bytes is over the 2 MiB limit for put-file; stage large files with the site's transfer tools", len(data))})
 	}
 	p, err := la.PutFile(ctx, name, data)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "refused") {
+		// Refusals by Mosaic's checks and by the site's (symlinks out of the workdir,
+		// a directory in the way) are typed, so surfaces answer 4xx with the reason.
+		if errors.Is(err, hpc.ErrRefused) {
 			return "", fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		return "", fmt.Errorf("%s: %w", sysName, siteErr(err))

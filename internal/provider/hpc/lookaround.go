@@ -3,10 +3,16 @@ package hpc
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path"
 	"strings"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/site"
 
 	"github.com/mosaic-hpc/mosaic/internal/transport"
 )
@@ -113,14 +119,29 @@ type ExecResult struct {
 }
 
 // Exec runs one allowlisted read-only command (see CheckExec) with a 30-second limit,
-// returning at most MaxExecOutput bytes of each stream.
+// returning at most MaxExecOutput bytes of each stream. It runs in the system's
+// workdir through execScript, which resolves on the site every path the command
+// reads and refuses it there when a symlink leads to secrets or out of the workdir.
+// Refusals are *RefusedError.
 func (p *Provider) Exec(ctx context.Context, argv []string) (ExecResult, error) {
-	if err := CheckExec(argv); err != nil {
+	pol := p.execPolicy()
+	plan, err := CheckExec(argv, pol)
+	if err != nil {
 		return ExecResult{}, err
 	}
+	var nb [12]byte
+	if _, err := rand.Read(nb[:]); err != nil {
+		return ExecResult{}, fmt.Errorf("%s: exec: %w", p.sys.Name, err)
+	}
+	nonce := "mosaic-refused-" + hex.EncodeToString(nb[:])
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	res, err := p.tr.Run(ctx, argv, nil)
+	res, err := p.tr.Run(ctx, siteArgv(plan, pol, nonce), nil)
+	if res.ExitCode == 125 {
+		if why, ok := strings.CutPrefix(string(res.Stderr), nonce+" "); ok {
+			return ExecResult{}, &RefusedError{Kind: RefusedForbidden, Reason: "on the site: " + strings.TrimSpace(why)}
+		}
+	}
 	r := ExecResult{ExitCode: res.ExitCode}
 	r.Stdout, r.Truncated = capText(res.Stdout)
 	var t2 bool
@@ -134,6 +155,39 @@ func (p *Provider) Exec(ctx context.Context, argv []string) (ExecResult, error) 
 		return r, fmt.Errorf("%s: %s: %w", p.sys.Name, argv[0], err)
 	}
 	return r, nil
+}
+
+// execPolicy is the look-around policy of this system. On a local site the core's
+// home, config and state directories are known here and protected by path too.
+func (p *Provider) execPolicy() ExecPolicy {
+	pol := ExecPolicy{WorkDir: p.sys.WorkDir}
+	if pol.WorkDir != "" {
+		pol.WorkDir = path.Clean(pol.WorkDir)
+	}
+	if p.kind == site.KindLocal {
+		pol.Home, _ = os.UserHomeDir()
+		pol.Protected = localProtected(os.Getenv)
+	}
+	return pol
+}
+
+// localProtected are Mosaic's own paths on this host: $XDG_CONFIG_HOME/mosaic,
+// $XDG_STATE_HOME/mosaic, MOSAIC_TOKEN_FILE and MOSAIC_DB (with its journal files).
+func localProtected(getenv func(string) string) []string {
+	var out []string
+	for _, k := range []string{"XDG_CONFIG_HOME", "XDG_STATE_HOME"} {
+		if v := getenv(k); path.IsAbs(v) {
+			out = append(out, path.Join(v, "mosaic"))
+		}
+	}
+	if v := getenv("MOSAIC_TOKEN_FILE"); path.IsAbs(v) {
+		out = append(out, path.Clean(v))
+	}
+	if v := getenv("MOSAIC_DB"); path.IsAbs(v) {
+		v = path.Clean(v)
+		out = append(out, v, v+"-wal", v+"-shm", v+"-journal")
+	}
+	return out
 }
 
 func capText(b []byte) (string, bool) {
@@ -152,17 +206,24 @@ dir=$(dirname "$2")
 d=$dir
 while [ ! -e "$d" ]; do d=$(dirname "$d"); done
 real=$(cd "$d" && pwd -P)
-case "$real/" in "$root"/*) ;; *) echo "refused: $d resolves to $real, outside the workdir $root" >&2; exit 3;; esac
-if [ -L "$2" ]; then echo "refused: $2 is a symbolic link" >&2; exit 3; fi
-if [ -e "$2" ] && [ ! -f "$2" ]; then echo "refused: $2 exists and is not a regular file" >&2; exit 3; fi
+case "$real/" in "$root"/*) ;; *) echo "$d resolves to $real, outside the workdir $root" >&2; exit 3;; esac
+if [ -L "$2" ]; then echo "$2 is a symbolic link; remove it or choose another name" >&2; exit 3; fi
+if [ -e "$2" ] && [ ! -f "$2" ]; then echo "$2 exists and is not a regular file; remove it or choose another name" >&2; exit 4; fi
 mkdir -p "$dir"
 real=$(cd "$dir" && pwd -P)
-case "$real/" in "$root"/*) ;; *) echo "refused: $dir resolves to $real, outside the workdir $root" >&2; exit 3;; esac
+case "$real/" in "$root"/*) ;; *) echo "$dir resolves to $real, outside the workdir $root" >&2; exit 3;; esac
 cat > "$2"`
+
+// putScript's refusal exit codes: 3 (outside the workdir, a symlink), 4 (the target
+// exists and is not a regular file). Anything else is the site failing.
+const (
+	putExitForbidden = 3
+	putExitConflict  = 4
+)
 
 // PutFile writes data (at most 2 MiB) to name inside the system's workdir and returns
 // the absolute site path. Paths with "..", outside the workdir, or reaching outside
-// it through a symlink are refused.
+// it through a symlink are refused with a *RefusedError (also when the site refuses).
 func (p *Provider) PutFile(ctx context.Context, name string, data []byte) (string, error) {
 	dst, err := CleanPutPath(p.sys.WorkDir, name, len(data))
 	if err != nil {
@@ -172,8 +233,13 @@ func (p *Provider) PutFile(ctx context.Context, name string, data []byte) (strin
 	if err != nil {
 		return "", err
 	}
-	if out.ExitCode != 0 {
-		return "", fmt.Errorf("%s: put %s: %s", p.sys.Name, dst, strings.TrimSpace(string(out.Stderr)))
+	switch out.ExitCode {
+	case 0:
+		return dst, nil
+	case putExitForbidden:
+		return "", refuse(RefusedForbidden, "%s: %s", p.sys.Name, strings.TrimSpace(string(out.Stderr)))
+	case putExitConflict:
+		return "", refuse(RefusedConflict, "%s: %s", p.sys.Name, strings.TrimSpace(string(out.Stderr)))
 	}
-	return dst, nil
+	return "", fmt.Errorf("%s: put %s: %s", p.sys.Name, dst, strings.TrimSpace(string(out.Stderr)))
 }

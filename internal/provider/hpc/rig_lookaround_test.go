@@ -2,6 +2,7 @@ package hpc
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,102 @@ func TestRigLookAround(t *testing.T) {
 	}
 	if _, err := p.PutFile(ctx, "../x", []byte("x")); err == nil {
 		t.Error("'..' must be refused")
+	}
+	// The site's refusals are typed, so the API answers 4xx with the reason.
+	refusal := func(name string, kind RefusalKind, want string) {
+		t.Helper()
+		_, err := p.PutFile(ctx, name, []byte("x"))
+		var re *RefusedError
+		if !errors.As(err, &re) || re.Kind != kind || !strings.Contains(re.Reason, want) {
+			t.Errorf("put %s: %v, want refusal kind %d mentioning %q", name, err, kind, want)
+		}
+	}
+	refusal("escape-link/x.txt", RefusedForbidden, "outside the workdir")
+	refusal("file-link", RefusedForbidden, "symbolic link")
+	refusal("look", RefusedConflict, "not a regular file")
+	refusal("../x", RefusedInvalid, "..")
+}
+
+// TestRigExecSecrets: the site-side half of the look-around policy, through the rig's
+// sshd and on the local host. Symlinks inside the workdir are resolved on the site
+// and refused when they lead to keys, tokens, /proc or out of the workdir; recursive
+// grep inside the workdir skips token files; legitimate reads still work.
+func TestRigExecSecrets(t *testing.T) {
+	t.Setenv("MOSAIC_LLM_API_KEY", "sk-test-secret")
+	t.Setenv("GLOBUS_CLIENT_SECRET", "globus-test-secret")
+	for _, via := range []string{"ssh", "local"} {
+		t.Run(via, func(t *testing.T) {
+			p, _ := rigProvider(t, "alpha", via)
+			ctx := context.Background()
+			wd := filepath.Join(p.sys.WorkDir, "exec-"+via)
+			os.RemoveAll(wd)
+			if err := os.MkdirAll(filepath.Join(wd, "run"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(wd) })
+			outside := t.TempDir()
+			os.WriteFile(filepath.Join(outside, "api-token"), []byte("sk-outside-secret\n"), 0o600)
+			os.WriteFile(filepath.Join(outside, "plain.txt"), []byte("plain outside\n"), 0o600)
+			os.WriteFile(filepath.Join(wd, "run", "token"), []byte("needle-SECRET\n"), 0o600)
+			os.WriteFile(filepath.Join(wd, "run", "notes.txt"), []byte("needle-notes\n"), 0o600)
+			home, _ := os.UserHomeDir()
+			links := map[string]string{
+				"sshdir":    filepath.Join(home, ".ssh"),
+				"innocent":  filepath.Join(outside, "api-token"),
+				"env":       "/proc/self/environ",
+				"etc":       "/etc",
+				"outsidedr": outside,
+			}
+			for name, target := range links {
+				if err := os.Symlink(target, filepath.Join(wd, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rel := "exec-" + via + "/"
+			for _, c := range []struct{ cmd, why string }{
+				{"cat " + rel + "sshdir/config", ".ssh"},
+				{"ls " + rel + "sshdir", ".ssh"},
+				{"cat " + rel + "innocent", "key, token or credential"},
+				{"cat " + rel + "env", "/proc"},
+				{"head -c 200 " + wd + "/env", "/proc"},
+				{"grep -r root " + rel + "etc", "outside the workdir"},
+				{"find " + rel + "outsidedr", "outside the workdir"},
+				{"du -a " + rel + "outsidedr", "outside the workdir"},
+			} {
+				r, err := p.Exec(ctx, strings.Fields(c.cmd))
+				var re *RefusedError
+				if !errors.As(err, &re) || re.Kind != RefusedForbidden || !strings.Contains(err.Error(), c.why) || !strings.Contains(err.Error(), "on the site") {
+					t.Errorf("%s: %+v %v, want a site refusal mentioning %q", c.cmd, r, err, c.why)
+				}
+				if strings.Contains(r.Stdout+r.Stderr, "secret") {
+					t.Errorf("%s leaked: %+v", c.cmd, r)
+				}
+			}
+			r, err := p.Exec(ctx, []string{"grep", "-r", "needle", rel + "run"})
+			if err != nil || r.ExitCode != 0 || !strings.Contains(r.Stdout, "needle-notes") || strings.Contains(r.Stdout, "SECRET") {
+				t.Errorf("grep -r inside the workdir: %+v %v (must find notes, skip the token file)", r, err)
+			}
+			r, err = p.Exec(ctx, []string{"cat", rel + "run/notes.txt"})
+			if err != nil || r.Stdout != "needle-notes\n" {
+				t.Errorf("cat inside the workdir (relative to it): %+v %v", r, err)
+			}
+			r, err = p.Exec(ctx, []string{"find", rel, "-name", "notes.txt"})
+			if err != nil || !strings.Contains(r.Stdout, "notes.txt") {
+				t.Errorf("find inside the workdir: %+v %v", r, err)
+			}
+			r, err = p.Exec(ctx, []string{"tail", "-n1", filepath.Join(outside, "plain.txt")})
+			if err != nil || r.Stdout != "plain outside\n" {
+				t.Errorf("tail of a plain file outside the workdir: %+v %v", r, err)
+			}
+			r, err = p.Exec(ctx, []string{"sinfo", "-h", "-o", "%P"})
+			if err != nil || r.ExitCode != 0 || !strings.Contains(r.Stdout, "gpuA100") {
+				t.Errorf("sinfo: %+v %v", r, err)
+			}
+			for _, cmd := range []string{"printenv", "cat /proc/self/environ", "grep -r -h -e . " + home + "/.config", "tail -fn1 x"} {
+				if _, err := p.Exec(ctx, strings.Fields(cmd)); !errors.Is(err, ErrRefused) {
+					t.Errorf("%s: %v, want a refusal", cmd, err)
+				}
+			}
+		})
 	}
 }

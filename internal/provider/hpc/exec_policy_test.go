@@ -1,0 +1,358 @@
+package hpc
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// testPolicy is a local-looking system: workdir /w/u, home /home/u, and the core's
+// config and state directories somewhere XDG put them.
+var testPolicy = ExecPolicy{WorkDir: "/w/u", Home: "/home/u", Protected: []string{"/xdg/cfg/mosaic", "/xdg/state/mosaic"}}
+
+// TestCheckExecHostile: each command would read secrets, never end, leave the
+// workdir or change state. The command line is split the way core.Exec splits it.
+func TestCheckExecHostile(t *testing.T) {
+	hostile := []struct{ cmd, why, reason string }{
+		{"grep -r -h -e . ~/.config", "outside the workdir", "a recursive read of ~/.config reaches Mosaic's token"},
+		{"grep -rh . /home", "outside the workdir", "recursive read of every home directory"},
+		{"grep -e . --recursive /", "outside the workdir", "long form of -r over the whole machine"},
+		{"grep --recur . /etc", "outside the workdir", "unique-prefix abbreviation of --recursive"},
+		{"grep -d recurse . /etc", "outside the workdir", "-d recurse is -r"},
+		{"grep --directories=recurse . /home/u", "outside the workdir", "--directories=recurse is -r"},
+		{"grep -R x /w/u", "follows every symlink", "-R follows symlinks out of the workdir"},
+		{"grep --dereference-rec x .", "follows every symlink", "abbreviated -R"},
+		{"grep -r x /w/u/..", "outside the workdir", "'..' out of the workdir"},
+		{"grep -r x .. ", "outside the workdir", "relative '..' out of the workdir"},
+		{"grep -r x /home/u", "outside the workdir", "the home directory"},
+		{"grep -f /home/u/.ssh/id_rsa x.out", "SSH keys", "a key as the pattern file"},
+		{"grep --exclude-from=/xdg/cfg/mosaic/token -r x .", "Mosaic", "Mosaic's token as an exclude file"},
+		{"grep --re x .", "ambiguous", "--re could be --regexp or --recursive"},
+		{"printenv", "environment", "prints the core's environment with its keys"},
+		{"printenv MOSAIC_LLM_API_KEY", "environment", "one key by name"},
+		{"env", "environment", "prints the environment"},
+		{"set", "environment", "shell builtin printing the environment"},
+		{"export", "environment", "shell builtin printing the environment"},
+		{"declare -x", "environment", "shell builtin printing the environment"},
+		{"cat /proc/self/environ", "/proc", "the environment of the reading process"},
+		{"cat /proc/1/environ", "/proc", "another process's environment"},
+		{"head -c 100 /proc/self/cmdline", "/proc", "command lines can carry tokens"},
+		{"cat /proc/thread-self/environ", "/proc", "another spelling of self"},
+		{"cat /proc/1/root/home/u/.ssh/id_rsa", "/proc", "through /proc/PID/root"},
+		{"tail -fn1 x.out", "follow", "a cluster hiding -f"},
+		{"tail -f x.out", "follow", "follow mode never ends"},
+		{"tail -F x.out", "follow", "follow by name with retry"},
+		{"tail --foll x.out", "follow", "abbreviated --follow"},
+		{"tail --follow=name x.out", "follow", "--follow with a value"},
+		{"tail -5f x.out", "follow", "obsolete -NUMf form"},
+		{"tail -n 1 --retry x.out", "follow", "--retry keeps waiting"},
+		{"tail +5f x.out", "obsolete", "obsolete +N form"},
+		{"tail -s 1 x.out", "follow", "sleep interval only matters when following"},
+		{"cat ~/.ssh/id_ed25519", "SSH keys", "an SSH private key via ~"},
+		{"cat $HOME/.config/mosaic/token", "Mosaic", "Mosaic's API token via $HOME"},
+		{"cat ~/../root/.ssh/id_rsa", "SSH keys", "another user's key via ~/.."},
+		{"cat /home/u/.ssh/config", "SSH keys", "SSH configuration"},
+		{"cat ./x/../../.ssh/config", "SSH keys", "'..' from the workdir into a sibling .ssh"},
+		{"cat //home//u//.ssh//id_rsa", "SSH keys", "doubled slashes"},
+		{"head ~/.globus/tokens.json", "Globus", "Globus tokens"},
+		{"head /home/u/.globus_compute/storage.db", "Globus", "Globus Compute credentials"},
+		{"cat /home/u/.netrc", "key, token or credential", "netrc passwords"},
+		{"cat /home/u/.aws/credentials", "cloud", "AWS keys"},
+		{"cat /home/u/.docker/config.json", "cloud", "registry tokens"},
+		{"cat /xdg/cfg/mosaic/sites.yaml", "Mosaic", "the core's config dir where XDG puts it"},
+		{"wc -l /xdg/state/mosaic/mosaic.db", "Mosaic", "the core's state dir"},
+		{"cat /home/u/.local/state/mosaic/mosaic.db", "Mosaic", "the default state dir"},
+		{"cat /w/u/mosaic-campaign/run1/token", "token", "a campaign's exchange token inside the workdir"},
+		{"cat /w/u/server.pem", "key, token", "a certificate key"},
+		{"cat /w/u/tls.key", "key, token", "a key file"},
+		{"cat /etc/shadow", "system secrets", "password hashes"},
+		{"cat /etc/munge/munge.key", "system secrets", "the munge key forges Slurm credentials"},
+		{"wc --files0-from=/home/u/.ssh/id_rsa", "SSH keys", "a key as a list of names"},
+		{"file -f /home/u/.ssh/id_rsa", "SSH keys", "file -f prints each line of its name file"},
+		{"find / -name '*token*'", "outside the workdir", "a whole-machine search"},
+		{"find /home/u -name x", "outside the workdir", "searching the home directory"},
+		{"find", "contains /home/u", "find with no start point searches the workdir; here home is inside it"},
+		{"find . -exec cat {} ;", "runs a program", "-exec runs anything"},
+		{"find . -delete", "deletes", "-delete changes state"},
+		{"find . -fprint /tmp/x", "writes a file", "-fprint writes"},
+		{"find -L .", "follows every symlink", "-L follows symlinks out of the workdir"},
+		{"find . -follow", "follows every symlink", "-follow follows symlinks"},
+		{"find . -name -delete", "deletes", "a value that is a refused predicate stays refused"},
+		{"du -a ~", "outside the workdir", "du reads the whole home directory"},
+		{"du -sh /home/u", "outside the workdir", "du on an arbitrary root"},
+		{"du -L .", "follows every symlink", "du -L follows symlinks"},
+		{"ls -R ~", "outside the workdir", "a recursive listing of home"},
+		{"ls --recursive /", "outside the workdir", "a recursive listing of everything"},
+		{"ls -lRL .", "follows every symlink", "recursive and dereferencing"},
+		{"ls /home/u/.ssh", "SSH keys", "listing the key directory"},
+		{"stat /home/u/.ssh/id_ed25519", "SSH keys", "even metadata of a key is refused"},
+		{"cat --nope x", "not one Mosaic knows", "an unknown long option"},
+		{"cat -Z x", "not one Mosaic knows", "an unknown short option"},
+		{"rm -rf /", "allowlist", "not read-only"},
+		{"sbatch x.sh", "allowlist", "submits a job"},
+		{"bash -c id", "allowlist", "a shell"},
+		{"/usr/bin/ls", "not a path", "a path to a program"},
+		{"ls a;rm", "contains", "shell metacharacter"},
+		{"cat x|y", "contains", "pipe"},
+		{"ls $(id)", "contains", "substitution"},
+		{"ls `id`", "contains", "backticks"},
+		{"ls *.out", "contains", "glob"},
+		{"cat a>b", "contains", "redirection"},
+		{"scontrol update nodename=x state=drain", "read-only subcommands", "changes the cluster"},
+		{"scontrol", "required", "no subcommand"},
+		{"sacctmgr -i add user x", "read-only", "changes accounting"},
+		{"pbsnodes -o n1", "changes state", "offlines a node"},
+		{"python3 -c import", "not allowed", "runs code"},
+		{"file -C -m x", "writes a magic file", "file -C writes"},
+		{"head -n", "needs a value", "missing value"},
+	}
+	if len(hostile) < 40 {
+		t.Fatalf("only %d hostile commands", len(hostile))
+	}
+	for _, h := range hostile {
+		argv := strings.Fields(h.cmd)
+		pol := testPolicy
+		if h.cmd == "find" {
+			pol.WorkDir = "/home" // a workdir that holds the home directory
+		}
+		_, err := CheckExec(argv, pol)
+		if err == nil {
+			t.Errorf("%q allowed; it must be refused: %s", h.cmd, h.reason)
+			continue
+		}
+		var re *RefusedError
+		if !errors.As(err, &re) || !errors.Is(err, ErrRefused) || !strings.HasPrefix(err.Error(), "refused: ") {
+			t.Errorf("%q: %v is not a *RefusedError", h.cmd, err)
+		}
+		if !strings.Contains(err.Error(), h.why) {
+			t.Errorf("%q (%s): refusal %q should mention %q", h.cmd, h.reason, err, h.why)
+		}
+	}
+}
+
+// TestCheckExecLegit: ordinary look-around keeps working.
+func TestCheckExecLegit(t *testing.T) {
+	legit := []string{
+		"sinfo -s", "sinfo -o %P", "squeue --me", "sacct -X -n", "scontrol show partition", "sacctmgr -n -P show assoc",
+		"qstat -Q -f -F json", "pbsnodes -a -F json", "nvidia-smi --query-gpu=name,memory.total --format=csv", "nvidia-smi -L",
+		"python3 --version", "df -h /scratch", "df -h", "quota -s", "date -u", "hostname -f", "uname -a", "id", "whoami",
+		"nproc", "free -g", "lscpu", "which python3", "which -a nvcc",
+		"ls", "ls -la /scratch/u", "ls -l /home/u", "ls -R /w/u/mosaic", "ls -lR .", "ls --color=never -F /w/u",
+		"cat x.out", "cat /w/u/mosaic/t1.out", "cat -n /etc/os-release", "head x.out", "head -n 20 x.out", "head -20 x.out",
+		"head -c100 /w/u/x.err", "tail -n 50 /w/u/mosaic/x.out", "tail -n1 x.out", "tail -n +5 x.out", "tail -50 x.out",
+		"tail --lines=5 x.out", "tail --li 5 x.out", "wc -l x.out", "stat -c %s x.out", "file x.out",
+		"grep -c ERROR x.out", "grep -n -e oops -e fail /w/u/mosaic/x.err", "grep -r needle .", "grep -rn --include=py needle src",
+		"grep -i -A 3 error -- x.out", "grep -C2 error x.out", "grep -3 error x.out", "grep --color=never x y",
+		"find . -name x.out", "find /w/u -maxdepth 2 -type f -name x.out", "find -name x.out", "find mosaic -newer x.out -print",
+		"du -sh .", "du -h --max-depth=1 /w/u", "du", "cat /proc/cpuinfo", "cat /proc/meminfo", "cat /etc/slurm/slurm.conf",
+	}
+	for _, cmd := range legit {
+		plan, err := CheckExec(strings.Fields(cmd), testPolicy)
+		if err != nil {
+			t.Errorf("%q refused: %v", cmd, err)
+			continue
+		}
+		if plan.Argv[0] != strings.Fields(cmd)[0] {
+			t.Errorf("%q: plan runs %q", cmd, plan.Argv)
+		}
+	}
+}
+
+// TestCheckExecPlan: what the site checks again, and grep's added excludes.
+func TestCheckExecPlan(t *testing.T) {
+	plan, err := CheckExec([]string{"grep", "-r", "--include=*.py", "needle", "--", "src"}, ExecPolicy{WorkDir: "/w"})
+	if err == nil {
+		t.Fatalf("a glob in --include is still a shell metacharacter: %+v", plan)
+	}
+	plan, err = CheckExec([]string{"grep", "-rn", "needle", "--", "src", "-x"}, ExecPolicy{WorkDir: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Paths) != 2 || plan.Paths[0] != (PathCheck{"src", true}) || plan.Paths[1] != (PathCheck{"-x", true}) {
+		t.Errorf("paths %+v", plan.Paths)
+	}
+	dd := -1
+	ex := -1
+	for i, a := range plan.Argv {
+		if a == "--" && dd < 0 {
+			dd = i
+		}
+		if a == "--exclude=*token*" {
+			ex = i
+		}
+	}
+	if ex < 0 || dd < 0 || ex > dd || plan.Argv[len(plan.Argv)-1] != "-x" {
+		t.Errorf("excludes must come before the caller's --: %q", plan.Argv)
+	}
+	plan, err = CheckExec([]string{"cat", "-n", "a", "b"}, ExecPolicy{WorkDir: "/w"})
+	if err != nil || len(plan.Paths) != 2 || plan.Paths[0].Tree || strings.Join(plan.Argv, " ") != "cat -n a b" {
+		t.Errorf("cat: %+v %v", plan, err)
+	}
+	plan, err = CheckExec([]string{"grep", "-e", "-r", "x.out"}, ExecPolicy{WorkDir: "/w"})
+	if err != nil || len(plan.Paths) != 1 || plan.Paths[0].Tree {
+		t.Errorf("-e takes -r as its pattern, so the read is not recursive: %+v %v", plan, err)
+	}
+	if _, err := CheckExec([]string{"cat", "x"}, ExecPolicy{}); err == nil || !strings.Contains(err.Error(), "no absolute workdir") {
+		t.Errorf("relative path without a workdir: %v", err)
+	}
+	if _, err := CheckExec([]string{"cat", "/etc/os-release"}, ExecPolicy{}); err != nil {
+		t.Errorf("absolute path without a workdir: %v", err)
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	cases := []struct {
+		prog, args string
+		opts       string // canonical names joined by space, values after '='
+		operands   string
+		err        string
+	}{
+		{"tail", "-n1 x", "lines=1", "x", ""},
+		{"tail", "-n 1 x", "lines=1", "x", ""},
+		{"tail", "-qn1 x", "quiet lines=1", "x", ""},
+		{"tail", "--lines=3 x", "lines=3", "x", ""},
+		{"tail", "--lin 3 x", "lines=3", "x", ""},
+		{"tail", "x -n 2", "lines=2", "x", ""},
+		{"tail", "-- -n x", "", "-n x", ""},
+		{"tail", "-", "", "-", ""},
+		{"head", "-20 x", "NUM=20", "x", ""},
+		{"head", "-vn5 x", "verbose lines=5", "x", ""},
+		{"grep", "-C2 -e x y", "context=2 regexp=x", "y", ""},
+		{"grep", "-e-r y", "regexp=-r", "y", ""},
+		{"grep", "--colo x", "color=", "x", ""},
+		{"grep", "--col=never x", "color=never", "x", ""},
+		{"grep", "--re x", "", "", "ambiguous"},
+		{"grep", "--regexp", "", "", "needs a value"},
+		{"grep", "-e", "", "", "needs a value"},
+		{"cat", "--number=3 x", "", "", "takes no value"},
+		{"cat", "--", "", "", ""},
+		{"cat", "--=x", "", "", "empty long option"},
+		{"ls", "-Fl x", "classify l", "x", ""},
+		{"ls", "-w80 -T 4", "width=80 tabsize=4", "", ""},
+	}
+	for _, c := range cases {
+		s := fileReaders[c.prog]
+		p, err := parseArgs(c.prog, s, strings.Fields(c.args))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s %s: error %v, want %q", c.prog, c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %s: %v", c.prog, c.args, err)
+			continue
+		}
+		var got []string
+		for i, d := range p.opts {
+			n := d.name
+			if d.arg != noArg {
+				n += "=" + p.values[i]
+			}
+			got = append(got, n)
+		}
+		if strings.Join(got, " ") != c.opts || strings.Join(p.operands, " ") != c.operands {
+			t.Errorf("%s %s: opts %q operands %q, want %q %q", c.prog, c.args, got, p.operands, c.opts, c.operands)
+		}
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	cases := []struct {
+		pat, s string
+		want   bool
+	}{
+		{"*/.ssh/*", "/home/u/.ssh/id_rsa", true}, {"*/.ssh/*", "/home/u/.ssh", false}, {"*/.ssh", "/home/u/.ssh", true},
+		{"/proc/*/*", "/proc/1/environ", true}, {"/proc/*/*", "/proc/cpuinfo", false}, {"/proc/*/*", "/proc/1/task/2/environ", true},
+		{"*token*", "tokens.json", true}, {"*token*", "tok", false}, {"id_*", "id_ed25519", true}, {"id_*", "xid_", false},
+		{"*.pem", "a.pem", true}, {"*.pem", "a.pem.txt", false}, {"", "", true}, {"*", "", true}, {"a", "", false},
+		{"*/.globus*", "/h/.globus_compute/x", true}, {"**a", "bba", true}, {"*a*b*c", "xaxbxc", true}, {"*a*b*c", "xaxbx", false},
+	}
+	for _, c := range cases {
+		if got := globMatch(c.pat, c.s); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v", c.pat, c.s, got)
+		}
+	}
+}
+
+func TestCleanPutPathRefusalKinds(t *testing.T) {
+	for _, c := range []struct {
+		wd, name string
+		size     int
+		kind     RefusalKind
+	}{
+		{"/w", "../x", 1, RefusedInvalid}, {"/w", "", 1, RefusedInvalid}, {"/w", "/etc/passwd", 1, RefusedForbidden},
+		{"", "x", 1, RefusedForbidden}, {"/w", "x", MaxPutFile + 1, RefusedTooLarge},
+	} {
+		_, err := CleanPutPath(c.wd, c.name, c.size)
+		var re *RefusedError
+		if !errors.As(err, &re) || re.Kind != c.kind {
+			t.Errorf("CleanPutPath(%q, %q, %d) = %v, want kind %d", c.wd, c.name, c.size, err, c.kind)
+		}
+	}
+}
+
+// harmless are options that change only how output looks; adding them must never
+// turn a refusal into an acceptance.
+var harmless = map[string][]string{
+	"grep": {"-n", "-i", "-H", "--color=never", "-s", "-c"}, "cat": {"-n", "-A", "--number"}, "head": {"-n", "5", "-v"},
+	"tail": {"-n", "5", "-q", "--lines=2"}, "ls": {"-l", "-a", "-h", "--color=never"}, "du": {"-h", "-s", "-c"},
+	"find": {"-print", "-type", "f"}, "wc": {"-l", "-c"}, "stat": {"-t"}, "file": {"-b"},
+}
+
+var hostileSeeds = []string{
+	"grep -r -h -e . /home/u/.config", "grep -rh . /home", "cat /proc/self/environ", "tail -fn1 x", "tail --foll x",
+	"cat /home/u/.ssh/id_ed25519", "find / -name x", "du -a /home/u", "ls -R /home/u", "grep -e . --recursive /",
+	"cat ./x/../../.ssh/config", "head /home/u/.globus/t.json", "wc --files0-from=/home/u/.ssh/id_rsa", "tail -F x",
+	"grep --recur . /etc", "cat /xdg/cfg/mosaic/token",
+}
+
+// FuzzCheckExec: no panics on any command line, and a refused command stays
+// refused with harmless options inserted anywhere (in front of a value they would
+// change its meaning, so they go only between whole arguments).
+func FuzzCheckExec(f *testing.F) {
+	for i, s := range hostileSeeds {
+		f.Add(s, uint8(i), uint8(i*7), uint8(i*3))
+	}
+	f.Add("tail -n1 -- -f", uint8(0), uint8(0), uint8(0))
+	f.Add("grep -e -r --directories=rec x", uint8(1), uint8(2), uint8(3))
+	f.Fuzz(func(t *testing.T, cmd string, seed, opt, pos uint8) {
+		argv := strings.Fields(cmd)
+		plan, err := CheckExec(argv, testPolicy)
+		if err == nil {
+			if len(plan.Argv) == 0 || plan.Argv[0] != argv[0] {
+				t.Fatalf("%q: plan %q", cmd, plan.Argv)
+			}
+			for _, pc := range plan.Paths {
+				if abs, ok := normalise(pc.Path, testPolicy); !ok || denied(abs, testPolicy) != "" {
+					t.Fatalf("%q accepted but reads %q", cmd, pc.Path)
+				}
+			}
+		} else if !errors.Is(err, ErrRefused) {
+			t.Fatalf("%q: %v is not a refusal", cmd, err)
+		}
+		base := strings.Fields(hostileSeeds[int(seed)%len(hostileSeeds)])
+		if _, err := CheckExec(base, testPolicy); err == nil {
+			t.Fatalf("seed %q accepted", base)
+		}
+		h := harmless[base[0]]
+		o := h[int(opt)%len(h)]
+		extra := []string{o}
+		if (o == "-n" && base[0] != "grep") || o == "-type" {
+			extra = append(extra, map[string]string{"-n": "5", "-type": "f"}[o])
+		}
+		// Insert after the program name and any leading options, before operands
+		// and never between an option and its value.
+		at := 1 + int(pos)%len(base)
+		if base[0] == "find" {
+			at = len(base) // find's expression comes last
+		}
+		if at > 1 && at < len(base) && strings.HasPrefix(base[at-1], "-") && !strings.Contains(base[at-1], "=") && len(base[at-1]) == 2 {
+			at-- // the previous option may take this argument as its value
+		}
+		mut := append(append(append([]string{}, base[:at]...), extra...), base[at:]...)
+		if _, err := CheckExec(mut, testPolicy); err == nil {
+			t.Fatalf("%q is refused but %q is accepted", base, mut)
+		}
+	})
+}
