@@ -46,12 +46,30 @@ func TestRigSiteTools(t *testing.T) {
 		{"ls $(whoami)", "contains"},
 		{"rm -rf /tmp/x", "not on the read-only allowlist"},
 		{"/bin/ls", "not a path"},
-		{"cat /root/.ssh/id_ed25519", "credential"},
+		{"cat /root/.ssh/id_ed25519", "SSH keys"},
+		{"printenv", "environment"},
+		{"cat /proc/self/environ", "/proc"},
+		{"grep -r -h -e . /root/.config", "outside the workdir"},
+		{"tail -fn1 /var/log/syslog", "follow"},
+		{"tail --foll x", "follow"},
 	} {
 		_, errOut, rc := e.run("exec", "alpha", bad.cmd)
 		if rc == 0 || !strings.Contains(errOut, bad.want) {
 			t.Errorf("exec %q: rc=%d, want refusal mentioning %q: %s", bad.cmd, rc, bad.want, errOut)
 		}
+	}
+
+	// Over ssh the symlinks are resolved on the login node, in the same call.
+	wdA := r.env.Get(t, "RIG_WORKDIR_ALPHA")
+	sshLink := filepath.Join(wdA, "e2e-sshlink")
+	os.Remove(sshLink)
+	if err := os.Symlink("/root/.ssh", sshLink); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(sshLink)
+	_, errOut, rc = e.run("exec", "alpha", "cat e2e-sshlink/config")
+	if rc == 0 || !strings.Contains(errOut, "on the site") || !strings.Contains(errOut, ".ssh") {
+		t.Errorf("exec through a symlink into ~/.ssh: rc=%d %s", rc, errOut)
 	}
 
 	small := filepath.Join(t.TempDir(), "in.txt")
