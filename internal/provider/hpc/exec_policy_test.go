@@ -105,6 +105,14 @@ func TestCheckExecHostile(t *testing.T) {
 		{"python3 -c import", "not allowed", "runs code"},
 		{"file -C -m x", "writes a magic file", "file -C writes"},
 		{"head -n", "needs a value", "missing value"},
+		{"sacct -j 1 --env-vars", "job environments", "a job's exported environment"},
+		{"sacct -j 1 --env", "job environments", "abbreviated --env-vars"},
+		{"sacct -j 1 --batch-script", "job scripts", "a job's script with its exports"},
+		{"sacct -XB -j 1", "job scripts", "-B in a cluster"},
+		{"scontrol -dd show job 1", "job scripts", "-dd adds the batch script"},
+		{"scontrol -d show job 1 --details", "job scripts", "-d twice"},
+		{"qstat -f 12.pbs", "Variable_List", "PBS job details list its environment"},
+		{"qstat -xf 12.pbs", "Variable_List", "-f in a cluster"},
 	}
 	if len(hostile) < 40 {
 		t.Fatalf("only %d hostile commands", len(hostile))
@@ -134,7 +142,7 @@ func TestCheckExecHostile(t *testing.T) {
 func TestCheckExecLegit(t *testing.T) {
 	legit := []string{
 		"sinfo -s", "sinfo -o %P", "squeue --me", "sacct -X -n", "scontrol show partition", "sacctmgr -n -P show assoc",
-		"qstat -Q -f -F json", "pbsnodes -a -F json", "nvidia-smi --query-gpu=name,memory.total --format=csv", "nvidia-smi -L",
+		"qstat -Q -f -F json", "qstat -Bf", "qstat -u alice", "pbsnodes -a -F json", "scontrol -d show job 1", "sacct -j 1 -o JobID,State", "nvidia-smi --query-gpu=name,memory.total --format=csv", "nvidia-smi -L",
 		"python3 --version", "df -h /scratch", "df -h", "quota -s", "date -u", "hostname -f", "uname -a", "id", "whoami",
 		"nproc", "free -g", "lscpu", "which python3", "which -a nvcc",
 		"ls", "ls -la /scratch/u", "ls -l /home/u", "ls -R /w/u/mosaic", "ls -lR .", "ls --color=never -F /w/u",

@@ -74,6 +74,90 @@ func onlyArgs(allowed ...string) argRule {
 	}
 }
 
+// jobEnvWhy explains refusing job scripts and job environments: they carry whatever
+// was exported into the job (campaign --forward variables, task env).
+const jobEnvWhy = "prints job scripts or job environments, which carry exported keys; use `mosaic task ID` for Mosaic's own jobs"
+
+// all combines rules; the first refusal wins.
+func all(rules ...argRule) argRule {
+	return func(args []string) string {
+		for _, r := range rules {
+			if why := r(args); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+}
+
+// denyLong refuses long options naming one of names, also abbreviated (Slurm parses
+// with getopt_long, so --env is --env-vars).
+func denyLong(why string, names ...string) argRule {
+	return func(args []string) string {
+		for _, a := range args {
+			n, ok := strings.CutPrefix(a, "--")
+			if !ok {
+				continue
+			}
+			n, _, _ = strings.Cut(n, "=")
+			for _, name := range names {
+				if n != "" && strings.HasPrefix(name, n) {
+					return fmt.Sprintf("option --%s %s", name, why)
+				}
+			}
+		}
+		return ""
+	}
+}
+
+// denyShortLetter refuses a short option letter anywhere in a cluster (-XB).
+func denyShortLetter(c byte, why string) argRule {
+	return func(args []string) string {
+		for _, a := range args {
+			if len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.IndexByte(a[1:], c) >= 0 {
+				return fmt.Sprintf("option -%c %s", c, why)
+			}
+		}
+		return ""
+	}
+}
+
+// noBatchScript refuses scontrol -dd (twice --details), which adds the batch script to
+// `show job`.
+func noBatchScript(args []string) string {
+	n := 0
+	for _, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--"):
+			if v := strings.TrimPrefix(a, "--"); v != "" && strings.HasPrefix("details", v) {
+				n++
+			}
+		case len(a) > 1 && a[0] == '-':
+			n += strings.Count(a[1:], "d")
+		}
+	}
+	if n >= 2 {
+		return "repeated -d/--details " + jobEnvWhy
+	}
+	return ""
+}
+
+// noJobVariables refuses qstat -f for jobs: it lists each job's Variable_List (its
+// environment). Queue and server details (-Q -f, -B -f) are fine.
+func noJobVariables(args []string) string {
+	full, other := false, false
+	for _, a := range args {
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' {
+			full = full || strings.Contains(a[1:], "f")
+			other = other || strings.ContainsAny(a[1:], "QB")
+		}
+	}
+	if full && !other {
+		return "job details (-f) include each job's Variable_List, its environment; use qstat without -f, qstat -Q -f, or `mosaic task ID`"
+	}
+	return ""
+}
+
 // flagsOnly allows the listed options and any operand (which's program names).
 func flagsOnly(allowed ...string) argRule {
 	return func(args []string) string {
@@ -91,10 +175,11 @@ func flagsOnly(allowed ...string) argRule {
 // are in fileReaders and find, and are parsed option by option.
 var execAllowlist = map[string]argRule{
 	// Slurm
-	"sinfo": anyArgs, "squeue": anyArgs, "sacct": anyArgs, "sshare": anyArgs, "sprio": anyArgs, "sstat": anyArgs,
-	"scontrol": firstWord("show"), "sacctmgr": firstWord("show", "list"),
+	"sinfo": anyArgs, "squeue": anyArgs, "sshare": anyArgs, "sprio": anyArgs, "sstat": anyArgs,
+	"sacct":    all(denyLong(jobEnvWhy, "env-vars", "batch-script"), denyShortLetter('B', jobEnvWhy)),
+	"scontrol": all(firstWord("show"), noBatchScript), "sacctmgr": firstWord("show", "list"),
 	// PBS
-	"qstat":    anyArgs,
+	"qstat":    noJobVariables,
 	"pbsnodes": denyFlags("-o", "-r", "-c", "-C", "-N", "-d", "-D"),
 	// the system
 	"hostname": onlyArgs("-f", "-s"), "uname": anyArgs, "id": anyArgs, "whoami": anyArgs, "date": onlyArgs("-u", "-R", "-Iseconds", "--utc"),
