@@ -57,8 +57,19 @@ func newExecCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec SYSTEM \"COMMAND\"",
 		Short: "Run one read-only look-around command on a login node (allowlisted, no shell, bounded)",
+		Long: `Run one read-only look-around command on a login node: an allowlisted program
+(sinfo, squeue, sacct, scontrol show, qstat, ls, cat, head, tail, grep, find, du, df,
+nvidia-smi, ...), its arguments split on whitespace, no shell. It runs in the system's
+workdir, for at most 30 seconds.
+
+Mosaic decides by what the command can read: options are parsed like the program does
+(-fn1, --foll, --opt=value), and commands that print the environment, read keys, tokens,
+~/.ssh, ~/.globus*, Mosaic's config and state or /proc/PID/, follow a file (tail -f) or
+read whole trees outside the workdir (grep -r, find, du, ls -R) are refused with the
+reason. Symlinks are resolved on the site before the check. See docs/LOOKAROUND.md.`,
 		Example: `  mosaic exec delta "sinfo -s"
-  mosaic exec anvil "ls /anvil/scratch"`,
+  mosaic exec anvil "ls /anvil/scratch"
+  mosaic exec anvil "tail -n 50 mosaic/mosaic-abc.out"`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()

@@ -300,7 +300,7 @@ func CheckExec(argv []string, pol ExecPolicy) (ExecPlan, error) {
 		return ExecPlan{}, refuse(RefusedInvalid, "give the program name (e.g. %q), not a path", path.Base(prog))
 	}
 	if envPrinters[prog] {
-		return ExecPlan{}, refuse(RefusedForbidden, "%s prints the environment, which holds API keys and tokens; ask for what you need (e.g. `mosaic env SYSTEM`, `which python3`, `module avail` via mosaic env)", prog)
+		return ExecPlan{}, refuse(RefusedForbidden, "%s prints the environment, which holds API keys and tokens; ask for what you need instead: `mosaic env SYSTEM` shows python, modules, containers and accounts, `which python3` a program", prog)
 	}
 	for _, a := range argv {
 		for _, r := range a {

@@ -155,9 +155,13 @@ func TestRigExecSecrets(t *testing.T) {
 					t.Errorf("%s leaked: %+v", c.cmd, r)
 				}
 			}
-			r, err := p.Exec(ctx, []string{"grep", "-r", "needle", rel + "run"})
-			if err != nil || r.ExitCode != 0 || !strings.Contains(r.Stdout, "needle-notes") || strings.Contains(r.Stdout, "SECRET") {
-				t.Errorf("grep -r inside the workdir: %+v %v (must find notes, skip the token file)", r, err)
+			// Symlinks met inside a tree are not followed by grep -r, find, du or ls -R.
+			if err := os.Symlink(filepath.Join(outside, "api-token"), filepath.Join(wd, "run", "keylink")); err != nil {
+				t.Fatal(err)
+			}
+			r, err := p.Exec(ctx, []string{"grep", "-r", "-e", "needle", "-e", "sk-outside", rel + "run"})
+			if err != nil || r.ExitCode != 0 || !strings.Contains(r.Stdout, "needle-notes") || strings.Contains(r.Stdout, "SECRET") || strings.Contains(r.Stdout, "sk-outside") {
+				t.Errorf("grep -r inside the workdir: %+v %v (must find notes, skip the token file and the symlink)", r, err)
 			}
 			r, err = p.Exec(ctx, []string{"cat", rel + "run/notes.txt"})
 			if err != nil || r.Stdout != "needle-notes\n" {
