@@ -2,6 +2,9 @@ package hpc
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -67,8 +70,13 @@ func TestCheckExecHostile(t *testing.T) {
 		{"cat /w/u/tls.key", "key, token", "a key file"},
 		{"cat /etc/shadow", "system secrets", "password hashes"},
 		{"cat /etc/munge/munge.key", "system secrets", "the munge key forges Slurm credentials"},
-		{"wc --files0-from=/home/u/.ssh/id_rsa", "SSH keys", "a key as a list of names"},
-		{"file -f /home/u/.ssh/id_rsa", "SSH keys", "file -f prints each line of its name file"},
+		{"wc --files0-from=/home/u/.ssh/id_rsa", "names of the files", "a key as a list of names"},
+		{"wc --files0-from=list", "names of the files", "names from a file escape the path checks"},
+		{"du --files0-from=list", "names of the files", "du start points from a file"},
+		{"file -f /home/u/.ssh/id_rsa", "names of the files", "file -f prints each line of its name file"},
+		{"file --files-from=names", "names of the files", "long form"},
+		{"cat /w/u/mosaic/mosaic-t1.sbatch", "job scripts", "a job script with forwarded keys"},
+		{"grep -e KEY mosaic/x.pbs", "job scripts", "a PBS job script"},
 		{"find / -name '*token*'", "outside the workdir", "a whole-machine search"},
 		{"find /home/u -name x", "outside the workdir", "searching the home directory"},
 		{"find", "contains /home/u", "find with no start point searches the workdir; here home is inside it"},
@@ -363,4 +371,65 @@ func FuzzCheckExec(f *testing.F) {
 			t.Fatalf("%q is refused but %q is accepted", base, mut)
 		}
 	})
+}
+
+// TestExecScriptOnSite runs the site-side wrapper with sh, as a remote login node
+// would (home and XDG directories known only there): symlinks into the site's
+// Mosaic config directory, trees containing $HOME, and relative paths without a
+// workdir are refused with the nonce; accepted commands run in the workdir.
+func TestExecScriptOnSite(t *testing.T) {
+	tmp := t.TempDir()
+	home := filepath.Join(tmp, "home")
+	cfg := filepath.Join(tmp, "xdgcfg")
+	for _, d := range []string{filepath.Join(home, "work"), filepath.Join(cfg, "mosaic")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(cfg, "mosaic", "sites.yaml"), []byte("site-config\n"), 0o600)
+	os.WriteFile(filepath.Join(home, "work", "ok.txt"), []byte("fine\n"), 0o600)
+	os.Symlink(filepath.Join(cfg, "mosaic", "sites.yaml"), filepath.Join(home, "work", "cfg.yaml"))
+	os.Symlink(cfg, filepath.Join(home, "work", "cfglink"))
+	run := func(workdir string, argv ...string) (string, string, int) {
+		t.Helper()
+		pol := ExecPolicy{WorkDir: workdir} // remote: home unknown here
+		plan, err := CheckExec(argv, pol)
+		if err != nil {
+			t.Fatalf("%q refused here, want it checked on the site: %v", argv, err)
+		}
+		site := siteArgv(plan, pol, "NONCE")
+		cmd := exec.Command(site[0], site[1:]...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + cfg}
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err = cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		return out.String(), errb.String(), code
+	}
+	for _, c := range []struct {
+		wd   string
+		argv []string
+		why  string
+	}{
+		{filepath.Join(home, "work"), []string{"cat", "cfg.yaml"}, "which Mosaic never reads"},
+		{home, []string{"grep", "-r", "x", "."}, "contains your home directory"},
+		{filepath.Join(home, "work"), []string{"grep", "-r", "x", "cfglink"}, "outside the workdir"},
+		{filepath.Join(home, "work"), []string{"ls", "cfglink/mosaic"}, "which Mosaic never reads"},
+		{filepath.Join(tmp, "missing"), []string{"cat", "ok.txt"}, "does not exist on the site"},
+	} {
+		out, errOut, code := run(c.wd, c.argv...)
+		if code != 125 || !strings.HasPrefix(errOut, "NONCE ") || !strings.Contains(errOut, c.why) || out != "" {
+			t.Errorf("%q in %s: exit %d stdout %q stderr %q, want a site refusal mentioning %q", c.argv, c.wd, code, out, errOut, c.why)
+		}
+	}
+	if out, errOut, code := run(filepath.Join(home, "work"), "cat", "ok.txt"); code != 0 || out != "fine\n" {
+		t.Errorf("cat in the workdir: %d %q %q", code, out, errOut)
+	}
+	if out, errOut, code := run(filepath.Join(home, "work"), "tail", "-n1", "--", "ok.txt"); code != 0 || out != "fine\n" {
+		t.Errorf("tail -- in the workdir: %d %q %q", code, out, errOut)
+	}
 }

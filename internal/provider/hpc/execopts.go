@@ -300,6 +300,9 @@ var headSpec = func() *progSpec {
 	return s
 }()
 
+// filesFromWhy: names read from a file escape the path checks.
+const filesFromWhy = "reads the names of the files to read from a file, where Mosaic cannot check them; name the files on the command line"
+
 const followWhy = "follow mode never ends; read the file without -f (tail -n 100 FILE), or `mosaic logs` for a task"
 
 var tailSpec = func() *progSpec {
@@ -320,7 +323,7 @@ var tailSpec = func() *progSpec {
 
 var wcSpec = progOpts(operandsPaths, []optDef{
 	opt("bytes", noArg, roleNone), opt("chars", noArg, roleNone), opt("lines", noArg, roleNone),
-	opt("max-line-length", noArg, roleNone), opt("words", noArg, roleNone), opt("files0-from", requiredArg, roleFileValue),
+	opt("max-line-length", noArg, roleNone), opt("words", noArg, roleNone), refusedOpt("files0-from", requiredArg, filesFromWhy),
 	opt("total", requiredArg, roleNone), opt("help", noArg, roleNone), opt("version", noArg, roleNone),
 }, map[byte]string{'c': "bytes", 'm': "chars", 'l': "lines", 'L': "max-line-length", 'w': "words"})
 
@@ -359,7 +362,7 @@ var duSpec = func() *progSpec {
 		opt("separate-dirs", noArg, roleNone), opt("si", noArg, roleNone), opt("summarize", noArg, roleNone),
 		opt("threshold", requiredArg, roleNone), opt("time", optionalArg, roleNone), opt("time-style", requiredArg, roleNone),
 		opt("exclude-from", requiredArg, roleFileValue), opt("exclude", requiredArg, roleNone),
-		opt("files0-from", requiredArg, roleFileValue), opt("one-file-system", noArg, roleNone),
+		refusedOpt("files0-from", requiredArg, filesFromWhy), opt("one-file-system", noArg, roleNone),
 		opt("help", noArg, roleNone), opt("version", noArg, roleNone),
 	}, map[byte]string{'0': "null", 'a': "all", 'B': "block-size", 'b': "bytes", 'c': "total", 'D': "dereference-args",
 		'd': "max-depth", 'H': "dereference-args", 'h': "human-readable", 'k': "kilobytes", 'L': "dereference",
@@ -390,7 +393,7 @@ var fileSpec = progOpts(operandsPaths, []optDef{
 	refusedOpt("compile", noArg, "-C/--compile writes a magic file"),
 	opt("debug", noArg, roleNone), opt("extension", noArg, roleNone), opt("exclude", requiredArg, roleNone),
 	opt("exclude-quiet", requiredArg, roleNone), opt("separator", requiredArg, roleNone),
-	opt("files-from", requiredArg, roleFileValue), opt("no-dereference", noArg, roleNone), opt("mime", noArg, roleNone),
+	refusedOpt("files-from", requiredArg, filesFromWhy), opt("no-dereference", noArg, roleNone), opt("mime", noArg, roleNone),
 	opt("mime-type", noArg, roleNone), opt("mime-encoding", noArg, roleNone), opt("keep-going", noArg, roleNone),
 	opt("list", noArg, roleNone), opt("dereference", noArg, roleNone), opt("magic-file", requiredArg, roleFileValue),
 	opt("no-buffer", noArg, roleNone), opt("no-pad", noArg, roleNone), opt("preserve-date", noArg, roleNone),

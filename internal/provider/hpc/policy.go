@@ -209,6 +209,8 @@ const (
 	whyProc   = "per-process state under /proc (environment, command line, memory) holds the keys of whatever runs there"
 	whyName   = "its name looks like a key, token or credential file"
 	whySystem = "system secrets"
+	// Mosaic writes <tag>.sbatch / <tag>.pbs into the workdir with `export K=V` lines.
+	whyJobScript = "Mosaic's job scripts export the task's env and a campaign's forwarded variables, which may be keys; `mosaic task ID` shows the command"
 )
 
 var denyRules = []denyRule{
@@ -227,6 +229,7 @@ var denyRules = []denyRule{
 	{"*token*", whyName}, {"*secret*", whyName}, {"*credential*", whyName}, {"id_*", whyName},
 	{"*.pem", whyName}, {"*.key", whyName}, {"*.p12", whyName}, {"*.pfx", whyName}, {"*.keytab", whyName},
 	{"*.kdbx", whyName}, {"krb5cc*", whyName},
+	{"*.sbatch", whyJobScript}, {"*.pbs", whyJobScript},
 }
 
 // grepExcludeDirs are directory names recursive grep skips even inside the workdir.
@@ -579,6 +582,9 @@ if [ -n "$wd" ] && cd -- "$wd" 2>/dev/null; then root=$(pwd -P); fi
 set -f
 nl='
 '
+# Mosaic's own directories where this site's XDG variables put them.
+if [ -n "${XDG_CONFIG_HOME:-}" ]; then deny="${deny}dir:${XDG_CONFIG_HOME%/}/mosaic$nl"; fi
+if [ -n "${XDG_STATE_HOME:-}" ]; then deny="${deny}dir:${XDG_STATE_HOME%/}/mosaic$nl"; fi
 while [ "$np" -gt 0 ]; do
   kind=$1 p=$2
   shift 2
