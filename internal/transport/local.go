@@ -34,6 +34,8 @@ var LocalPassthrough = []string{
 	"PBS_CONF_FILE", "PBS_EXEC", "PBS_HOME", "PBS_SERVER",
 	// Environment modules (Lmod, Tcl modules): where modules live.
 	"MODULEPATH", "MODULESHOME", "LMOD_CMD", "LMOD_DIR", "LMOD_PKG", "LMOD_ROOT", "LMOD_SYSTEM_NAME",
+	// Kerberos ticket cache location (a path, not the ticket): Kerberised file systems.
+	"KRB5CCNAME",
 }
 
 // CleanEnv returns the variables of environ (KEY=VALUE) named in LocalPassthrough,
