@@ -69,6 +69,7 @@ func TestCheckExecHostile(t *testing.T) {
 		{"cat /w/u/server.pem", "key, token", "a certificate key"},
 		{"cat /w/u/tls.key", "key, token", "a key file"},
 		{"cat /etc/shadow", "system secrets", "password hashes"},
+		{"cat /etc/slurm/slurmdbd.conf", "system secrets", "the accounting database password"},
 		{"cat /etc/munge/munge.key", "system secrets", "the munge key forges Slurm credentials"},
 		{"wc --files0-from=/home/u/.ssh/id_rsa", "names of the files", "a key as a list of names"},
 		{"wc --files0-from=list", "names of the files", "names from a file escape the path checks"},

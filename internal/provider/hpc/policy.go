@@ -224,7 +224,7 @@ var denyRules = []denyRule{
 	{"*/.config/gcloud", whyCloud}, {"*/.config/gcloud/*", whyCloud}, {"*/.config/gh/*", whyCloud},
 	{"/proc/*/*", whyProc},
 	{"/etc/shadow*", whySystem}, {"/etc/gshadow*", whySystem}, {"/etc/munge/*", whySystem}, {"/etc/ssh/ssh_host_*", whySystem},
-	{"/dev/mem", whySystem}, {"/dev/kmem", whySystem}, {"/dev/port", whySystem},
+	{"*/slurmdbd.conf", whySystem}, {"/dev/mem", whySystem}, {"/dev/kmem", whySystem}, {"/dev/port", whySystem},
 	{".netrc", whyName}, {".pgpass", whyName}, {".env", whyName}, {".env.*", whyName},
 	{"*token*", whyName}, {"*secret*", whyName}, {"*credential*", whyName}, {"id_*", whyName},
 	{"*.pem", whyName}, {"*.key", whyName}, {"*.p12", whyName}, {"*.pfx", whyName}, {"*.keytab", whyName},
