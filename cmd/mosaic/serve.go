@@ -33,26 +33,27 @@ func newServeCmd() *cobra.Command {
 		Short: "Run the Mosaic core: probes, API and UI (default: a simulated federation)",
 		Long: `Run the Mosaic core on 127.0.0.1:8642.
 
-With no sites file (--sites or MOSAIC_SITES) it runs the embedded simulated federation
-of six machines (Delta, DeltaAI, Anvil, Vista, Frontera, Lonestar6): real batch-queue
-models with background load, running your jobs as local processes.
+With no sites file (--sites, MOSAIC_SITES or $XDG_CONFIG_HOME/mosaic/sites.yaml) it
+runs the embedded simulated federation of six machines (Delta, DeltaAI, Anvil, Vista,
+Frontera, Lonestar6): real batch-queue models with background load, running your jobs
+as local processes.
+
+Settings come from the environment, --env-file FILE and $XDG_CONFIG_HOME/mosaic/env;
+nothing in the working directory is read (pass --env-file ./.env or --sites
+./sites.yaml to use such files on purpose).
 
 The API token is created on first start at $XDG_CONFIG_HOME/mosaic/token (mode 0600);
 the CLI reads it from there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := config.LoadEnv(".")
+			cfg, env, err := loadConfig()
 			if err != nil {
 				return err
 			}
-			cfg, err := config.Resolve(env)
-			if err != nil {
+			if _, err := cfg.FindSites(sites); err != nil {
 				return err
 			}
 			f := cmd.Flags()
-			if f.Changed("sites") {
-				cfg.SitesFile = sites
-			}
 			if f.Changed("addr") {
 				cfg.Addr = addr
 			}
@@ -73,7 +74,7 @@ the CLI reads it from there.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&sites, "sites", "", "site catalog file (default: embedded simulated federation; env MOSAIC_SITES)")
+	f.StringVar(&sites, "sites", "", "site catalog file (default: MOSAIC_SITES, else $XDG_CONFIG_HOME/mosaic/sites.yaml, else the embedded simulated federation)")
 	f.StringVar(&addr, "addr", config.DefaultAddr, "listen address (env MOSAIC_ADDR)")
 	f.DurationVar(&tick, "tick", 0, "probe interval (default 5s simulated, 60s live; env MOSAIC_TICK)")
 	f.Float64Var(&speed, "speed", 0, "simulated seconds per real second (default 60; env MOSAIC_SIM_SPEED)")
