@@ -28,6 +28,7 @@ func newServeCmd() *cobra.Command {
 	var speed float64
 	var allowHosts []string
 	var headless bool
+	var unauthTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Mosaic core: probes, API and UI (default: a simulated federation)",
@@ -69,8 +70,11 @@ the CLI reads it from there.`,
 				}
 				cfg.SimSpeed = speed
 			}
+			if unauthTimeout <= 0 {
+				return fmt.Errorf("--unauth-timeout %s: want a positive duration", unauthTimeout)
+			}
 			cfg.AllowHosts = append(cfg.AllowHosts, allowHosts...)
-			return serve(cmd, cfg, env, headless)
+			return serve(cmd, cfg, env, headless, unauthTimeout)
 		},
 	}
 	f := cmd.Flags()
@@ -80,10 +84,14 @@ the CLI reads it from there.`,
 	f.Float64Var(&speed, "speed", 0, "simulated seconds per real second (default 60; env MOSAIC_SIM_SPEED)")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "accept requests for this Host name besides loopback names (repeatable)")
 	f.BoolVar(&headless, "headless", false, "serve the API only, without the web UI")
+	// How long a request without a valid credential may take to send its headers and
+	// body (and to read its answer); hidden: tests shorten it.
+	f.DurationVar(&unauthTimeout, "unauth-timeout", api.DefaultUnauthTimeout, "time limit of requests without a valid credential")
+	_ = f.MarkHidden("unauth-timeout")
 	return cmd
 }
 
-func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool) error {
+func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool, unauthTimeout time.Duration) error {
 	level := slog.LevelInfo
 	if strings.EqualFold(cfg.LogLevel, "debug") {
 		level = slog.LevelDebug
@@ -111,7 +119,7 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 	}
 	defer c.Close()
 	c.SetCampaignsRoot(campaign.CampaignsRoot(cfg.StateDir))
-	opts := api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, Headless: headless}
+	opts := api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, Headless: headless, UnauthTimeout: unauthTimeout}
 	if w := auth.NewWebSignIn(globus.DefaultResolver()); w != nil {
 		opts.SignIn = w // Globus web sign-in (GLOBUS_CLIENT_ID/SECRET configured)
 	}
@@ -120,7 +128,7 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := srv.HTTPServer()
 	go c.Run(ctx)
 
 	url := "http://" + ln.Addr().String()
