@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -191,5 +192,61 @@ func TestHeaderLimits(t *testing.T) {
 	}
 	if el := time.Since(start); el > timeout+4*time.Second {
 		t.Errorf("trickled headers were cut after %s, want within %s + slack", el, timeout)
+	}
+}
+
+// TestStreamsOutliveUnauthTimeout: the limits for strangers must not reach
+// authenticated streams: an event stream opened with the token still delivers events
+// well after the unauthenticated timeout.
+func TestStreamsOutliveUnauthTimeout(t *testing.T) {
+	const timeout = time.Second
+	e := newEnv(t)
+	e.serve("--tick", "1s", "--unauth-timeout", timeout.String())
+	// A first event, so the stream answers (and flushes its headers) at once.
+	if _, errOut, rc := e.run("submit", "--name", "early", "--command", "true", "--cpus", "1", "--walltime", "5m"); rc != 0 {
+		t.Fatalf("submit: rc=%d %s", rc, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the stream, so the core shuts down promptly
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+e.addr+"/api/events/stream", nil)
+	req.Header.Set("Authorization", "bearer "+e.token())
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("event stream: %d", resp.StatusCode)
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // the test has stopped reading
+			}
+		}
+	}()
+	start := time.Now()
+	time.Sleep(3 * timeout)
+	if _, errOut, rc := e.run("submit", "--name", "after-deadline", "--command", "true", "--cpus", "1", "--walltime", "5m"); rc != 0 {
+		t.Fatalf("submit: rc=%d %s", rc, errOut)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the authenticated event stream ended after the %s unauthenticated timeout", timeout)
+			}
+			if strings.Contains(l, "after-deadline") {
+				t.Logf("event %s after the stream opened", time.Since(start))
+				return // an event of the task submitted after the timeout
+			}
+		case <-deadline:
+			t.Fatal("no event of the task submitted after the unauthenticated timeout arrived on the stream")
+		}
 	}
 }
