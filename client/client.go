@@ -1,6 +1,7 @@
 // Package client is the Go client of Mosaic's HTTP API. The mosaic CLI uses it, and so
 // can any Go program or agent: New for an explicit URL and token, or FromEnvironment
-// for the same discovery the CLI does (MOSAIC_URL, MOSAIC_TOKEN or the token file).
+// for the same discovery the CLI does (MOSAIC_URL, MOSAIC_TOKEN or the token file, from
+// the environment and $XDG_CONFIG_HOME/mosaic/env, never from the working directory).
 package client
 
 import (
@@ -69,13 +70,20 @@ func New(baseURL, token string) (*Client, error) {
 }
 
 // FromEnvironment discovers the core like the CLI: MOSAIC_URL (default
-// http://127.0.0.1:8642), MOSAIC_TOKEN or the token file ($XDG_CONFIG_HOME/mosaic/token,
-// MOSAIC_TOKEN_FILE). A .env file in the working directory is read too.
-func FromEnvironment() (*Client, error) {
-	env, err := config.LoadEnv(".")
+// http://127.0.0.1:8642, or http://MOSAIC_ADDR), MOSAIC_TOKEN or the token file
+// (MOSAIC_TOKEN_FILE, default $XDG_CONFIG_HOME/mosaic/token), read from the process
+// environment and the user's own $XDG_CONFIG_HOME/mosaic/env. Nothing in the working
+// directory is read: a .env there could send the token to a stranger's listener.
+func FromEnvironment() (*Client, error) { return FromEnvironmentFile("") }
+
+// FromEnvironmentFile is FromEnvironment with the settings of a dotenv file the caller
+// names (KEY=VALUE lines) layered under the process environment; "" = none.
+func FromEnvironmentFile(envFile string) (*Client, error) {
+	ld, err := config.Load(config.LoadOptions{EnvFile: envFile})
 	if err != nil {
 		return nil, err
 	}
+	env := ld.Env
 	cfg, err := config.Resolve(env)
 	if err != nil {
 		return nil, err

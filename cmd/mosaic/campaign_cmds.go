@@ -210,17 +210,9 @@ Exits 2, naming the recipient on stderr, when it never appears.`,
 
 // campaignEnv resolves the configuration (state directory, sites file).
 func campaignEnv(sitesFlag string) (*config.Config, *site.Catalog, error) {
-	env, err := config.LoadEnv(".")
+	path, cfg, err := sitesPath(sitesFlag) // serve's lookup; never the working directory
 	if err != nil {
 		return nil, nil, err
-	}
-	cfg, err := config.Resolve(env)
-	if err != nil {
-		return nil, nil, err
-	}
-	path := sitesFlag
-	if path == "" {
-		path = cfg.SitesFile
 	}
 	if path == "" {
 		return cfg, nil, nil

@@ -59,7 +59,7 @@ func discoverCore() mcp.Connect {
 		if found != nil {
 			return found, nil
 		}
-		c, err := client.FromEnvironment()
+		c, err := newClient()
 		if err != nil {
 			return nil, err
 		}

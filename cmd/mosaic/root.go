@@ -2,14 +2,22 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mosaic-hpc/mosaic/client"
+	"github.com/mosaic-hpc/mosaic/internal/config"
 )
+
+// envFile is the persistent --env-file flag: a dotenv file the user names. The working
+// directory's .env is never read on its own.
+var envFile string
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -24,6 +32,8 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().StringVar(&envFile, "env-file", "",
+		"read settings (KEY=VALUE lines) from this file, under the environment; a .env in the working directory is never read on its own")
 	root.AddCommand(newServeCmd(), newResourcesCmd(), newIdleCmd(), newStatusCmd(), newAboutCmd(),
 		newEnvCmd(), newExecCmd(), newPutFileCmd(),
 		newSubmitCmd(), newTaskCmd(), newTasksCmd(), newCancelCmd(), newReplanCmd(), newLogsCmd(), newEventsCmd(), newEnvelopeCmd(),
@@ -40,5 +50,54 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// newClient discovers the running core.
-func newClient() (*client.Client, error) { return client.FromEnvironment() }
+// newClient discovers the running core: the environment, --env-file and
+// $XDG_CONFIG_HOME/mosaic/env, never the working directory.
+func newClient() (*client.Client, error) {
+	if _, err := loadEnv(); err != nil {
+		return nil, err
+	}
+	return client.FromEnvironmentFile(envFile)
+}
+
+// loadEnv reads the process's settings (the environment, --env-file and the config
+// directory's env file) and says once on stderr when a .env in the working directory
+// is being ignored.
+func loadEnv() (*config.Loaded, error) {
+	ld, err := config.Load(config.LoadOptions{EnvFile: envFile})
+	if err != nil {
+		return nil, err
+	}
+	warnIgnored(ld.Files, ".env")
+	return ld, nil
+}
+
+// loadConfig is loadEnv followed by config.Resolve.
+func loadConfig() (*config.Config, config.Env, error) {
+	ld, err := loadEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := config.Resolve(ld.Env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, ld.Env, nil
+}
+
+var warned sync.Map // name -> struct{}: each ignored file is mentioned once per process
+
+// warnIgnored says on stderr, once per file, that a .env or sites.yaml in the working
+// directory is not read, and how to use it on purpose. Its contents are never read.
+func warnIgnored(inUse []string, names ...string) {
+	for _, p := range config.InWorkDir(inUse, names...) {
+		if _, dup := warned.LoadOrStore(p, struct{}{}); dup {
+			continue
+		}
+		flag := "--env-file"
+		if strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml") {
+			flag = "--sites"
+		}
+		fmt.Fprintf(os.Stderr, "mosaic: ignoring %s in the working directory (Mosaic reads settings only from the environment, "+
+			"$XDG_CONFIG_HOME/mosaic and files you name); to use it, pass %s %s\n", p, flag, p)
+	}
+}

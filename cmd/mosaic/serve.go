@@ -28,31 +28,33 @@ func newServeCmd() *cobra.Command {
 	var speed float64
 	var allowHosts []string
 	var headless bool
+	var unauthTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Mosaic core: probes, API and UI (default: a simulated federation)",
 		Long: `Run the Mosaic core on 127.0.0.1:8642.
 
-With no sites file (--sites or MOSAIC_SITES) it runs the embedded simulated federation
-of six machines (Delta, DeltaAI, Anvil, Vista, Frontera, Lonestar6): real batch-queue
-models with background load, running your jobs as local processes.
+With no sites file (--sites, MOSAIC_SITES or $XDG_CONFIG_HOME/mosaic/sites.yaml) it
+runs the embedded simulated federation of six machines (Delta, DeltaAI, Anvil, Vista,
+Frontera, Lonestar6): real batch-queue models with background load, running your jobs
+as local processes.
+
+Settings come from the environment, --env-file FILE and $XDG_CONFIG_HOME/mosaic/env;
+nothing in the working directory is read (pass --env-file ./.env or --sites
+./sites.yaml to use such files on purpose).
 
 The API token is created on first start at $XDG_CONFIG_HOME/mosaic/token (mode 0600);
 the CLI reads it from there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := config.LoadEnv(".")
+			cfg, env, err := loadConfig()
 			if err != nil {
 				return err
 			}
-			cfg, err := config.Resolve(env)
-			if err != nil {
+			if _, err := cfg.FindSites(sites); err != nil {
 				return err
 			}
 			f := cmd.Flags()
-			if f.Changed("sites") {
-				cfg.SitesFile = sites
-			}
 			if f.Changed("addr") {
 				cfg.Addr = addr
 			}
@@ -68,21 +70,28 @@ the CLI reads it from there.`,
 				}
 				cfg.SimSpeed = speed
 			}
+			if unauthTimeout <= 0 {
+				return fmt.Errorf("--unauth-timeout %s: want a positive duration", unauthTimeout)
+			}
 			cfg.AllowHosts = append(cfg.AllowHosts, allowHosts...)
-			return serve(cmd, cfg, env, headless)
+			return serve(cmd, cfg, env, headless, unauthTimeout)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&sites, "sites", "", "site catalog file (default: embedded simulated federation; env MOSAIC_SITES)")
+	f.StringVar(&sites, "sites", "", "site catalog file (default: MOSAIC_SITES, else $XDG_CONFIG_HOME/mosaic/sites.yaml, else the embedded simulated federation)")
 	f.StringVar(&addr, "addr", config.DefaultAddr, "listen address (env MOSAIC_ADDR)")
 	f.DurationVar(&tick, "tick", 0, "probe interval (default 5s simulated, 60s live; env MOSAIC_TICK)")
 	f.Float64Var(&speed, "speed", 0, "simulated seconds per real second (default 60; env MOSAIC_SIM_SPEED)")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "accept requests for this Host name besides loopback names (repeatable)")
 	f.BoolVar(&headless, "headless", false, "serve the API only, without the web UI")
+	// How long a request without a valid credential may take to send its headers and
+	// body (and to read its answer); hidden: tests shorten it.
+	f.DurationVar(&unauthTimeout, "unauth-timeout", api.DefaultUnauthTimeout, "time limit of requests without a valid credential")
+	_ = f.MarkHidden("unauth-timeout")
 	return cmd
 }
 
-func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool) error {
+func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool, unauthTimeout time.Duration) error {
 	level := slog.LevelInfo
 	if strings.EqualFold(cfg.LogLevel, "debug") {
 		level = slog.LevelDebug
@@ -110,7 +119,7 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 	}
 	defer c.Close()
 	c.SetCampaignsRoot(campaign.CampaignsRoot(cfg.StateDir))
-	opts := api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, Headless: headless}
+	opts := api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, Headless: headless, UnauthTimeout: unauthTimeout}
 	if w := auth.NewWebSignIn(globus.DefaultResolver()); w != nil {
 		opts.SignIn = w // Globus web sign-in (GLOBUS_CLIENT_ID/SECRET configured)
 	}
@@ -119,7 +128,7 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := srv.HTTPServer()
 	go c.Run(ctx)
 
 	url := "http://" + ln.Addr().String()

@@ -17,22 +17,19 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
-// sitesPath resolves --sites, then MOSAIC_SITES, then ./sites.yaml if it exists.
-func sitesPath(flag string) (string, config.Env, error) {
-	env, err := config.LoadEnv(".")
+// sitesPath finds the site catalog the way serve does (--sites, MOSAIC_SITES, then
+// $XDG_CONFIG_HOME/mosaic/sites.yaml; "" = the embedded simulated federation), and
+// says once when a sites.yaml in the working directory is being ignored.
+func sitesPath(flag string) (string, *config.Config, error) {
+	cfg, _, err := loadConfig()
 	if err != nil {
 		return "", nil, err
 	}
-	if flag != "" {
-		return flag, env, nil
+	if _, err := cfg.FindSites(flag); err != nil {
+		return "", nil, err
 	}
-	if v, _ := env("MOSAIC_SITES"); v != "" {
-		return v, env, nil
-	}
-	if _, err := os.Stat("sites.yaml"); err == nil {
-		return "sites.yaml", env, nil
-	}
-	return "", env, nil
+	warnIgnored([]string{cfg.SitesFile}, "sites.yaml")
+	return cfg.SitesFile, cfg, nil
 }
 
 func newInitSitesCmd() *cobra.Command {
@@ -143,7 +140,7 @@ version query) and a timed probe round trip, warning when a probe outlasts the t
 					return err
 				}
 			} else if path == "" {
-				fmt.Fprintln(cmd.OutOrStdout(), "no sites file (--sites, MOSAIC_SITES or ./sites.yaml): checking the embedded simulated federation")
+				fmt.Fprintln(cmd.OutOrStdout(), "no sites file (--sites, MOSAIC_SITES or $XDG_CONFIG_HOME/mosaic/sites.yaml): checking the embedded simulated federation")
 			}
 			failed := false
 			for _, c := range checks {
@@ -158,7 +155,7 @@ version query) and a timed probe round trip, warning when a probe outlasts the t
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES or ./sites.yaml)")
+	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES, else $XDG_CONFIG_HOME/mosaic/sites.yaml)")
 	cmd.Flags().DurationVar(&tick, "tick", 0, "the probe interval you will run with (default 60s)")
 	addJSONFlag(cmd, &j)
 	return cmd
@@ -202,7 +199,7 @@ func newSmokeCmd() *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES or ./sites.yaml)")
+	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES, else $XDG_CONFIG_HOME/mosaic/sites.yaml)")
 	cmd.Flags().StringVar(&partition, "partition", "", "partition to use (default: a CPU partition with the shortest queue)")
 	addJSONFlag(cmd, &j)
 	return cmd
@@ -222,17 +219,13 @@ func newDoctorCmd() *cobra.Command {
 				fmt.Fprintln(w, "  fix:", fix)
 				return &exitError{code: 1}
 			}
-			path, env, err := sitesPath(sites)
+			path, cfg, err := sitesPath(sites)
 			if err != nil {
-				return fail("reading .env: "+err.Error(), "correct the .env file in this directory")
-			}
-			cfg, err := config.Resolve(env)
-			if err != nil {
-				return fail(err.Error(), "correct the variable named above")
+				return fail("reading the configuration: "+err.Error(), "correct the file or variable named above")
 			}
 			if path == "" {
 				ok("no sites file: Mosaic runs the embedded simulated federation")
-				fmt.Fprintln(w, "  to use your machines: mosaic init-sites delta=USER@login.delta.ncsa.illinois.edu > sites.yaml")
+				fmt.Fprintln(w, "  to use your machines: mosaic init-sites delta=USER@login.delta.ncsa.illinois.edu > sites.yaml, then --sites sites.yaml")
 			} else {
 				cat, err := site.Load(path)
 				if err != nil {
@@ -285,7 +278,7 @@ func newDoctorCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES or ./sites.yaml)")
+	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES, else $XDG_CONFIG_HOME/mosaic/sites.yaml)")
 	return cmd
 }
 

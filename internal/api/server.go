@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -32,7 +34,26 @@ type Options struct {
 	// logout, status); see internal/auth.
 	SignIn http.Handler
 	Logger *slog.Logger
+	// UnauthTimeout bounds how long a request without a valid credential may take to
+	// send its headers and body and to receive its answer; 0 = DefaultUnauthTimeout.
+	UnauthTimeout time.Duration
+	// MaxUnauth bounds requests without a valid credential in progress at once; more
+	// are answered 503 with Retry-After. 0 = DefaultMaxUnauth.
+	MaxUnauth int
 }
+
+// Limits of the HTTP server. Requests without a valid credential (the login page and
+// its POST, assets, docs, /healthz, refused calls) may come from any local process, so
+// they get a deadline, a body limit and a concurrency bound; authenticated ones keep
+// no read or write deadline, so server-sent events and MCP streams stay open.
+const (
+	DefaultUnauthTimeout = 10 * time.Second
+	DefaultMaxUnauth     = 64
+	MaxUnauthBody        = 64 << 10 // bytes of request body without a valid credential
+	MaxHeaderBytes       = 64 << 10
+	IdleTimeout          = 2 * time.Minute
+	unauthRetryAfter     = 2 // seconds, in the Retry-After of a 503
+)
 
 // Server is the HTTP handler of a core.
 type Server struct {
@@ -82,6 +103,27 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// HTTPServer returns an http.Server for this handler with the server's limits:
+// headers within the unauthenticated timeout, MaxHeaderBytes, IdleTimeout. There is no
+// global ReadTimeout or WriteTimeout (they would cut off event streams); the guard sets
+// per-request deadlines on requests without a valid credential instead.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.unauthTimeout(),
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug),
+	}
+}
+
+func (s *Server) unauthTimeout() time.Duration {
+	if s.opts.UnauthTimeout > 0 {
+		return s.opts.UnauthTimeout
+	}
+	return DefaultUnauthTimeout
+}
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
@@ -96,7 +138,40 @@ func (s *Server) API() huma.API { return s.api }
 
 // guard applies the security baseline before any route.
 func (s *Server) guard(next http.Handler) http.Handler {
+	maxUnauth := s.opts.MaxUnauth
+	if maxUnauth <= 0 {
+		maxUnauth = DefaultMaxUnauth
+	}
+	unauth := make(chan struct{}, maxUnauth) // a semaphore over requests without a credential
+	timeout := s.unauthTimeout()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The exchange authenticates its own (run) tokens and holds long polls; its
+		// limits are its own (internal/exchange).
+		exchange := r.URL.Path == ExchangePrefix || strings.HasPrefix(r.URL.Path, ExchangePrefix+"/")
+		if !exchange && !s.credentialed(r) {
+			// Bound what a stranger can hold: the rest of the body and the answer must
+			// pass within the timeout, at most maxUnauth at once, a small body.
+			// The connection closes after the answer, so these deadlines never carry
+			// over to a later (authenticated, perhaps streaming) request on it, and an
+			// unread body is not waited for.
+			rc := http.NewResponseController(w)
+			deadline := time.Now().Add(timeout)
+			_ = rc.SetReadDeadline(deadline) // not supported by test recorders: then no deadline
+			_ = rc.SetWriteDeadline(deadline)
+			w.Header().Set("Connection", "close")
+			select {
+			case unauth <- struct{}{}:
+				defer func() { <-unauth }()
+			default:
+				w.Header().Set("Retry-After", strconv.Itoa(unauthRetryAfter))
+				writeProblem(w, http.StatusServiceUnavailable, "too many requests without a token are in progress; "+
+					"retry in a few seconds, or send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token)")
+				return
+			}
+			if r.Body != nil {
+				r.Body = http.MaxBytesReader(w, r.Body, MaxUnauthBody)
+			}
+		}
 		if !s.hostAllowed(r.Host) {
 			writeProblem(w, http.StatusForbidden, "Host "+quoteHeader(r.Host)+" is not a loopback name; start mosaic with --allow-host to accept it")
 			return
@@ -141,13 +216,32 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		return false
+// credentialed reports whether a request carries a valid credential: the API token
+// as a bearer token, or (without an Authorization header) a live session cookie.
+func (s *Server) credentialed(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" {
+		return s.authorized(r)
 	}
-	return s.tokenOK(strings.TrimSpace(tok))
+	_, _, ok := s.sessions.FromRequest(r)
+	return ok
+}
+
+// authorized reports whether the request carries the API token as a bearer token. The
+// scheme name is case-insensitive (RFC 7235 section 2.1: "bearer", "BEARER" and
+// "Bearer" are the same scheme), followed by one or more spaces.
+func (s *Server) authorized(r *http.Request) bool {
+	tok, ok := bearerToken(r.Header.Get("Authorization"))
+	return ok && s.tokenOK(tok)
+}
+
+// bearerToken extracts the token of an "Authorization: Bearer <token>" header value.
+func bearerToken(h string) (string, bool) {
+	scheme, rest, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok := strings.TrimSpace(rest)
+	return tok, tok != ""
 }
 
 // tokenOK compares a presented token with the API token in constant time.

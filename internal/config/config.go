@@ -1,45 +1,200 @@
-// Package config resolves Mosaic's settings: MOSAIC_* environment variables, a .env
-// file in the working directory (real environment variables win), and XDG paths.
+// Package config resolves Mosaic's settings and decides which files it trusts.
+//
+// Trust model: configuration comes from the process environment, from files in the
+// user's config directory ($XDG_CONFIG_HOME/mosaic: the dotenv file "env" and the site
+// catalog "sites.yaml", used only when owned by the user and not writable by group or
+// others) and from files named on the command line (--env-file, --sites). The working
+// directory is never read: a .env or sites.yaml in a repository the user merely cd's
+// into is a stranger's file, and could otherwise redirect the API token (MOSAIC_URL)
+// or run commands as the user (ssh options such as ProxyCommand).
 package config
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
 // DefaultAddr is where the core listens unless told otherwise.
 const DefaultAddr = "127.0.0.1:8642"
 
+// Names of the files Mosaic reads from its config directory ($XDG_CONFIG_HOME/mosaic).
+const (
+	EnvFileName   = "env"        // dotenv settings, under the process environment
+	SitesFileName = "sites.yaml" // the site catalog used when none is named
+)
+
+// pathKeys hold file names; a relative one in a dotenv file is relative to that file's
+// directory, never to the working directory.
+var pathKeys = map[string]bool{"MOSAIC_SITES": true, "MOSAIC_DB": true, "MOSAIC_TOKEN_FILE": true}
+
 // Env is a lookup function over the merged environment.
 type Env func(key string) (string, bool)
 
-// LoadEnv returns a lookup over the process environment layered on a .env file in dir
-// (if present). A malformed .env line is an error naming the file and line.
-func LoadEnv(dir string) (Env, error) {
-	file := map[string]string{}
-	path := filepath.Join(dir, ".env")
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+// LoadOptions say where Load may read settings from.
+type LoadOptions struct {
+	// EnvFile is a dotenv file the user named (--env-file); "" = none. Its settings
+	// sit under the process environment and over the config directory's env file.
+	EnvFile string
+	// Lookup reads the process environment; nil = os.LookupEnv.
+	Lookup func(string) (string, bool)
+}
+
+// Loaded is the result of Load.
+type Loaded struct {
+	Env Env
+	// Files are the dotenv files read, highest precedence first.
+	Files []string
+}
+
+// Load returns a lookup over, in order of precedence: the process environment, the
+// named EnvFile, and $XDG_CONFIG_HOME/mosaic/env if it exists and passes CheckTrusted.
+// Nothing in the working directory is read. A malformed line is an error naming the
+// file and line.
+func Load(o LoadOptions) (*Loaded, error) {
+	lookup := o.Lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
 	}
-	if err == nil {
-		file, err = ParseDotEnv(path, data)
+	var layers []map[string]string
+	var files []string
+	if o.EnvFile != "" {
+		m, err := readEnvFile(o.EnvFile)
 		if err != nil {
 			return nil, err
 		}
+		layers, files = append(layers, m), append(files, o.EnvFile)
 	}
-	return func(k string) (string, bool) {
-		if v, ok := os.LookupEnv(k); ok {
+	if dir, err := ConfigDir(lookup); err == nil {
+		p := filepath.Join(dir, EnvFileName)
+		if _, err := os.Stat(p); err == nil {
+			if err := CheckTrusted(p); err != nil {
+				return nil, err
+			}
+			m, err := readEnvFile(p)
+			if err != nil {
+				return nil, err
+			}
+			layers, files = append(layers, m), append(files, p)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("read %s: %w", p, err)
+		}
+	}
+	env := func(k string) (string, bool) {
+		if v, ok := lookup(k); ok {
 			return v, true
 		}
-		v, ok := file[k]
-		return v, ok
-	}, nil
+		for _, m := range layers {
+			if v, ok := m[k]; ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	return &Loaded{Env: env, Files: files}, nil
+}
+
+// readEnvFile parses a dotenv file, making relative file names in pathKeys relative
+// to the file's directory.
+func readEnvFile(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read env file: %w", err)
+	}
+	m, err := ParseDotEnv(path, data)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("env file %s: %w", path, err)
+	}
+	for k, v := range m {
+		if pathKeys[k] && v != "" && !filepath.IsAbs(v) && !strings.HasPrefix(v, "~") {
+			m[k] = filepath.Join(dir, v)
+		}
+	}
+	return m, nil
+}
+
+// ConfigDir is $XDG_CONFIG_HOME/mosaic, or ~/.config/mosaic. A relative
+// XDG_CONFIG_HOME is ignored (as the XDG spec says), so the directory never depends
+// on the working directory.
+func ConfigDir(lookup func(string) (string, bool)) (string, error) {
+	base, err := xdgDir(lookup, "XDG_CONFIG_HOME", ".config")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "mosaic"), nil
+}
+
+func xdgDir(lookup func(string) (string, bool), key, fallback string) (string, error) {
+	if v, _ := lookup(key); v != "" && filepath.IsAbs(v) {
+		return v, nil
+	}
+	home, _ := lookup("HOME")
+	if home == "" || !filepath.IsAbs(home) {
+		return "", fmt.Errorf("cannot find your home directory: set HOME (or %s) to an absolute path", key)
+	}
+	return filepath.Join(home, fallback), nil
+}
+
+// CheckTrusted refuses a file Mosaic would take from its config directory unless the
+// file and its directory are owned by this user and not writable by group or others:
+// other local users are not trusted, and a writable catalog or env file would let them
+// choose what runs as this user. The error names the path and the command that fixes it.
+func CheckTrusted(path string) error {
+	uid := os.Getuid()
+	for i, p := range []string{path, filepath.Dir(path)} {
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("check %s: %w", p, err)
+		}
+		if i == 0 && !st.Mode().IsRegular() {
+			return fmt.Errorf("refusing %s: it is not a regular file; replace it with your own file", p)
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != uid {
+			return fmt.Errorf("refusing %s: it is owned by uid %d, not by you (uid %d), so Mosaic does not trust it; "+
+				"remove it or take it over with `chown %d %s` after checking its contents", p, sys.Uid, uid, uid, p)
+		}
+		if perm := st.Mode().Perm(); perm&0o022 != 0 {
+			return fmt.Errorf("refusing %s: it is writable by group or others (mode %04o), so another local user could change "+
+				"what Mosaic runs as you; fix it with `chmod go-w %s`", p, perm, p)
+		}
+	}
+	return nil
+}
+
+// InWorkDir returns the names among the given ones (e.g. ".env", "sites.yaml") that
+// exist in the working directory and are not one of the files in use, so a caller can
+// say once that they are ignored. Only their existence is checked, never their contents.
+func InWorkDir(inUse []string, names ...string) []string {
+	var out []string
+	for _, n := range names {
+		st, err := os.Stat(n)
+		if err != nil {
+			continue
+		}
+		same := false
+		for _, u := range inUse {
+			if u == "" {
+				continue
+			}
+			if ust, err := os.Stat(u); err == nil && os.SameFile(st, ust) {
+				same = true
+			}
+		}
+		if !same {
+			out = append(out, "."+string(filepath.Separator)+n)
+		}
+	}
+	return out
 }
 
 // ParseDotEnv reads KEY=VALUE lines: blank lines and # comments ignored, optional
@@ -111,22 +266,23 @@ type Config struct {
 	LogLevel   string
 }
 
-// Resolve builds a Config from an Env.
+// Resolve builds a Config from an Env. SitesFile is MOSAIC_SITES; FindSites adds the
+// --sites flag and the config directory's catalog.
 func Resolve(env Env) (*Config, error) {
 	get := func(k string) string { v, _ := env(k); return v }
-	home, _ := os.UserHomeDir()
-	state := get("XDG_STATE_HOME")
-	if state == "" {
-		state = filepath.Join(home, ".local", "state")
+	lookup := func(k string) (string, bool) { return env(k) }
+	state, err := xdgDir(lookup, "XDG_STATE_HOME", filepath.Join(".local", "state"))
+	if err != nil {
+		return nil, err
 	}
-	cfgHome := get("XDG_CONFIG_HOME")
-	if cfgHome == "" {
-		cfgHome = filepath.Join(home, ".config")
+	cfgDir, err := ConfigDir(lookup)
+	if err != nil {
+		return nil, err
 	}
 	c := &Config{
 		Addr:      DefaultAddr,
 		StateDir:  filepath.Join(state, "mosaic"),
-		ConfigDir: filepath.Join(cfgHome, "mosaic"),
+		ConfigDir: cfgDir,
 		SitesFile: get("MOSAIC_SITES"),
 		LogLevel:  get("MOSAIC_LOG_LEVEL"),
 	}
@@ -167,4 +323,40 @@ func Resolve(env Env) (*Config, error) {
 		c.URL = "http://" + c.Addr
 	}
 	return c, nil
+}
+
+// Where a site catalog came from (Config.SitesSource).
+const (
+	SitesFromFlag      = "--sites"
+	SitesFromEnv       = "MOSAIC_SITES"
+	SitesFromConfigDir = "config directory"
+	SitesEmbedded      = "embedded"
+)
+
+// FindSites decides which site catalog to use, the same way for serve and for the site
+// commands: the --sites flag, else MOSAIC_SITES (process environment or a trusted env
+// file), else $XDG_CONFIG_HOME/mosaic/sites.yaml if it exists and passes CheckTrusted,
+// else none (the embedded simulated federation, returned as ""). A sites.yaml in the
+// working directory is never used unless named. It sets c.SitesFile and returns where
+// the catalog came from.
+func (c *Config) FindSites(flag string) (string, error) {
+	switch {
+	case flag != "":
+		c.SitesFile = flag
+		return SitesFromFlag, nil
+	case c.SitesFile != "":
+		return SitesFromEnv, nil
+	}
+	p := filepath.Join(c.ConfigDir, SitesFileName)
+	if _, err := os.Stat(p); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return SitesEmbedded, nil
+		}
+		return "", fmt.Errorf("read %s: %w", p, err)
+	}
+	if err := CheckTrusted(p); err != nil {
+		return "", err
+	}
+	c.SitesFile = p
+	return SitesFromConfigDir, nil
 }

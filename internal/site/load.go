@@ -16,8 +16,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Load reads and validates a sites.yaml file. Relative sim trace paths are resolved
-// against the file's directory. Problems are returned as Errors (each naming file, line
+// Load reads and validates a sites.yaml file. Relative sim trace paths and ssh
+// identity_file / config_file names are resolved against the file's directory. Problems are returned as Errors (each naming file, line
 // and field); non-fatal ones land in Catalog.Warnings.
 func Load(path string) (*Catalog, error) {
 	data, err := os.ReadFile(path)
@@ -28,10 +28,21 @@ func Load(path string) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Dir(path)
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("site catalog %s: %w", path, err)
+	}
+	// Relative file names are relative to the catalog, never to the working directory
+	// (a stranger's directory could otherwise supply the ssh config or key it names).
 	for i := range c.Systems {
-		if sc := c.Systems[i].SimConfig; sc != nil && sc.Load.Trace != "" && !filepath.IsAbs(sc.Load.Trace) {
-			sc.Load.Trace = filepath.Join(dir, sc.Load.Trace)
+		if sc := c.Systems[i].SimConfig; sc != nil {
+			sc.Load.Trace = relativeTo(dir, sc.Load.Trace)
+		}
+		if ss := c.Systems[i].SSH; ss != nil {
+			ss.IdentityFile = relativeTo(dir, ss.IdentityFile)
+			if ss.ConfigFile != "none" { // ssh -F none: no config file at all
+				ss.ConfigFile = relativeTo(dir, ss.ConfigFile)
+			}
 		}
 	}
 	return c, nil
@@ -250,4 +261,12 @@ func normalize(c *Catalog) {
 			s.ContainerRuntimes[j] = strings.ToLower(strings.TrimSpace(s.ContainerRuntimes[j]))
 		}
 	}
+}
+
+// relativeTo makes a relative file name relative to dir; "", absolute and ~ names stay.
+func relativeTo(dir, name string) string {
+	if name == "" || filepath.IsAbs(name) || strings.HasPrefix(name, "~") {
+		return name
+	}
+	return filepath.Join(dir, name)
 }

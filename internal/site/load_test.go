@@ -95,6 +95,50 @@ func TestLoadResolvesTracePath(t *testing.T) {
 	}
 }
 
+// TestLoadResolvesSSHFilesAgainstCatalog: a catalog's relative ssh config_file and
+// identity_file are the catalog's own files, never files of the working directory
+// (which could hold a stranger's ssh config with a ProxyCommand).
+func TestLoadResolvesSSHFilesAgainstCatalog(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sites.yaml")
+	in := `systems:
+  - name: a
+    kind: ssh
+    host: a.example
+    ssh: {config_file: ssh_config, identity_file: keys/id}
+    partitions: [{name: cpu, nodes: 1, cpu_cores: 1, memory_gb: 1}]
+  - name: b
+    kind: ssh
+    host: b.example
+    ssh: {config_file: none, identity_file: ~/.ssh/id_ed25519}
+    partitions: [{name: cpu, nodes: 1, cpu_cores: 1, memory_gb: 1}]
+  - name: c
+    kind: ssh
+    host: c.example
+    ssh: {config_file: /etc/ssh/alt_config}
+    partitions: [{name: cpu, nodes: 1, cpu_cores: 1, memory_gb: 1}]
+`
+	if err := os.WriteFile(p, []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // the working directory must not matter
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{
+		{filepath.Join(dir, "ssh_config"), filepath.Join(dir, "keys", "id")},
+		{"none", "~/.ssh/id_ed25519"},
+		{"/etc/ssh/alt_config", ""},
+	}
+	for i, w := range want {
+		s := c.Systems[i].SSH
+		if s.ConfigFile != w[0] || s.IdentityFile != w[1] {
+			t.Errorf("%s: config_file %q identity_file %q, want %q %q", c.Systems[i].Name, s.ConfigFile, s.IdentityFile, w[0], w[1])
+		}
+	}
+}
+
 func TestDefaultCatalog(t *testing.T) {
 	c := Default()
 	if c.Path != "" {
