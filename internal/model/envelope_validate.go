@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -29,7 +28,7 @@ const (
 	MaxEnvelopeMemoryGB    = 100_000_000
 	MaxEnvelopeNodes       = 100_000
 	MaxEnvelopeGPUMemoryGB = 1024
-	MaxEnvelopeWalltime    = Duration(366 * 24 * time.Hour)
+	MaxEnvelopeWalltime    = MaxDuration
 )
 
 // KnownGPUModels lists the canonical GPU model names Mosaic understands, in the form
@@ -257,10 +256,13 @@ func (e *Envelope) Validate() error {
 		bad("walltime", "min %s is greater than max %s", n.Walltime.Min, n.Walltime.Max)
 	}
 	if n.Walltime.Max > MaxEnvelopeWalltime {
-		bad("walltime.max", "%s is beyond the limit of %s", n.Walltime.Max, MaxEnvelopeWalltime)
+		bad("walltime.max", "%s is over the %d-day limit", n.Walltime.Max, int64(MaxEnvelopeWalltime.D()/day))
 	}
 	if n.MaxQueueWait < 0 {
 		bad("max_queue_wait", "is negative (%s)", n.MaxQueueWait)
+	}
+	if n.MaxQueueWait > MaxDuration {
+		bad("max_queue_wait", "%s is over the %d-day limit", n.MaxQueueWait, int64(MaxDuration.D()/day))
 	}
 	if !validObjective(n.Objective) {
 		bad("objective", "%q is not one of %v", n.Objective, Objectives)
