@@ -43,7 +43,7 @@ func TestParseDurationRefuses(t *testing.T) {
 		{"366-00:00:01", "over the 366-day limit"},
 		{"213504-00:00:00", "over the 366-day limit"},
 		{"0-0:0:99999999999999999999", "over the 366-day limit"},
-		{"9223372036854775807", "over the 366-day limit"},  // minutes
+		{"9223372036854775807", "over the 366-day limit"},   // minutes
 		{"99999999999999999999h", "over the 366-day limit"}, // beyond int64
 		{"2562047h47m16.854775808s", "over the 366-day limit"},
 		{"106751d23h47m16.854775808s", "over the 366-day limit"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -309,6 +310,8 @@ func (e *Envelope) Validate() error {
 	if ct := c.Container; ct != nil {
 		if ct.Image == "" {
 			bad("constraints.container.image", "is empty; give an image such as docker://nvcr.io/nvidia/pytorch:24.01-py3 or a .sif path")
+		} else if err := CheckLine("it", ct.Image, MaxLineChars); err != nil {
+			bad("constraints.container.image", "%v", err)
 		}
 		if ct.Runtime != "" && !contains(KnownContainerRuntimes, ct.Runtime) {
 			bad("constraints.container.runtime", "unknown runtime %q; use one of %v", ct.Runtime, KnownContainerRuntimes)
@@ -317,12 +320,26 @@ func (e *Envelope) Validate() error {
 	for _, f := range e.Constraints.Features {
 		if strings.TrimSpace(f) == "" {
 			bad("constraints.features", "contains an empty feature name")
+		} else if err := CheckLine("feature "+strconv.Quote(f), f, MaxLineChars); err != nil {
+			bad("constraints.features", "%v", err)
 		}
 	}
 	for _, s := range e.Constraints.AvoidSystems {
 		if strings.TrimSpace(s) == "" {
 			bad("constraints.avoid_systems", "contains an empty system name")
+		} else if err := CheckLine("system "+strconv.Quote(s), s, MaxLineChars); err != nil {
+			bad("constraints.avoid_systems", "%v", err)
 		}
+	}
+	for _, l := range [][]string{e.Constraints.Arch, e.Constraints.GPUModels, e.Constraints.AvoidGPUModels} {
+		for _, v := range l {
+			if err := CheckLine(strconv.Quote(v), v, MaxLineChars); err != nil {
+				bad("constraints", "%v", err)
+			}
+		}
+	}
+	if err := CheckText("it", e.Rationale, MaxDescriptionChars); err != nil {
+		bad("rationale", "%v", err)
 	}
 	return errors.Join(errs...)
 }
