@@ -79,6 +79,7 @@ the CLI reads it from there.`,
 	f.Float64Var(&speed, "speed", 0, "simulated seconds per real second (default 60; env MOSAIC_SIM_SPEED)")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "accept requests for this Host name besides loopback names (repeatable)")
 	f.BoolVar(&headless, "headless", false, "serve the API only, without the web UI")
+	f.Bool("fresh", false, "if the database (MOSAIC_DB) is empty or damaged, move it aside as <path>.bad-<time> and start an empty store; a healthy one is kept")
 	return cmd
 }
 
@@ -103,7 +104,8 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 		return err
 	}
 	getenv := func(k string) string { v, _ := env(k); return v }
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv})
+	fresh, _ := cmd.Flags().GetBool("fresh")
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv, FreshStore: fresh})
 	if err != nil {
 		ln.Close()
 		return err
