@@ -88,7 +88,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // (ParseSiteDuration), so stored snapshots with long site limits read back; users'
 // values are bounded where they are used (Envelope.Validate). Its errors are
 // ParseDuration's, which name the user-facing limit.
+//
+// A leading minus is kept here (not in ParseDuration): the validators of envelopes
+// and site files refuse negative values naming their field.
 func parseData(s string) (Duration, error) {
+	sign := Duration(1)
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "-") {
+		sign, s = -1, t[1:]
+	}
 	v, err := ParseSiteDuration(s)
 	if err != nil {
 		if _, err2 := ParseDuration(s); err2 != nil {
@@ -96,7 +103,7 @@ func parseData(s string) (Duration, error) {
 		}
 		return 0, err
 	}
-	return v, nil
+	return sign * v, nil
 }
 
 // MarshalYAML writes the String form (gopkg.in/yaml.v3 Marshaler).

@@ -172,3 +172,19 @@ func FuzzParseDuration(f *testing.F) {
 		}
 	})
 }
+
+// TestDurationDecodeKeepsNegatives: decoders pass a negative value on so that the
+// validators (envelope, site file) refuse it naming the field.
+func TestDurationDecodeKeepsNegatives(t *testing.T) {
+	var d Duration
+	if err := json.Unmarshal([]byte(`"-1h"`), &d); err != nil || d.D() != -time.Hour {
+		t.Fatalf("json -1h = %v, %v", d, err)
+	}
+	e := Envelope{Walltime: DurationRange{Min: d}}
+	if err := e.Validate(); err == nil || !strings.Contains(err.Error(), "walltime.min") {
+		t.Errorf("negative walltime: %v", err)
+	}
+	if err := json.Unmarshal([]byte(`"--1h"`), &d); err == nil {
+		t.Errorf("json --1h accepted as %v", d)
+	}
+}
