@@ -88,6 +88,7 @@ the CLI reads it from there.`,
 	// body (and to read its answer); hidden: tests shorten it.
 	f.DurationVar(&unauthTimeout, "unauth-timeout", api.DefaultUnauthTimeout, "time limit of requests without a valid credential")
 	_ = f.MarkHidden("unauth-timeout")
+	f.Bool("fresh", false, "if the database (MOSAIC_DB) is empty or damaged, move it aside as <path>.bad-<time> and start an empty store; a healthy one is kept")
 	return cmd
 }
 
@@ -112,7 +113,8 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 		return err
 	}
 	getenv := func(k string) string { v, _ := env(k); return v }
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv})
+	fresh, _ := cmd.Flags().GetBool("fresh")
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv, FreshStore: fresh})
 	if err != nil {
 		ln.Close()
 		return err

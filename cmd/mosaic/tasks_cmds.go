@@ -163,6 +163,15 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
   mosaic submit --name mpi --command "srun ./a.out" --cpus 128..512 --nodes 1..4 --walltime 4h --target frontera:normal`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Check --json against what will be printed before submitting: failing
+			// after the submission would leave a task a retry duplicates.
+			var prints any = client.SubmitResult{}
+			if f.wait && !f.dryRun {
+				prints = client.TaskDetail{}
+			}
+			if err := j.checkFor(prints); err != nil {
+				return err
+			}
 			req, err := f.request(cmd)
 			if err != nil {
 				return err
@@ -236,7 +245,7 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 	fl.BoolVar(&f.wait, "wait", false, "follow the task to the end; exit code mirrors the job's")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "give up waiting after this long (the task goes on)")
 	cmd.MarkFlagRequired("name")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.SubmitResult{}, client.TaskDetail{})
 	return cmd
 }
 
@@ -355,7 +364,7 @@ func newTaskCmd() *cobra.Command {
 			return nil
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.TaskDetail{})
 	return cmd
 }
 
@@ -416,7 +425,7 @@ func newTasksCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&state, "state", "", "only these states (comma-separated)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, []client.TaskSummary{})
 	return cmd
 }
 
@@ -442,7 +451,7 @@ func newCancelCmd() *cobra.Command {
 			return nil
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.TaskDetail{})
 	return cmd
 }
 
@@ -473,7 +482,7 @@ func newReplanCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&clear, "clear-target", false, "drop the pin and let the meta-scheduler choose")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.TaskDetail{})
 	return cmd
 }
 
@@ -510,7 +519,7 @@ func newLogsCmd() *cobra.Command {
 	}
 	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
 	cmd.Flags().IntVar(&tail, "tail", 0, "bytes from the end of each stream (default 64 KiB)")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.Logs{})
 	return cmd
 }
 
@@ -581,7 +590,7 @@ func newEventsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&since, "since", "", "only events since (RFC 3339 or a duration such as 1h)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many (default 200)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "keep printing new events as they happen (Ctrl-C stops)")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, []client.Event{})
 	return cmd
 }
 

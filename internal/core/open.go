@@ -29,6 +29,9 @@ type OpenOptions struct {
 	Logger *slog.Logger
 	// Getenv reads LLM settings; nil = os.Getenv.
 	Getenv func(string) string
+	// FreshStore moves a database file that fails the integrity check aside
+	// (<path>.bad-<time>) and starts an empty store (mosaic serve --fresh).
+	FreshStore bool
 }
 
 // Open loads the catalog (the sites file, or the embedded simulated federation), opens
@@ -66,10 +69,17 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			}
 		}
 	}
-	st, err := store.Open(ctx, cfg.DBPath)
+	var sopts []store.Option
+	if o.FreshStore {
+		sopts = append(sopts, store.Fresh())
+	}
+	st, err := store.Open(ctx, cfg.DBPath, sopts...)
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("%w (set MOSAIC_DB to use another file)", err)
+	}
+	if m := st.MovedAside(); m != "" {
+		log.Warn("the store failed its integrity check; it was moved aside and an empty store started", "path", cfg.DBPath, "kept_as", m)
 	}
 	tick := cfg.Tick
 	if tick == 0 {

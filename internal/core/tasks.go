@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/mosaic-hpc/mosaic/internal/execution"
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -85,16 +84,33 @@ func (c *Core) ParseTarget(s string) (*model.Target, error) {
 }
 
 func checkName(n string) error {
-	if strings.TrimSpace(n) == "" {
-		return fmt.Errorf("name is empty; give the task a short name: %w", ErrInvalid)
+	if err := model.CheckName(n); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
-	if len(n) > 128 {
-		return fmt.Errorf("name is %d characters; at most 128: %w", len(n), ErrInvalid)
+	return nil
+}
+
+// checkRequestText refuses what must not reach a batch script or a terminal: lengths
+// are counted in characters, NUL and control characters are refused (newline and tab
+// are allowed in the command, script and description only).
+func checkRequestText(req SubmitRequest) error {
+	if err := checkName(req.Name); err != nil {
+		return err
 	}
-	for _, r := range n {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("name contains a control character: %w", ErrInvalid)
+	for _, f := range []struct {
+		field, v string
+		max      int
+	}{{"command", req.Command, model.MaxCommandChars}, {"script", req.Script, model.MaxScriptChars},
+		{"description", req.Description, model.MaxDescriptionChars}} {
+		if err := model.CheckText(f.field, f.v, f.max); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrInvalid)
 		}
+	}
+	if err := model.CheckLine("target", req.Target, model.MaxLineChars); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	if err := model.CheckLine("objective", string(req.Objective), model.MaxLineChars); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
 	return nil
 }
@@ -102,6 +118,12 @@ func checkName(n string) error {
 // DraftEnvelope drafts an envelope from a description (LLM when configured, else heuristic).
 func (c *Core) DraftEnvelope(ctx context.Context, name, description string) (draft.Result, error) {
 	text := strings.TrimSpace(name + "\n" + description)
+	if err := model.CheckLine("name", name, model.MaxNameChars); err != nil {
+		return draft.Result{}, fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	if err := model.CheckText("description", description, model.MaxDescriptionChars); err != nil {
+		return draft.Result{}, fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
 	if strings.TrimSpace(description) == "" {
 		return draft.Result{}, fmt.Errorf("the description is empty; describe the job (model size, training or inference, duration): %w", ErrInvalid)
 	}
@@ -111,14 +133,11 @@ func (c *Core) DraftEnvelope(ctx context.Context, name, description string) (dra
 // SubmitTask validates a request, places the task and (unless dry run) stores and
 // dispatches it. An infeasible request is refused with every system's reasons.
 func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult, error) {
-	if err := checkName(req.Name); err != nil {
+	if err := checkRequestText(req); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(req.Command) == "" && strings.TrimSpace(req.Script) == "" {
 		return nil, fmt.Errorf("neither command nor script given; pass --command \"…\": %w", ErrInvalid)
-	}
-	if len(req.Command) > 64<<10 || len(req.Script) > 1<<20 {
-		return nil, fmt.Errorf("command (64 KiB) or script (1 MiB) too long: %w", ErrInvalid)
 	}
 	var env model.Envelope
 	var fallback string

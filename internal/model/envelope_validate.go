@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -29,7 +29,7 @@ const (
 	MaxEnvelopeMemoryGB    = 100_000_000
 	MaxEnvelopeNodes       = 100_000
 	MaxEnvelopeGPUMemoryGB = 1024
-	MaxEnvelopeWalltime    = Duration(366 * 24 * time.Hour)
+	MaxEnvelopeWalltime    = MaxDuration
 )
 
 // KnownGPUModels lists the canonical GPU model names Mosaic understands, in the form
@@ -257,10 +257,13 @@ func (e *Envelope) Validate() error {
 		bad("walltime", "min %s is greater than max %s", n.Walltime.Min, n.Walltime.Max)
 	}
 	if n.Walltime.Max > MaxEnvelopeWalltime {
-		bad("walltime.max", "%s is beyond the limit of %s", n.Walltime.Max, MaxEnvelopeWalltime)
+		bad("walltime.max", "%s is over the %d-day limit", n.Walltime.Max, int64(MaxEnvelopeWalltime.D()/day))
 	}
 	if n.MaxQueueWait < 0 {
 		bad("max_queue_wait", "is negative (%s)", n.MaxQueueWait)
+	}
+	if n.MaxQueueWait > MaxDuration {
+		bad("max_queue_wait", "%s is over the %d-day limit", n.MaxQueueWait, int64(MaxDuration.D()/day))
 	}
 	if !validObjective(n.Objective) {
 		bad("objective", "%q is not one of %v", n.Objective, Objectives)
@@ -307,6 +310,8 @@ func (e *Envelope) Validate() error {
 	if ct := c.Container; ct != nil {
 		if ct.Image == "" {
 			bad("constraints.container.image", "is empty; give an image such as docker://nvcr.io/nvidia/pytorch:24.01-py3 or a .sif path")
+		} else if err := CheckLine("it", ct.Image, MaxLineChars); err != nil {
+			bad("constraints.container.image", "%v", err)
 		}
 		if ct.Runtime != "" && !contains(KnownContainerRuntimes, ct.Runtime) {
 			bad("constraints.container.runtime", "unknown runtime %q; use one of %v", ct.Runtime, KnownContainerRuntimes)
@@ -315,12 +320,26 @@ func (e *Envelope) Validate() error {
 	for _, f := range e.Constraints.Features {
 		if strings.TrimSpace(f) == "" {
 			bad("constraints.features", "contains an empty feature name")
+		} else if err := CheckLine("feature "+strconv.Quote(f), f, MaxLineChars); err != nil {
+			bad("constraints.features", "%v", err)
 		}
 	}
 	for _, s := range e.Constraints.AvoidSystems {
 		if strings.TrimSpace(s) == "" {
 			bad("constraints.avoid_systems", "contains an empty system name")
+		} else if err := CheckLine("system "+strconv.Quote(s), s, MaxLineChars); err != nil {
+			bad("constraints.avoid_systems", "%v", err)
 		}
+	}
+	for _, l := range [][]string{e.Constraints.Arch, e.Constraints.GPUModels, e.Constraints.AvoidGPUModels} {
+		for _, v := range l {
+			if err := CheckLine(strconv.Quote(v), v, MaxLineChars); err != nil {
+				bad("constraints", "%v", err)
+			}
+		}
+	}
+	if err := CheckText("it", e.Rationale, MaxDescriptionChars); err != nil {
+		bad("rationale", "%v", err)
 	}
 	return errors.Join(errs...)
 }

@@ -95,6 +95,38 @@ func (j *JobSpec) Validate() error {
 	case j.Command == "" && j.Script == "":
 		return fmt.Errorf("job spec %s: neither command nor script given", j.Tag)
 	}
+	return j.checkText()
+}
+
+// checkText refuses control characters in every field a dialect writes into a batch
+// script. The API refuses them first; this is the second line, so a value that
+// bypassed it cannot add a directive or a shell line (a newline in Name would end the
+// comment it is written in).
+func (j *JobSpec) checkText() error {
+	lines := []struct{ field, v string }{{"tag", j.Tag}, {"name", j.Name}, {"system", j.System},
+		{"partition", j.Partition}, {"account", j.Account}, {"gpu_model", j.GPUModel}, {"workdir", j.WorkDir}}
+	if c := j.Container; c != nil {
+		lines = append(lines, struct{ field, v string }{"container.image", c.Image}, struct{ field, v string }{"container.runtime", c.Runtime})
+	}
+	for _, l := range lines {
+		if err := CheckLine(l.field, l.v, MaxLineChars); err != nil {
+			return fmt.Errorf("job spec %q: %w", j.Tag, err)
+		}
+	}
+	if err := CheckText("command", j.Command, MaxScriptChars); err != nil {
+		return fmt.Errorf("job spec %q: %w", j.Tag, err)
+	}
+	if err := CheckText("script", j.Script, MaxScriptChars); err != nil {
+		return fmt.Errorf("job spec %q: %w", j.Tag, err)
+	}
+	for k, v := range j.Env {
+		if err := CheckLine("environment variable name", k, MaxLineChars); err != nil {
+			return fmt.Errorf("job spec %q: %w", j.Tag, err)
+		}
+		if err := CheckText("environment variable "+k, v, MaxEnvValueChars); err != nil {
+			return fmt.Errorf("job spec %q: %w", j.Tag, err)
+		}
+	}
 	return nil
 }
 

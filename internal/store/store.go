@@ -7,14 +7,17 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -26,35 +29,248 @@ var migrations embed.FS
 type Store struct {
 	db   *sql.DB
 	path string
+	// movedAside is where a damaged file was moved by the Fresh option ("" if none).
+	movedAside string
 }
+
+// Option changes how Open treats the database file.
+type Option func(*openOptions)
+
+type openOptions struct {
+	fresh bool
+	now   func() time.Time
+}
+
+// Fresh makes Open recover from a database file that fails the integrity check: the
+// file (with its -wal and -shm) is moved aside as <path>.bad-<UTC time> and an empty
+// store is started in its place. A healthy file is opened as usual and nothing is
+// moved, so leaving --fresh on never loses history.
+func Fresh() Option { return func(o *openOptions) { o.fresh = true } }
+
+// ErrDamaged is wrapped by the error Open returns for an empty, truncated, corrupted
+// or foreign file where Mosaic's state is expected.
+var ErrDamaged = errors.New("database file is empty or damaged")
+
+// DamagedError says which file failed the integrity check, why, and what to do.
+type DamagedError struct {
+	Path    string
+	Problem string
+}
+
+// Error implements error.
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("store %s: %s; Mosaic's state (tasks, attempts, events, history) is expected there, "+
+		"so it was left untouched. Restore the file from a backup, or run `mosaic serve --fresh` to move it aside "+
+		"as %s.bad-<time> and start with an empty store", e.Path, e.Problem, e.Path)
+}
+
+// Unwrap makes errors.Is(err, ErrDamaged) true.
+func (e *DamagedError) Unwrap() error { return ErrDamaged }
+
+// sqliteMagic opens every SQLite 3 database file (https://www.sqlite.org/fileformat.html#the_database_header).
+const sqliteMagic = "SQLite format 3\x00"
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
 // ":memory:" opens a private in-memory database (tests).
-func Open(ctx context.Context, path string) (*Store, error) {
-	dsn := path
-	if path != ":memory:" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
-		}
-		dsn = "file:" + path
-	} else {
-		dsn = "file::memory:"
+//
+// An existing file is checked first: its SQLite header, then PRAGMA quick_check, then
+// that it holds Mosaic's schema (or nothing). A file that fails is refused with a
+// *DamagedError (never started empty over it), unless Fresh is given.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := openOptions{now: time.Now}
+	for _, f := range opts {
+		f(&o)
 	}
-	dsn += "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	if path == ":memory:" {
+		db, err := openDB("file::memory:")
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+		// Every connection to :memory: is a new database; keep exactly one.
+		db.SetMaxOpenConns(1)
+		return finishOpen(ctx, &Store{db: db, path: path})
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
+	}
+	s, err := openChecked(ctx, path)
+	var de *DamagedError
+	if err == nil || !errors.As(err, &de) || !o.fresh {
+		return s, err
+	}
+	moved, merr := moveAside(path, o.now())
+	if merr != nil {
+		return nil, fmt.Errorf("%w; moving it aside failed: %w", err, merr)
+	}
+	s, err = openChecked(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	s.movedAside = moved
+	return s, nil
+}
+
+// MovedAside is where Open (with Fresh) moved a damaged database file, or "".
+func (s *Store) MovedAside() string { return s.movedAside }
+
+func openDB(dsn string) (*sql.DB, error) {
+	return sql.Open("sqlite", dsn+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+}
+
+// openChecked opens an existing or new database file after the integrity checks.
+func openChecked(ctx context.Context, path string) (*Store, error) {
+	exists, problem, err := checkHeader(path)
+	if err != nil {
+		return nil, err
+	}
+	if problem != "" {
+		return nil, &DamagedError{Path: path, Problem: problem}
+	}
+	if exists {
+		// Check on a read-only connection first: the normal one switches the file to
+		// WAL mode, which would already write to a file that is not ours.
+		ro, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+		problem := check(ctx, ro)
+		ro.Close()
+		if problem != "" {
+			return nil, &DamagedError{Path: path, Problem: problem}
+		}
+	}
+	db, err := openDB("file:" + path)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	if path == ":memory:" {
-		// Every connection to :memory: is a new database; keep exactly one.
-		db.SetMaxOpenConns(1)
-	}
-	s := &Store{db: db, path: path}
+	return finishOpen(ctx, &Store{db: db, path: path})
+}
+
+func finishOpen(ctx context.Context, s *Store) (*Store, error) {
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		s.db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkHeader reads the first 100 bytes of an existing file: a 0-byte file, one
+// shorter than the header, one without the SQLite magic, or one whose size does not
+// fit its page size is damaged. exists is false when there is no file yet.
+func checkHeader(path string) (exists bool, problem string, err error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("store %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return true, "is not a regular file", nil
+	}
+	if fi.Size() == 0 {
+		return true, "is an empty file (0 bytes)", nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return true, "", fmt.Errorf("store %s: %w", path, err)
+	}
+	defer f.Close()
+	var h [100]byte
+	n, err := io.ReadFull(f, h[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return true, "", fmt.Errorf("store %s: read header: %w", path, err)
+	}
+	if m := min(n, len(sqliteMagic)); string(h[:m]) != sqliteMagic[:m] {
+		return true, "is not an SQLite database (its first bytes are not the SQLite header)", nil
+	}
+	if n < len(h) {
+		return true, fmt.Sprintf("is truncated (%d bytes, shorter than an SQLite header)", n), nil
+	}
+	pageSize := int64(binary.BigEndian.Uint16(h[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 || pageSize > 65536 || pageSize&(pageSize-1) != 0 {
+		return true, fmt.Sprintf("has a damaged header (page size %d)", pageSize), nil
+	}
+	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
+		// An interrupted checkpoint may leave the file shorter than its header says;
+		// SQLite finishes it from the WAL. quick_check judges the result.
+		return true, "", nil
+	}
+	if fi.Size()%pageSize != 0 {
+		return true, fmt.Sprintf("is truncated (%d bytes is not a whole number of %d-byte pages)", fi.Size(), pageSize), nil
+	}
+	// The page count in the header is valid when its version-valid-for number
+	// matches the change counter (file format, offsets 24, 28 and 92).
+	if pages := int64(binary.BigEndian.Uint32(h[28:32])); pages > 0 &&
+		binary.BigEndian.Uint32(h[92:96]) == binary.BigEndian.Uint32(h[24:28]) && fi.Size() < pages*pageSize {
+		return true, fmt.Sprintf("is truncated (%d bytes; its header says %d pages of %d bytes)", fi.Size(), pages, pageSize), nil
+	}
+	return true, "", nil
+}
+
+// check runs PRAGMA quick_check (page and b-tree structure; see docs/PERFORMANCE.md
+// for its cost) and makes sure the file holds Mosaic's schema or nothing at all.
+func check(ctx context.Context, db *sql.DB) string {
+	rows, err := db.QueryContext(ctx, `PRAGMA quick_check(5)`)
+	if err != nil {
+		return "fails SQLite's integrity check: " + err.Error()
+	}
+	var msgs []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			rows.Close()
+			return "fails SQLite's integrity check: " + err.Error()
+		}
+		msgs = append(msgs, m)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return "fails SQLite's integrity check: " + err.Error()
+	}
+	if len(msgs) != 1 || msgs[0] != "ok" {
+		return "fails SQLite's integrity check: " + strings.Join(msgs, "; ")
+	}
+	var tables, ours int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(CASE WHEN name = 'schema_migrations' THEN 1 END)
+		FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).Scan(&tables, &ours); err != nil {
+		return "cannot be read: " + err.Error()
+	}
+	if tables > 0 && ours == 0 {
+		return fmt.Sprintf("is an SQLite database of another program (%d tables, none of them Mosaic's)", tables)
+	}
+	return ""
+}
+
+// moveAside renames path and its -wal and -shm files to <path>.bad-<UTC time>[-N]
+// (keeping SQLite's sidecar names, so the moved file still opens with its journal).
+func moveAside(path string, now time.Time) (string, error) {
+	base := path + ".bad-" + now.UTC().Format("20060102T150405Z")
+	dst := base
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if i > 1000 {
+			return "", fmt.Errorf("store: too many %s files", base)
+		}
+		dst = fmt.Sprintf("%s-%d", base, i)
+	}
+	if err := os.Rename(path, dst); err != nil {
+		return "", fmt.Errorf("store: move %s aside: %w", path, err)
+	}
+	for _, side := range []string{"-wal", "-shm", "-journal"} {
+		if _, err := os.Lstat(path + side); err == nil {
+			if err := os.Rename(path+side, dst+side); err != nil {
+				return dst, fmt.Errorf("store: move %s aside: %w", path+side, err)
+			}
+		}
+	}
+	return dst, nil
 }
 
 // Path is the database file ("" or ":memory:" for in-memory).

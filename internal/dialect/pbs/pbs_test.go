@@ -310,3 +310,20 @@ func TestFindByTag(t *testing.T) {
 		t.Errorf("%+v", got)
 	}
 }
+
+// TestParseWalltimeOverflow: a huge hour count from qstat is an error, never wrapped
+// into a short walltime (finding 7 of issue 14, at the PBS parser).
+func TestParseWalltimeOverflow(t *testing.T) {
+	for _, in := range []string{"2562048:00:00", "99999999999999999999", "153722867281:00", "9223372036854775807:00:00",
+		"1:2.5:3", "1..5", "1:.:2", "+5", "5e3", "0x10"} {
+		if d, err := ParseWalltime(in); err == nil {
+			t.Errorf("ParseWalltime(%q) = %v, want an error", in, d)
+		}
+	}
+	for in, want := range map[string]time.Duration{"2562047:00:00": 2562047 * time.Hour, ".5": 500 * time.Millisecond,
+		"00:00:01.123456789123": time.Second + 123456789} {
+		if got, err := ParseWalltime(in); err != nil || got.D() != want {
+			t.Errorf("ParseWalltime(%q) = %v %v, want %v", in, got, err, want)
+		}
+	}
+}

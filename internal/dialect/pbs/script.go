@@ -48,8 +48,15 @@ var (
 // RenderScript renders spec as a PBS script. filesystems, when set, adds
 // `-l filesystems=` (required at some sites, e.g. ALCF); envScript is sourced first.
 func RenderScript(spec model.JobSpec, files dialect.JobFiles, envScript, filesystems string) ([]byte, error) {
+	// Validate also refuses control characters in every spec field (model.CheckLine,
+	// CheckText): the API refuses them first, this is the second line of defence.
 	if err := spec.Validate(); err != nil {
 		return nil, err
+	}
+	for what, v := range map[string]string{"env script": envScript, "stdout path": files.Stdout, "stderr path": files.Stderr, "filesystems": filesystems} {
+		if err := model.CheckLine(what, v, model.MaxLineChars); err != nil {
+			return nil, fmt.Errorf("job spec %s: %w", spec.Tag, err)
+		}
 	}
 	if !wordRe.MatchString(spec.Tag) || !wordRe.MatchString(spec.Partition) || (spec.Account != "" && !wordRe.MatchString(spec.Account)) {
 		return nil, fmt.Errorf("job spec %s: tag, queue and account may only contain letters, digits and ._+-", spec.Tag)

@@ -2,6 +2,7 @@ package pbs
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -48,33 +49,58 @@ func ParseSize(s string) (int64, error) {
 }
 
 // ParseWalltime reads PBS durations: "HH:MM:SS" with unbounded hours ("45682:59:56"),
-// "MM:SS", plain seconds, with an optional fraction on the seconds.
+// "MM:SS", plain seconds, with an optional fraction on the seconds. A value that does
+// not fit in a time.Duration (about 292 years) is an error, never wrapped around.
 func ParseWalltime(s string) (model.Duration, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return 0, fmt.Errorf("walltime: empty")
 	}
+	bad := fmt.Errorf("walltime %q: want [[HH:]MM:]SS", s)
 	parts := strings.Split(t, ":")
 	if len(parts) > 3 {
-		return 0, fmt.Errorf("walltime %q: want [[HH:]MM:]SS", s)
+		return 0, bad
 	}
-	var total float64
+	const maxSecs = math.MaxInt64 / int64(time.Second)
+	var whole int64 // seconds
+	frac := time.Duration(0)
 	for i, p := range parts {
-		if i < len(parts)-1 {
-			n, err := strconv.Atoi(p)
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("walltime %q: want [[HH:]MM:]SS", s)
+		digits, fraction, hasFrac := strings.Cut(p, ".")
+		if hasFrac && i < len(parts)-1 {
+			return 0, bad
+		}
+		if digits == "" && !(hasFrac && fraction != "") {
+			return 0, bad
+		}
+		for _, c := range digits + fraction {
+			if c < '0' || c > '9' {
+				return 0, bad
 			}
-			total = total*60 + float64(n)
-			continue
 		}
-		f, err := strconv.ParseFloat(p, 64)
-		if err != nil || f < 0 || strings.ContainsAny(p, "eEnN+") {
-			return 0, fmt.Errorf("walltime %q: want [[HH:]MM:]SS", s)
+		var n int64
+		if digits != "" {
+			v, err := strconv.ParseInt(digits, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("walltime %q is too large", s)
+			}
+			n = v
 		}
-		total = total*60 + f
+		if whole > (maxSecs-n)/60 {
+			return 0, fmt.Errorf("walltime %q is too large", s)
+		}
+		whole = whole*60 + n
+		if hasFrac {
+			if len(fraction) > 9 {
+				fraction = fraction[:9]
+			}
+			f, _ := strconv.ParseInt(fraction+strings.Repeat("0", 9-len(fraction)), 10, 64)
+			frac = time.Duration(f)
+		}
 	}
-	return model.Duration(time.Duration(total * float64(time.Second))), nil
+	if whole >= maxSecs {
+		return 0, fmt.Errorf("walltime %q is too large", s)
+	}
+	return model.Duration(time.Duration(whole)*time.Second + frac), nil
 }
 
 // FormatWalltime renders HH:MM:SS with unbounded hours, rounding up to whole seconds.

@@ -72,8 +72,15 @@ func directiveSafe(what, v string) error {
 // RenderScript renders spec as an sbatch script. envScript, if set, is sourced before
 // the command (a site's module setup).
 func RenderScript(spec model.JobSpec, files dialect.JobFiles, envScript string) ([]byte, error) {
+	// Validate also refuses control characters in every spec field (model.CheckLine,
+	// CheckText): the API refuses them first, this is the second line of defence.
 	if err := spec.Validate(); err != nil {
 		return nil, err
+	}
+	for what, v := range map[string]string{"env script": envScript, "stdout path": files.Stdout, "stderr path": files.Stderr} {
+		if err := model.CheckLine(what, v, model.MaxLineChars); err != nil {
+			return nil, fmt.Errorf("job spec %s: %w", spec.Tag, err)
+		}
 	}
 	for what, v := range map[string]string{"tag": spec.Tag, "partition": spec.Partition} {
 		if !wordRe.MatchString(v) {

@@ -97,3 +97,16 @@ func TestRenderScriptRejects(t *testing.T) {
 		t.Error("missing output paths: want error")
 	}
 }
+
+// TestParseLimitOverflow: a site time limit too large for a time.Duration is refused,
+// never wrapped into a short limit; long but representable limits are kept.
+func TestParseLimitOverflow(t *testing.T) {
+	for _, in := range []string{"213504-00:00:00", "99999999999999999999", "106752-00:00:00"} {
+		if d, ok := parseLimit(in); ok {
+			t.Errorf("parseLimit(%q) = %v, want refused", in, d)
+		}
+	}
+	if d, ok := parseLimit("1000-00:00:00"); !ok || d.D() != 1000*24*time.Hour {
+		t.Errorf("parseLimit(1000-00:00:00) = %v %v", d, ok)
+	}
+}

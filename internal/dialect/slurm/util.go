@@ -74,7 +74,7 @@ func parseLimit(s string) (model.Duration, bool) {
 	case "unlimited", "infinite", "n/a", "none", "":
 		return 0, true
 	}
-	d, err := model.ParseDuration(s)
+	d, err := model.ParseSiteDuration(s) // a site may report more than a user may ask; overflow is refused
 	if err != nil {
 		return 0, false
 	}
