@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/mosaic-hpc/mosaic/agent"
 )
 
 // harness is an exchange on an httptest server (127.0.0.1) with two runs.
@@ -126,6 +128,18 @@ func (h *harness) recv(tok string, id EntityID, timeout float64) string {
 		h.t.Fatal(err)
 	}
 	return out.Message
+}
+
+// agentTok is the per-agent token of name in run, derived from the run's
+// operator token as the launcher derives it.
+func (h *harness) agentTok(run, name string) string {
+	op := map[string]string{"run-a": h.tokA, "run-b": h.tokB}[run]
+	return agent.AgentToken(op, run, agent.UID(run, name))
+}
+
+// agentEnt is the deterministic id of agent name in run.
+func agentEnt(run, name string) EntityID {
+	return EntityID{UID: agent.UID(run, name), Name: &name, Role: RoleAgent}
 }
 
 func ent(name, role string) EntityID {
