@@ -177,3 +177,26 @@ func sseEvents(t testing.TB, r io.Reader, limit int) []string {
 	}
 	return out
 }
+
+// serveTest serves srv on a loopback httptest server and returns its URL.
+func serveTest(t testing.TB, srv *Server) string {
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// rawCallAuth sends GET url with a verbatim Authorization header.
+func rawCallAuth(url, authz, body string) (int, string, error) {
+	req, err := http.NewRequest("GET", url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", authz)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data), err
+}

@@ -377,7 +377,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 		case s.auths <- struct{}{}:
 		default:
 			w.Header().Set("Retry-After", "1")
-			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("Exchange busy: %d requests are being authenticated (MaxPendingAuth); retry shortly.", s.cfg.MaxPendingAuth))
+			refuse(w, http.StatusServiceUnavailable, fmt.Sprintf("Exchange busy: %d requests are being authenticated (MaxPendingAuth); retry shortly.", s.cfg.MaxPendingAuth))
 			return
 		}
 		p, ok := s.authenticate(w, r)
@@ -396,12 +396,12 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (principal
 	case authz == "" && s.cfg.AnonymousRun != "":
 		info = TokenInfo{Run: s.cfg.AnonymousRun}
 	case authz == "":
-		httpError(w, http.StatusUnauthorized, "Missing required headers. Send 'Authorization: Bearer <token>' (MOSAIC_EXCHANGE_TOKEN).")
+		refuse(w, http.StatusUnauthorized, "Missing required headers. Send 'Authorization: Bearer <token>' (MOSAIC_EXCHANGE_TOKEN).")
 		return principal{}, false
 	default:
 		tok, ok := bearer(authz)
 		if !ok {
-			httpError(w, http.StatusUnauthorized, "Missing required headers. The Authorization header must be 'Bearer <token>'.")
+			refuse(w, http.StatusUnauthorized, "Missing required headers. The Authorization header must be 'Bearer <token>'.")
 			return principal{}, false
 		}
 		hash := HashToken(tok)
@@ -411,7 +411,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (principal
 		}
 		got, found, err := s.be.Token(r.Context(), hash)
 		if err != nil {
-			httpError(w, http.StatusServiceUnavailable, "exchange backend unavailable")
+			refuse(w, http.StatusServiceUnavailable, "exchange backend unavailable")
 			s.log.Error("exchange token lookup", "err", err)
 			return principal{}, false
 		}
@@ -420,7 +420,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (principal
 			if agent.IsAgentToken(tok) {
 				msg = "Agent token not known to this exchange: it is derived from another run token, for another run or agent, or the run's campaign was never registered (mosaic exchange serve --campaign, or the token API with a campaign)."
 			}
-			httpError(w, http.StatusForbidden, msg)
+			refuse(w, http.StatusForbidden, msg)
 			return principal{}, false
 		}
 		s.cache.Store(hash, cachedToken{info: got, at: time.Now()})
@@ -428,10 +428,20 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (principal
 	}
 	pol, policed, err := s.be.Policy(r.Context(), info.Run)
 	if err != nil {
-		s.backendError(w, err)
+		s.log.Error("exchange policy lookup", "err", err)
+		refuse(w, http.StatusServiceUnavailable, "Exchange backend unavailable")
 		return principal{}, false
 	}
 	return principal{TokenInfo: info, policy: pol, policed: policed}, true
+}
+
+// refuse answers a request that did not authenticate and closes its
+// connection: its body is never read. Without the close, net/http would read
+// (discard) the body before sending the answer, so a client trickling a body
+// could hold a connection and a goroutine without any credential.
+func refuse(w http.ResponseWriter, code int, text string) {
+	w.Header().Set("Connection", "close")
+	httpError(w, code, text)
 }
 
 func httpError(w http.ResponseWriter, code int, text string) {
