@@ -141,6 +141,8 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 		fmt.Fprintf(out, "exchange: serving run %s on %s\n", o.RunID, localURL)
 	} else if token == "" {
 		return fmt.Errorf("--exchange-url %s needs a token: set %s", o.ExchangeURL, agent.EnvExchangeToken)
+	} else if agent.IsAgentToken(token) {
+		return fmt.Errorf("--exchange-url %s needs the run's token (the one given to `mosaic exchange serve`), not an agent token (%s…): agents' tokens are derived from it", o.ExchangeURL, agent.AgentTokenPrefix)
 	}
 	if o.AgentExchangeURL != "" {
 		agentURL = o.AgentExchangeURL
@@ -201,7 +203,7 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 	backends := make([]Backend, len(plan))
 	for i, p := range plan {
 		l := SiteLaunch{Spec: p.spec, RunID: o.RunID, Campaign: p.campaign, MosaicBin: o.MosaicBin, Exchange: siteURL[p.spec.Name],
-			Token: token, Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: out}
+			Tokens: SliceTokens(token, o.RunID, p.spec.Agents), Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: out}
 		var b Backend
 		var berr error
 		if o.NewBackend != nil {

@@ -37,11 +37,12 @@ func (b *scriptedBackend) Start(ctx context.Context) error {
 	if b.noAgents {
 		return nil
 	}
-	c, err := agent.New(b.l.Exchange, b.l.Token, agent.WithSite(b.l.Spec.Name))
-	if err != nil {
-		return err
-	}
 	for _, a := range b.l.Spec.Agents {
+		// Each agent registers with its own token, as spawn-site does.
+		c, err := agent.New(b.l.Exchange, b.l.Tokens[a], agent.WithSite(b.l.Spec.Name))
+		if err != nil {
+			return err
+		}
 		if err := c.Register(ctx, agent.AgentID(b.l.RunID, a)); err != nil {
 			return err
 		}

@@ -137,6 +137,13 @@ func (h *harness) agentTok(run, name string) string {
 	return agent.AgentToken(op, run, agent.UID(run, name))
 }
 
+// agentTokFor is agentTok without a running harness (tokA is run's token).
+func (h *harness) agentTokFor(run, name string) string {
+	return agent.AgentToken(h.tokA, run, agent.UID(run, name))
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
 // agentEnt is the deterministic id of agent name in run.
 func agentEnt(run, name string) EntityID {
 	return EntityID{UID: agent.UID(run, name), Name: &name, Role: RoleAgent}
