@@ -33,9 +33,9 @@ type Backend interface {
 type SiteLaunch struct {
 	Spec       SiteSpec
 	RunID      string
-	Campaign   string // campaign file path on the site
-	MosaicBin  string // mosaic binary on the site
-	Exchange   string // exchange URL as the site's compute nodes see it
+	Campaign   string            // campaign file path on the site
+	MosaicBin  string            // mosaic binary on the site
+	Exchange   string            // exchange URL as the site's compute nodes see it
 	Tokens     map[string]string // agent name -> its own exchange token, this slice only (written 0600 on the site)
 	Startup    time.Duration
 	SpawnArgs  []string          // extra spawn-site arguments, appended last

@@ -542,6 +542,7 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, st)
 }
+
 // peerRefusal returns why the campaign policy refuses msg, or "".
 func peerRefusal(pol RunPolicy, src *MailboxRecord, dest MailboxRecord, h Header) string {
 	if src == nil {
@@ -581,4 +582,3 @@ func (s *Server) record(run string, pol RunPolicy, src, dest *MailboxRecord, msg
 	}
 	return rec
 }
-
