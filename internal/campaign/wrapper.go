@@ -144,6 +144,8 @@ func RunAgent(ctx context.Context, r AgentRun) (int, error) {
 			r.landmark("mailbox terminated")
 		}
 	}()
+	stopLease := r.keepLease(ctx, me)
+	defer stopLease()
 	if len(a.AllowedPeers) > 0 {
 		r.landmark("waiting for peers [%s]", strings.Join(a.AllowedPeers, " "))
 		found, err := r.Client.WaitForPeers(ctx, r.RunID, a.AllowedPeers, r.StartupTimeout, r.Poll)
@@ -160,6 +162,34 @@ func RunAgent(ctx context.Context, r AgentRun) (int, error) {
 		return 2, fmt.Errorf("agent %s has no command; set \"command\" in the campaign or pass one after --", r.Name)
 	}
 	return r.runChild(ctx, argv, a.Env, a.AllowedPeers, me)
+}
+
+// LeaseRenewEvery is how often a running agent renews its hold on its mailbox
+// (the exchange's default lease is 90 s; receiving renews it too).
+var LeaseRenewEvery = 20 * time.Second
+
+// keepLease re-registers the mailbox (idempotent for its holder) every
+// LeaseRenewEvery, so that an agent waiting for its peers keeps its mailbox;
+// a registration that another process took over is reported.
+func (r *AgentRun) keepLease(ctx context.Context, me agent.EntityID) (stop func()) {
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(LeaseRenewEvery)
+		defer t.Stop()
+		for { // bounded by lctx
+			select {
+			case <-lctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := r.Client.Register(lctx, me); err != nil && lctx.Err() == nil {
+				r.landmark("renew mailbox lease: %v", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func orDash(s string) string {
