@@ -151,6 +151,11 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	if srv == nil {
+		if err := checkAgentTokens(ctx, localURL, token, o.RunID, o.Spec); err != nil {
+			return err
+		}
+	}
 	siteURL := map[string]string{}
 	for _, p := range plan {
 		siteURL[p.spec.Name] = agentURL
@@ -277,6 +282,28 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 			o.MosaicBin, abs, o.RunID, localURL, filepath.Join(dir.Path, "token"))
 	}
 	return follow(ctx, o, backends, dir, srv, stopAll, finish)
+}
+
+// checkAgentTokens asks an external exchange, with the first agent's derived
+// token, about that agent's mailbox: an exchange that does not know the run's
+// campaign refuses every agent token, which is better said now than after
+// every site has started.
+func checkAgentTokens(ctx context.Context, url, token, runID string, s *Spec) error {
+	if len(s.Agents) == 0 {
+		return nil
+	}
+	name := s.Agents[0].Name
+	c, err := agent.New(url, agent.TokenFor(token, runID, name), agent.WithRequestWindow(5*time.Second))
+	if err != nil {
+		return err
+	}
+	if _, err := c.Status(ctx, agent.AgentID(runID, name)); errors.Is(err, agent.ErrForbidden) {
+		return fmt.Errorf("exchange %s refuses the token of agent %s derived from %s: it does not know run %s's campaign, or the token is not this run's; start it with `mosaic exchange serve --run-id %s --campaign %s` and the same token (%w)",
+			url, name, agent.EnvExchangeToken, runID, runID, s.Path, err)
+	} else if err != nil {
+		return fmt.Errorf("exchange %s: %w", url, err)
+	}
+	return nil
 }
 
 // follow watches the sites until all end or ctx is cancelled.
