@@ -55,7 +55,6 @@ type agentRun struct {
 	cmd   *exec.Cmd
 	lines chan string
 	done  chan error
-	mu    strings.Builder
 }
 
 func startAgentRun(t *testing.T, e *env, url, tok string, args ...string) *agentRun {
