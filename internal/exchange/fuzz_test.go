@@ -21,7 +21,10 @@ var fuzzRoutes = []struct{ method, path string }{
 // panics, never answers 5xx with a healthy backend, and accepts a message
 // only when it parses.
 //
-//	go test -run='^$' -fuzz=FuzzExchangeRequest -fuzztime=60s ./internal/exchange
+//	go test -run='^$' -fuzz=FuzzExchangeRequest -fuzztime=60s -fuzzminimizetime=3s ./internal/exchange
+//
+// (a short -fuzzminimizetime: the default minimizes each new input for up to
+// 60 s, during which the execs counter stands still)
 func FuzzExchangeRequest(f *testing.F) {
 	a, u := agentEnt("r", "coordinator"), ent("mosaic", RoleUser)
 	reg := `{"mailbox":` + jsonString(a.Encode()) + `}`
