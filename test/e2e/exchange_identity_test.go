@@ -263,3 +263,74 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestExchangeQuotas reproduces finding 3 of issue 14 with the built binary:
+// 150 × 1 MB messages to one mailbox and 3,000 mailboxes were all accepted by
+// the core's exchange. Now the core's exchange refuses beyond its defaults
+// (413 / 429 naming the limit), and `mosaic exchange serve` takes the limits
+// as flags.
+func TestExchangeQuotas(t *testing.T) {
+	e := newEnv(t)
+	e.serve()
+	ex := "http://" + e.addr + "/exchange"
+	const run = "quota-1"
+	op := coreRunToken(t, e, run)
+	coord, u := agent.AgentID(run, "coordinator"), agent.UserID("mosaic")
+	if code, text := exCall(t, "POST", ex+"/mailbox", agent.TokenFor(op, run, "coordinator"), mbox(coord)); code != 200 {
+		t.Fatalf("register: %d %s", code, text)
+	}
+	if code, text := exCall(t, "POST", ex+"/mailbox", op, mbox(u)); code != 200 {
+		t.Fatalf("register operator: %d %s", code, text)
+	}
+	big, _ := agent.NewRequest(u, coord, map[string]string{"kind": "mosaic-text", "text": strings.Repeat("x", 1_000_000)})
+	raw, _ := json.Marshal(big)
+	body := map[string]any{"message": string(raw)}
+	accepted, refused := 0, 0
+	for i := range 150 { // bounded
+		code, text := exCall(t, "PUT", ex+"/message", op, body)
+		switch {
+		case code == 200:
+			accepted++
+		case code == 413 && strings.Contains(text, "MaxQueuedBytes=67108864"):
+			refused++
+		default:
+			t.Fatalf("message %d: %d %s", i, code, text)
+		}
+	}
+	if refused == 0 || accepted > 67 {
+		t.Errorf("%d accepted, %d refused; want at most 64 MiB queued", accepted, refused)
+	}
+	created := 2
+	for i := range 3000 { // bounded
+		code, text := exCall(t, "POST", ex+"/mailbox", op, mbox(agent.UserID(fmt.Sprint("u", i))))
+		if code == 200 {
+			created++
+		} else if code != 429 || !strings.Contains(text, "MaxMailboxesPerRun=1000") {
+			t.Fatalf("mailbox %d: %d %s", i, code, text)
+		}
+	}
+	if created != 1000 {
+		t.Errorf("%d mailboxes created, want 1000", created)
+	}
+
+	// exchange serve: the quota flags.
+	camp := filepath.Join(e.home, "chat.jsonc")
+	if err := os.WriteFile(camp, []byte(identityCampaign), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, tok := exchangeServe(t, e, "quota-2", camp, "--max-queued-messages", "3")
+	c2 := agent.AgentID("quota-2", "coordinator")
+	if code, text := exCall(t, "POST", url+"/mailbox", agent.TokenFor(tok, "quota-2", "coordinator"), mbox(c2)); code != 200 {
+		t.Fatalf("register: %d %s", code, text)
+	}
+	exCall(t, "POST", url+"/mailbox", tok, mbox(u))
+	for i := range 4 {
+		want := 200
+		if i == 3 {
+			want = 429
+		}
+		if code, text := exCall(t, "PUT", url+"/message", tok, ping(u, c2)); code != want || (want == 429 && !strings.Contains(text, "MaxQueuedMessages=3")) {
+			t.Errorf("message %d: %d %s, want %d", i, code, text, want)
+		}
+	}
+}
