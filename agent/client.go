@@ -113,14 +113,20 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 }
 
 // FromEnv builds a client from MOSAIC_EXCHANGE_URL, MOSAIC_EXCHANGE_TOKEN and
-// MOSAIC_SITE.
+// MOSAIC_SITE. An agent started by `mosaic agent run` finds its own token
+// there; when the token is a run token and MOSAIC_RUN_ID and MOSAIC_AGENT_NAME
+// are set, the agent's own token is derived from it (TokenFor).
 func FromEnv(opts ...Option) (*Client, error) {
 	u := os.Getenv(EnvExchangeURL)
 	if u == "" {
 		return nil, fmt.Errorf("%s is not set; agents started by `mosaic agent run` get it automatically, otherwise export the exchange URL", EnvExchangeURL)
 	}
+	tok := os.Getenv(EnvExchangeToken)
+	if run, name := os.Getenv(EnvRunID), os.Getenv(EnvAgentName); run != "" && name != "" {
+		tok = TokenFor(tok, run, name)
+	}
 	opts = append([]Option{WithSite(os.Getenv(EnvSite))}, opts...)
-	return New(u, os.Getenv(EnvExchangeToken), opts...)
+	return New(u, tok, opts...)
 }
 
 // URL returns the exchange base URL.

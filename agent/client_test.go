@@ -273,3 +273,33 @@ func TestWaitForPeers(t *testing.T) {
 		t.Errorf("terminated peer: %v", err)
 	}
 }
+
+// TestFromEnvDerivesAgentToken: an agent given the run token with its run and
+// name registers with its own derived token (the run token could not).
+func TestFromEnvDerivesAgentToken(t *testing.T) {
+	srv, url := newExchange(t)
+	ctx := context.Background()
+	if err := srv.RegisterCampaign(ctx, "run-9", model.Campaign{Name: "c", Agents: []model.CampaignAgent{{Name: "a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := srv.IssueToken(ctx, "run-9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(agent.EnvExchangeURL, url)
+	t.Setenv(agent.EnvExchangeToken, op)
+	t.Setenv(agent.EnvRunID, "run-9")
+	t.Setenv(agent.EnvAgentName, "a")
+	c, err := agent.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Register(ctx, agent.AgentID("run-9", "a")); err != nil {
+		t.Errorf("register with the derived token: %v", err)
+	}
+	t.Setenv(agent.EnvAgentName, "")
+	opc, _ := agent.FromEnv()
+	if err := opc.Register(ctx, agent.AgentID("run-9", "a")); !errors.Is(err, agent.ErrForbidden) {
+		t.Errorf("the run token registering an agent mailbox: %v, want 403", err)
+	}
+}
