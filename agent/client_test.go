@@ -279,7 +279,7 @@ func TestWaitForPeers(t *testing.T) {
 func TestFromEnvDerivesAgentToken(t *testing.T) {
 	srv, url := newExchange(t)
 	ctx := context.Background()
-	if err := srv.RegisterCampaign(ctx, "run-9", model.Campaign{Name: "c", Agents: []model.CampaignAgent{{Name: "a"}}}); err != nil {
+	if err := srv.RegisterCampaign(ctx, "run-9", model.Campaign{Name: "c", Agents: []model.CampaignAgent{{Name: "a"}, {Name: "b"}}}); err != nil {
 		t.Fatal(err)
 	}
 	op, err := srv.IssueToken(ctx, "run-9")
@@ -299,7 +299,7 @@ func TestFromEnvDerivesAgentToken(t *testing.T) {
 	}
 	t.Setenv(agent.EnvAgentName, "")
 	opc, _ := agent.FromEnv()
-	if err := opc.Register(ctx, agent.AgentID("run-9", "a")); !errors.Is(err, agent.ErrForbidden) {
+	if err := opc.Register(ctx, agent.AgentID("run-9", "b")); !errors.Is(err, agent.ErrForbidden) {
 		t.Errorf("the run token registering an agent mailbox: %v, want 403", err)
 	}
 }
