@@ -504,7 +504,8 @@ func (s *Server) handleDiscover(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleHeartbeat answers {"heartbeat": seconds since last activity | null}
-// (client.py heartbeat_status; backend.py heartbeat_status).
+// (client.py heartbeat_status; backend.py heartbeat_status). An agent asking
+// about its own mailbox renews its lease.
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	_, id, ok := s.readMailbox(w, r)
 	if !ok {
@@ -517,6 +518,10 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.backendError(w, err)
 		return
+	}
+	if !principalOf(r).Operator() {
+		// The agent asking about its own mailbox is alive: renew its lease.
+		_ = s.be.Touch(r.Context(), runOf(r), id.UID, s.now())
 	}
 	var age *float64
 	if seen {

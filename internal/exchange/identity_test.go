@@ -181,6 +181,22 @@ func runIdentitySuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		}
 	})
 
+	t.Run("LeaseRenewedByHeartbeat", func(t *testing.T) {
+		h, ids, toks := setup(t, Config{LeaseTTL: time.Second})
+		hb := map[string]any{"mailbox": ids["worker-a"].Encode()}
+		for range 5 { // 1.5 s of heartbeats, each within the 1 s lease
+			time.Sleep(300 * time.Millisecond)
+			h.expect("GET", "/mailbox/heartbeat", toks["worker-a"], hb, 200)
+		}
+		h.expect("POST", "/mailbox", toks["worker-a"], holderBody(ids["worker-a"], "worker-a-2", 301), 409)
+		// The operator's heartbeat query does not keep a crashed agent alive.
+		for range 5 {
+			time.Sleep(300 * time.Millisecond)
+			h.expect("GET", "/mailbox/heartbeat", h.tokA, hb, 200)
+		}
+		h.expect("POST", "/mailbox", toks["worker-a"], holderBody(ids["worker-a"], "worker-a-2", 301), 200)
+	})
+
 	t.Run("NoSquattingAcrossRuns", func(t *testing.T) {
 		h := newHarness(t, newBackend(t), Config{})
 		ctx := context.Background()
