@@ -257,6 +257,7 @@ func newCampaignLaunchCmd() *cobra.Command {
 		autoBoot, skipPreflight                             bool
 		startup                                             time.Duration
 		autoWall                                            = campaign.DefaultAutoWalltime.D()
+		quotas                                              exchangeQuotaFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "launch --campaign F --run-id R --site SPEC [--site SPEC]... [--auto-bootstrap]",
@@ -317,6 +318,10 @@ unless --exchange-url is given.`,
 				StartupTimeout: startup, Tunnel: tunnel, SpawnArgs: spawnArgs, Forward: fwd, Account: account, WorkDir: workdir,
 				Out: cmd.ErrOrStderr(),
 			}
+			quotas.apply(&opts.ExchangeLimits)
+			if !cmd.Flags().Changed("exchange-max-message-bytes") {
+				opts.ExchangeLimits.MaxMessageBytes = 0 // the campaign's exchange.max_message_bytes, else the default
+			}
 			if !skipPreflight {
 				if err := campaign.Preflight(cmd.Context(), &opts, forward, cmd.ErrOrStderr()); err != nil {
 					return &exitError{code: 2, msg: err.Error()}
@@ -348,6 +353,7 @@ unless --exchange-url is given.`,
 	f.StringVar(&exURL, "exchange-url", "", "use this external exchange (token from $MOSAIC_EXCHANGE_TOKEN) instead of the launcher's own")
 	f.StringVar(&exListen, "exchange-listen", "127.0.0.1:0", "where the launcher's exchange listens (port 0 = a free port)")
 	f.StringVar(&agentURL, "agent-exchange-url", "", "exchange URL as the agents must use it (default: the listener's)")
+	quotas.addPrefixed(cmd, "exchange-")
 	f.StringVar(&tunnel, "tunnel", campaign.TunnelAuto, "reverse ssh tunnel + relay on the login node so compute nodes reach the launcher's exchange: auto (when the login node cannot reach it), always, never")
 	f.StringArrayVar(&forward, "forward-env", nil, "environment variable to export on every site before its env script (repeatable)")
 	f.StringVar(&account, "account", "", "default account for submit-mode sites (a site's account= wins)")

@@ -111,14 +111,17 @@ type exchangeQuotaFlags struct {
 	lease                                                         time.Duration
 }
 
-func (q *exchangeQuotaFlags) add(cmd *cobra.Command) {
+func (q *exchangeQuotaFlags) add(cmd *cobra.Command) { q.addPrefixed(cmd, "") }
+
+// addPrefixed adds the flags, each name prefixed (e.g. "exchange-" on launch).
+func (q *exchangeQuotaFlags) addPrefixed(cmd *cobra.Command, p string) {
 	f := cmd.Flags()
-	f.Int64Var(&q.maxMessage, "max-message-bytes", exchange.DefaultMaxMessageBytes, "largest message (413 beyond)")
-	f.Int64Var(&q.maxQueued, "max-queued-messages", exchange.DefaultMaxQueuedMessages, "messages queued, and requests unanswered, per mailbox (429 beyond)")
-	f.Int64Var(&q.maxQueuedBytes, "max-queued-bytes", exchange.DefaultMaxQueuedBytes, "bytes queued per mailbox (413 beyond)")
-	f.Int64Var(&q.maxMailboxes, "max-mailboxes-per-run", exchange.DefaultMaxMailboxesPerRun, "mailboxes per run (429 beyond)")
-	f.Int64Var(&q.maxTotal, "max-total-bytes", exchange.DefaultMaxTotalBytes, "bytes queued in the whole exchange (413 beyond)")
-	f.DurationVar(&q.lease, "lease-ttl", exchange.DefaultLeaseTTL, "how long a registered agent holds its mailbox after it was last seen (a second live registration is refused until then)")
+	f.Int64Var(&q.maxMessage, p+"max-message-bytes", exchange.DefaultMaxMessageBytes, "largest message (413 beyond)")
+	f.Int64Var(&q.maxQueued, p+"max-queued-messages", exchange.DefaultMaxQueuedMessages, "messages queued, and requests unanswered, per mailbox (429 beyond)")
+	f.Int64Var(&q.maxQueuedBytes, p+"max-queued-bytes", exchange.DefaultMaxQueuedBytes, "bytes queued per mailbox (413 beyond)")
+	f.Int64Var(&q.maxMailboxes, p+"max-mailboxes-per-run", exchange.DefaultMaxMailboxesPerRun, "mailboxes per run (429 beyond)")
+	f.Int64Var(&q.maxTotal, p+"max-total-bytes", exchange.DefaultMaxTotalBytes, "bytes queued in the whole exchange (413 beyond)")
+	f.DurationVar(&q.lease, p+"lease-ttl", exchange.DefaultLeaseTTL, "how long a registered agent holds its mailbox after it was last seen (a second live registration is refused until then)")
 }
 
 func (q *exchangeQuotaFlags) apply(c *exchange.Config) {

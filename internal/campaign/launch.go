@@ -34,6 +34,10 @@ type LaunchOptions struct {
 	// AgentExchangeURL overrides the URL handed to agents (e.g. a reachable
 	// address of the launcher's host); "" = the listener's URL.
 	AgentExchangeURL string
+	// ExchangeLimits are the quotas of the launcher's own exchange (its
+	// limit and lease fields; zero = the defaults). A campaign's
+	// exchange.max_message_bytes wins over a zero MaxMessageBytes.
+	ExchangeLimits exchange.Config
 	// MosaicBin is the mosaic binary on the sites (default: this executable).
 	MosaicBin string
 	// AutoBootstrap sends the user task once every site is ready.
@@ -110,7 +114,12 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 			}
 			be = r
 		}
-		srv = exchange.NewServer(exchange.Config{Backend: be, MaxMessageBytes: o.Spec.Exchange.MaxMessageBytes, Logger: o.Logger})
+		cfg := o.ExchangeLimits
+		cfg.Backend, cfg.Logger = be, o.Logger
+		if cfg.MaxMessageBytes == 0 {
+			cfg.MaxMessageBytes = o.Spec.Exchange.MaxMessageBytes
+		}
+		srv = exchange.NewServer(cfg)
 		defer srv.Close()
 		listen := o.ExchangeListen
 		if listen == "" {

@@ -236,3 +236,15 @@ func TestLaunchExternalExchange(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchExchangeLimits: the launcher's own exchange enforces the limits it
+// is given (here: fewer mailboxes than the campaign has agents).
+func TestLaunchExchangeLimits(t *testing.T) {
+	r := newLaunchRig(t, func(*scriptedBackend) {})
+	r.opts.ExchangeLimits = exchange.Config{MaxMailboxesPerRun: 2}
+	err := Launch(context.Background(), r.opts)
+	if err == nil || !strings.Contains(err.Error(), "MaxMailboxesPerRun=2") {
+		t.Fatalf("err %v, want the mailbox quota", err)
+	}
+	r.allStopped(t)
+}
