@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,10 +47,11 @@ type Stats struct {
 
 // Client talks to one exchange with one credential. It is safe for concurrent use.
 type Client struct {
-	base  string
-	token string
-	site  string
-	hc    *http.Client
+	base   string
+	token  string
+	site   string
+	holder holder
+	hc     *http.Client
 	// requestWindow bounds one blocking receive/listen request; longer waits are
 	// made of several requests (client.py request_timeout_s, default 60 s).
 	requestWindow time.Duration
@@ -74,13 +76,36 @@ func WithRequestWindow(d time.Duration) Option {
 	}
 }
 
+// holder is what Register sends as "holder" (a Mosaic extension): who holds
+// the mailbox, so that a second live registration is refused naming the first.
+type holder struct {
+	Instance string `json:"instance"`
+	Host     string `json:"host,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+}
+
+// WithInstance sets the instance id sent when registering (default: host,
+// pid and a random suffix, unique to this Client). Registrations with the same
+// instance are the same holder.
+func WithInstance(id string) Option {
+	return func(c *Client) {
+		if id != "" {
+			c.holder.Instance = id
+		}
+	}
+}
+
 // New returns a client of the exchange at baseURL (e.g. http://127.0.0.1:8765/exchange).
 func New(baseURL, token string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("exchange URL %q is not an http(s) URL; check %s", baseURL, EnvExchangeURL)
 	}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: &http.Client{}, requestWindow: 60 * time.Second}
+	host, _ := os.Hostname()
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: &http.Client{}, requestWindow: 60 * time.Second,
+		holder: holder{Instance: fmt.Sprintf("%s/%d/%x", host, os.Getpid(), rnd), Host: host, PID: os.Getpid()}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -88,18 +113,27 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 }
 
 // FromEnv builds a client from MOSAIC_EXCHANGE_URL, MOSAIC_EXCHANGE_TOKEN and
-// MOSAIC_SITE.
+// MOSAIC_SITE. An agent started by `mosaic agent run` finds its own token
+// there; when the token is a run token and MOSAIC_RUN_ID and MOSAIC_AGENT_NAME
+// are set, the agent's own token is derived from it (TokenFor).
 func FromEnv(opts ...Option) (*Client, error) {
 	u := os.Getenv(EnvExchangeURL)
 	if u == "" {
 		return nil, fmt.Errorf("%s is not set; agents started by `mosaic agent run` get it automatically, otherwise export the exchange URL", EnvExchangeURL)
 	}
+	tok := os.Getenv(EnvExchangeToken)
+	if run, name := os.Getenv(EnvRunID), os.Getenv(EnvAgentName); run != "" && name != "" {
+		tok = TokenFor(tok, run, name)
+	}
 	opts = append([]Option{WithSite(os.Getenv(EnvSite))}, opts...)
-	return New(u, os.Getenv(EnvExchangeToken), opts...)
+	return New(u, tok, opts...)
 }
 
 // URL returns the exchange base URL.
 func (c *Client) URL() string { return c.base }
+
+// Instance returns the instance id this client registers mailboxes with.
+func (c *Client) Instance() string { return c.holder.Instance }
 
 // do sends a JSON body with method to path and returns the answer body on 200.
 func (c *Client) do(ctx context.Context, op, method, path string, body any) ([]byte, error) {
@@ -143,10 +177,12 @@ func (c *Client) open(ctx context.Context, op, method, path string, body any, hd
 	return resp, nil
 }
 
-// Register creates the mailbox id (idempotent). agentClasses is the agent's
-// class hierarchy, most specific first, used by Discover.
+// Register creates the mailbox id (idempotent for this Client). agentClasses
+// is the agent's class hierarchy, most specific first, used by Discover. When
+// another process holds the mailbox (it registered and is alive) the error
+// matches ErrConflict and names that holder.
 func (c *Client) Register(ctx context.Context, id EntityID, agentClasses ...string) error {
-	body := map[string]any{"mailbox": id.encode()}
+	body := map[string]any{"mailbox": id.encode(), "holder": c.holder}
 	if len(agentClasses) > 0 {
 		body["agent"] = strings.Join(agentClasses, ",")
 	}

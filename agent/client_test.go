@@ -154,7 +154,12 @@ func TestErrorsAndPeers(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	c := client(t, srv, url, "run-1")
+	op, err := srv.IssueToken(ctx, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := agent.New(url, agent.TokenFor(op, "run-1", "a"))
+	cb, _ := agent.New(url, agent.TokenFor(op, "run-1", "b"))
 	other := client(t, srv, url, "run-2")
 	noTok, _ := agent.New(url, "")
 	badTok, _ := agent.New(url, "forged")
@@ -165,22 +170,34 @@ func TestErrorsAndPeers(t *testing.T) {
 	if err := badTok.Register(ctx, a); !errors.Is(err, agent.ErrForbidden) {
 		t.Errorf("bad token: %v", err)
 	}
-	for _, id := range []agent.EntityID{a, b} {
-		if err := c.Register(ctx, id); err != nil {
-			t.Fatal(err)
-		}
+	if err := ca.Register(ctx, a); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := other.Status(ctx, a); !errors.Is(err, agent.ErrForbidden) {
-		t.Errorf("other run: %v", err)
+	if err := cb.Register(ctx, b); err != nil {
+		t.Fatal(err)
 	}
-	if err := c.Send(ctx, agent.NewText(b, a, "not allowed")); !errors.Is(err, agent.ErrForbidden) || !strings.Contains(err.Error(), "allowed_peers") {
+	if err := ca.Register(ctx, a); err != nil {
+		t.Errorf("the same client registers again: %v", err)
+	}
+	// Another process with a's token: the mailbox is held.
+	ca2, _ := agent.New(url, agent.TokenFor(op, "run-1", "a"))
+	if err := ca2.Register(ctx, a); !errors.Is(err, agent.ErrConflict) || !strings.Contains(err.Error(), ca.Instance()) {
+		t.Errorf("second holder: %v", err)
+	}
+	if st, err := other.Status(ctx, a); err != nil || st != agent.StatusMissing {
+		t.Errorf("other run sees %s %v, want MISSING (mailboxes are per run)", st, err)
+	}
+	if err := cb.Send(ctx, agent.NewText(b, a, "not allowed")); !errors.Is(err, agent.ErrForbidden) || !strings.Contains(err.Error(), "allowed_peers") {
 		t.Errorf("peer policy: %v", err)
 	}
-	if err := c.Register(ctx, agent.AgentID("run-1", "stranger")); !errors.Is(err, agent.ErrForbidden) {
+	if err := ca.Send(ctx, agent.NewText(b, a, "as b")); !errors.Is(err, agent.ErrForbidden) {
+		t.Errorf("a sending as b: %v", err)
+	}
+	if err := ca.Register(ctx, agent.AgentID("run-1", "stranger")); !errors.Is(err, agent.ErrForbidden) {
 		t.Errorf("undeclared agent: %v", err)
 	}
 	big := agent.NewText(a, b, strings.Repeat("x", exchange.DefaultMaxMessageBytes))
-	if err := c.Send(ctx, big); !errors.Is(err, agent.ErrTooLarge) {
+	if err := ca.Send(ctx, big); !errors.Is(err, agent.ErrTooLarge) {
 		t.Errorf("size limit: %v", err)
 	}
 	if _, err := agent.NewRequest(a, b, map[string]string{"text": "no kind"}); err == nil {
@@ -188,6 +205,22 @@ func TestErrorsAndPeers(t *testing.T) {
 	}
 	if _, err := agent.NewText(a, b, "x").Reply(agent.TextBody{Kind: agent.TextKind}); err != nil {
 		t.Errorf("reply: %v", err)
+	}
+}
+
+func TestAgentToken(t *testing.T) {
+	uid := agent.UID("r", "a")
+	tok := agent.AgentToken("mxt_op", "r", uid)
+	if !agent.IsAgentToken(tok) || len(tok) != len(agent.AgentTokenPrefix)+64 {
+		t.Fatalf("token %q", tok)
+	}
+	if agent.TokenFor("mxt_op", "r", "a") != tok || agent.TokenFor(tok, "r", "a") != tok || agent.TokenFor("", "r", "a") != "" {
+		t.Error("TokenFor does not derive from run tokens and keep agent tokens")
+	}
+	for _, other := range []string{agent.AgentToken("mxt_op2", "r", uid), agent.AgentToken("mxt_op", "r2", uid), agent.AgentToken("mxt_op", "r", agent.UID("r", "b"))} {
+		if other == tok {
+			t.Error("derived tokens collide")
+		}
 	}
 }
 
@@ -238,5 +271,35 @@ func TestWaitForPeers(t *testing.T) {
 	_, err = c.WaitForPeers(ctx, "run-7", []string{"late"}, time.Minute, 50*time.Millisecond)
 	if !errors.As(err, &mp) || len(mp.Gone) != 1 || !strings.Contains(err.Error(), "already terminated: late") || time.Since(start) > 5*time.Second {
 		t.Errorf("terminated peer: %v", err)
+	}
+}
+
+// TestFromEnvDerivesAgentToken: an agent given the run token with its run and
+// name registers with its own derived token (the run token could not).
+func TestFromEnvDerivesAgentToken(t *testing.T) {
+	srv, url := newExchange(t)
+	ctx := context.Background()
+	if err := srv.RegisterCampaign(ctx, "run-9", model.Campaign{Name: "c", Agents: []model.CampaignAgent{{Name: "a"}, {Name: "b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := srv.IssueToken(ctx, "run-9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(agent.EnvExchangeURL, url)
+	t.Setenv(agent.EnvExchangeToken, op)
+	t.Setenv(agent.EnvRunID, "run-9")
+	t.Setenv(agent.EnvAgentName, "a")
+	c, err := agent.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Register(ctx, agent.AgentID("run-9", "a")); err != nil {
+		t.Errorf("register with the derived token: %v", err)
+	}
+	t.Setenv(agent.EnvAgentName, "")
+	opc, _ := agent.FromEnv()
+	if err := opc.Register(ctx, agent.AgentID("run-9", "b")); !errors.Is(err, agent.ErrForbidden) {
+		t.Errorf("the run token registering an agent mailbox: %v, want 403", err)
 	}
 }

@@ -11,7 +11,9 @@ import (
 var (
 	ErrBadRequest   = errors.New("exchange rejected the request as malformed")
 	ErrUnauthorized = errors.New("exchange requires credentials (set MOSAIC_EXCHANGE_TOKEN)")
-	ErrForbidden    = errors.New("exchange refused access (wrong run token, other run's mailbox, or peer not allowed)")
+	ErrForbidden    = errors.New("exchange refused access (wrong token, another agent's mailbox, or peer not allowed)")
+	ErrConflict     = errors.New("mailbox held by another live registration")
+	ErrQuota        = errors.New("exchange quota reached")
 	ErrNotFound     = errors.New("mailbox not found on the exchange")
 	ErrTimeout      = errors.New("no message before the timeout")
 	ErrTooLarge     = errors.New("message larger than the exchange's limit")
@@ -45,6 +47,10 @@ func (e *StatusError) Unwrap() error {
 		return ErrTimeout
 	case http.StatusRequestEntityTooLarge:
 		return ErrTooLarge
+	case http.StatusConflict:
+		return ErrConflict
+	case http.StatusTooManyRequests:
+		return ErrQuota
 	case 419:
 		return ErrTerminated
 	}

@@ -4,8 +4,9 @@
 // deterministic agent ids and a wait-for-peers rendezvous.
 //
 // An agent started by Mosaic finds its settings in the environment:
-// MOSAIC_EXCHANGE_URL, MOSAIC_EXCHANGE_TOKEN, MOSAIC_RUN_ID, MOSAIC_AGENT_NAME
-// and MOSAIC_SITE.
+// MOSAIC_EXCHANGE_URL, MOSAIC_EXCHANGE_TOKEN (its own token: it opens only its
+// own mailbox and sends only as itself), MOSAIC_RUN_ID, MOSAIC_AGENT_NAME and
+// MOSAIC_SITE. Agent tokens derive from the run's token (AgentToken).
 package agent
 
 import (

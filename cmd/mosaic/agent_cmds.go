@@ -29,8 +29,8 @@ func (x *exchangeFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&x.url, "exchange-url", "", "exchange base URL (default $"+agent.EnvExchangeURL+", then the campaign's exchange.url); the token comes from $"+agent.EnvExchangeToken)
 }
 
-// client builds an exchange client: flag, env, then the campaign's url.
-func (x *exchangeFlags) client(spec *campaign.Spec, site string) (*agent.Client, string, string, error) {
+// exchangeURL resolves the exchange URL: flag, env, then the campaign's url.
+func (x *exchangeFlags) exchangeURL(spec *campaign.Spec) (string, error) {
 	u := x.url
 	if u == "" {
 		u = os.Getenv(agent.EnvExchangeURL)
@@ -39,11 +39,28 @@ func (x *exchangeFlags) client(spec *campaign.Spec, site string) (*agent.Client,
 		u = spec.Exchange.URL
 	}
 	if u == "" {
-		return nil, "", "", fmt.Errorf("no exchange URL: pass --exchange-url, export %s, or set exchange.url in the campaign", agent.EnvExchangeURL)
+		return "", fmt.Errorf("no exchange URL: pass --exchange-url, export %s, or set exchange.url in the campaign", agent.EnvExchangeURL)
+	}
+	return u, nil
+}
+
+// newExchangeClient is an exchange client of u with tok.
+func newExchangeClient(u, tok, site string) (*agent.Client, error) {
+	return agent.New(u, tok, agent.WithSite(site), agent.WithRequestWindow(30*time.Second))
+}
+
+// operatorClient builds a client with the run's token ($MOSAIC_EXCHANGE_TOKEN),
+// for commands that act as the run's operator (bootstrap).
+func (x *exchangeFlags) operatorClient(spec *campaign.Spec) (*agent.Client, error) {
+	u, err := x.exchangeURL(spec)
+	if err != nil {
+		return nil, err
 	}
 	tok := os.Getenv(agent.EnvExchangeToken)
-	c, err := agent.New(u, tok, agent.WithSite(site), agent.WithRequestWindow(30*time.Second))
-	return c, u, tok, err
+	if agent.IsAgentToken(tok) {
+		return nil, fmt.Errorf("%s holds an agent's token; this command needs the run's token (the launcher keeps it in the run directory's token file)", agent.EnvExchangeToken)
+	}
+	return newExchangeClient(u, tok, "")
 }
 
 func newAgentCmd() *cobra.Command {
@@ -60,11 +77,16 @@ func newAgentRunCmd() *cobra.Command {
 		Use:   "run --campaign F --run-id R --name X [-- CMD ARGS...]",
 		Short: "Register an agent's mailbox, wait for its peers, and run it with messages on stdin/fd 3",
 		Long: `Registers the agent's mailbox under its deterministic uid (UUIDv5 of "<run>/<name>"),
+with the agent's own token: $MOSAIC_EXCHANGE_TOKEN when it is an agent token (mxa_…),
+else the token derived from the run token it holds. Only one live process may hold an
+agent's mailbox: a second ` + "`agent run`" + ` of the same agent exits 1 naming the first (host,
+pid); after a crash the mailbox is free again once the first's lease lapses. It then
 waits for its allowed peers, then runs CMD (default: the agent's command in the campaign).
 Inbound messages arrive on the command's stdin as JSON lines; it sends by writing JSON lines
 on fd 3 (MOSAIC_OUTBOX_FD=3) or on stdout prefixed with "@mosaic ". Landmarks (registered,
 waiting for peers, discovered N peers, first message from ...) go to stderr as they happen.
-The command's exit status is mosaic's; the mailbox is terminated on exit.`,
+The command gets only its own token in MOSAIC_EXCHANGE_TOKEN. Its exit status is
+mosaic's; the mailbox is terminated on exit.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := campaign.Load(file)
 			if err != nil {
@@ -76,7 +98,13 @@ The command's exit status is mosaic's; the mailbox is terminated on exit.`,
 			if site == "" {
 				site = os.Getenv(agent.EnvSite)
 			}
-			c, u, tok, err := x.client(spec, site)
+			u, err := x.exchangeURL(spec)
+			if err != nil {
+				return err
+			}
+			// The agent's own token: given, or derived from the run's.
+			tok := agent.TokenFor(os.Getenv(agent.EnvExchangeToken), run, name)
+			c, err := newExchangeClient(u, tok, site)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mosaic-hpc/mosaic/agent"
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/site"
@@ -114,12 +115,15 @@ func newCampaignValidateCmd() *cobra.Command {
 }
 
 func newCampaignSpawnSiteCmd() *cobra.Command {
-	var file, run, agents, siteName string
+	var file, run, agents, siteName, tokensFile string
 	var startup time.Duration
 	var x exchangeFlags
 	cmd := &cobra.Command{
-		Use:   "spawn-site --campaign F --run-id R --agents a,b",
+		Use:   "spawn-site --campaign F --run-id R --agents a,b [--tokens-file F]",
 		Short: "Run one site's slice of a campaign (one wrapper per agent); never bootstraps",
+		Long: `Runs one wrapper per agent of the slice, each with the agent's own exchange token: from
+--tokens-file (lines "AGENT TOKEN", mode 0600; the launcher writes one per site holding
+only that site's agents) or derived from the run token in $MOSAIC_EXCHANGE_TOKEN.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := campaign.Load(file)
 			if err != nil {
@@ -131,7 +135,18 @@ func newCampaignSpawnSiteCmd() *cobra.Command {
 			if siteName == "" {
 				siteName = os.Getenv("MOSAIC_SITE")
 			}
-			c, u, tok, err := x.client(spec, siteName)
+			u, err := x.exchangeURL(spec)
+			if err != nil {
+				return err
+			}
+			names := campaign.ParseAgentsSelection(agents)
+			var fileToks map[string]string
+			if tokensFile != "" {
+				if fileToks, err = campaign.ReadTokensFile(tokensFile); err != nil {
+					return err
+				}
+			}
+			toks, err := campaign.AgentTokens(fileToks, os.Getenv(agent.EnvExchangeToken), run, names)
 			if err != nil {
 				return err
 			}
@@ -141,8 +156,9 @@ func newCampaignSpawnSiteCmd() *cobra.Command {
 			ctx, stop := hangupContext()
 			defer stop()
 			code, err := campaign.RunSite(ctx, campaign.SpawnSite{
-				Spec: spec, Agents: campaign.ParseAgentsSelection(agents), RunID: run, Site: siteName,
-				Client: c, ExchangeURL: u, Token: tok, StartupTimeout: startup, Out: os.Stderr,
+				Spec: spec, Agents: names, RunID: run, Site: siteName, ExchangeURL: u, Tokens: toks,
+				NewClient:      func(tok string) (*agent.Client, error) { return newExchangeClient(u, tok, siteName) },
+				StartupTimeout: startup, Out: os.Stderr,
 			})
 			if err != nil {
 				return &exitError{code: max(code, 1), msg: err.Error()}
@@ -155,6 +171,7 @@ func newCampaignSpawnSiteCmd() *cobra.Command {
 	f.StringVar(&run, "run-id", "", "run id (the same on every site)")
 	f.StringVar(&agents, "agents", "", "this site's agents, comma-separated (order kept)")
 	f.StringVar(&siteName, "site", "", "this site's name, tagged on its mailboxes (default $MOSAIC_SITE)")
+	f.StringVar(&tokensFile, "tokens-file", "", "file of \"AGENT TOKEN\" lines (mode 0600) with the slice's agent tokens (default: derived from $"+agent.EnvExchangeToken+")")
 	f.DurationVar(&startup, "startup-timeout", campaign.DefaultStartupTimeout, "how long each agent waits for its peers")
 	x.add(cmd)
 	for _, n := range []string{"campaign", "run-id", "agents"} {
@@ -180,7 +197,7 @@ Exits 2, naming the recipient on stderr, when it never appears.`,
 			if err := campaign.ValidateRunID(run); err != nil {
 				return err
 			}
-			c, _, _, err := x.client(spec, "")
+			c, err := x.operatorClient(spec)
 			if err != nil {
 				return err
 			}
@@ -232,6 +249,7 @@ func newCampaignLaunchCmd() *cobra.Command {
 		autoBoot, skipPreflight                             bool
 		startup                                             time.Duration
 		autoWall                                            = campaign.DefaultAutoWalltime.D()
+		quotas                                              exchangeQuotaFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "launch --campaign F --run-id R --site SPEC [--site SPEC]... [--auto-bootstrap]",
@@ -292,6 +310,10 @@ unless --exchange-url is given.`,
 				StartupTimeout: startup, Tunnel: tunnel, SpawnArgs: spawnArgs, Forward: fwd, Account: account, WorkDir: workdir,
 				Out: cmd.ErrOrStderr(),
 			}
+			quotas.apply(&opts.ExchangeLimits)
+			if !cmd.Flags().Changed("exchange-max-message-bytes") {
+				opts.ExchangeLimits.MaxMessageBytes = 0 // the campaign's exchange.max_message_bytes, else the default
+			}
 			if !skipPreflight {
 				if err := campaign.Preflight(cmd.Context(), &opts, forward, cmd.ErrOrStderr()); err != nil {
 					return &exitError{code: 2, msg: err.Error()}
@@ -323,6 +345,7 @@ unless --exchange-url is given.`,
 	f.StringVar(&exURL, "exchange-url", "", "use this external exchange (token from $MOSAIC_EXCHANGE_TOKEN) instead of the launcher's own")
 	f.StringVar(&exListen, "exchange-listen", "127.0.0.1:0", "where the launcher's exchange listens (port 0 = a free port)")
 	f.StringVar(&agentURL, "agent-exchange-url", "", "exchange URL as the agents must use it (default: the listener's)")
+	quotas.addPrefixed(cmd, "exchange-")
 	f.StringVar(&tunnel, "tunnel", campaign.TunnelAuto, "reverse ssh tunnel + relay on the login node so compute nodes reach the launcher's exchange: auto (when the login node cannot reach it), always, never")
 	f.StringArrayVar(&forward, "forward-env", nil, "environment variable to export on every site before its env script (repeatable)")
 	f.StringVar(&account, "account", "", "default account for submit-mode sites (a site's account= wins)")

@@ -26,13 +26,18 @@ func newExchangeCmd() *cobra.Command {
 
 func newExchangeServeCmd() *cobra.Command {
 	var addr, token, tokenFile, run, file, redisURL string
+	var q exchangeQuotaFlags
 	cmd := &cobra.Command{
 		Use:   "serve --addr HOST:PORT --token TOKEN [--run-id R] [--campaign F]",
 		Short: "Run the exchange alone, protocol routes at the root",
 		Long: `Serves the Academy cloud-exchange protocol at the root of --addr. The token (from --token,
---token-file or $MOSAIC_EXCHANGE_TOKEN) is bound to --run-id; with --campaign the exchange
-also enforces that campaign's allowed_peers for the run. Agents find it through
-MOSAIC_EXCHANGE_URL and MOSAIC_EXCHANGE_TOKEN.`,
+--token-file or $MOSAIC_EXCHANGE_TOKEN) is the run token of --run-id. With --campaign the
+exchange enforces that campaign for the run: each declared agent has its own token, derived
+from the run token (mxa_…; ` + "`mosaic agent run`" + ` and the launcher derive it the same way), that
+opens only its own mailbox; agents send only as themselves and only to their allowed_peers;
+the run token opens user mailboxes (bootstrap, operators), status, stats and teardown.
+Without --campaign the run token acts for every mailbox of the run (plain Academy use).
+Quotas bound what one run can make the exchange hold (429/413 beyond).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if token == "" && tokenFile != "" {
 				b, err := os.ReadFile(tokenFile)
@@ -59,7 +64,9 @@ MOSAIC_EXCHANGE_URL and MOSAIC_EXCHANGE_TOKEN.`,
 				be = r
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			srv := exchange.NewServer(exchange.Config{Backend: be, Logger: log})
+			cfg := exchange.Config{Backend: be, Logger: log}
+			q.apply(&cfg)
+			srv := exchange.NewServer(cfg)
 			defer srv.Close()
 			ctx, stop := signalContext()
 			defer stop()
@@ -93,7 +100,33 @@ MOSAIC_EXCHANGE_URL and MOSAIC_EXCHANGE_TOKEN.`,
 	f.StringVar(&run, "run-id", "default", "run the token is bound to")
 	f.StringVar(&file, "campaign", "", "campaign whose allowed_peers to enforce for the run")
 	f.StringVar(&redisURL, "redis", "", "redis:// URL of a shared backend (default: in memory)")
+	q.add(cmd)
 	return cmd
+}
+
+// exchangeQuotaFlags are the limits of an exchange server (0 = the default,
+// a negative value = no limit).
+type exchangeQuotaFlags struct {
+	maxMessage, maxQueued, maxQueuedBytes, maxMailboxes, maxTotal int64
+	lease                                                         time.Duration
+}
+
+func (q *exchangeQuotaFlags) add(cmd *cobra.Command) { q.addPrefixed(cmd, "") }
+
+// addPrefixed adds the flags, each name prefixed (e.g. "exchange-" on launch).
+func (q *exchangeQuotaFlags) addPrefixed(cmd *cobra.Command, p string) {
+	f := cmd.Flags()
+	f.Int64Var(&q.maxMessage, p+"max-message-bytes", exchange.DefaultMaxMessageBytes, "largest message (413 beyond)")
+	f.Int64Var(&q.maxQueued, p+"max-queued-messages", exchange.DefaultMaxQueuedMessages, "messages queued, and requests unanswered, per mailbox (429 beyond)")
+	f.Int64Var(&q.maxQueuedBytes, p+"max-queued-bytes", exchange.DefaultMaxQueuedBytes, "bytes queued per mailbox (413 beyond)")
+	f.Int64Var(&q.maxMailboxes, p+"max-mailboxes-per-run", exchange.DefaultMaxMailboxesPerRun, "mailboxes per run (429 beyond)")
+	f.Int64Var(&q.maxTotal, p+"max-total-bytes", exchange.DefaultMaxTotalBytes, "bytes queued in the whole exchange (413 beyond)")
+	f.DurationVar(&q.lease, p+"lease-ttl", exchange.DefaultLeaseTTL, "how long a registered agent holds its mailbox after it was last seen (a second live registration is refused until then)")
+}
+
+func (q *exchangeQuotaFlags) apply(c *exchange.Config) {
+	c.MaxMessageBytes, c.MaxQueuedMessages, c.MaxQueuedBytes = q.maxMessage, q.maxQueued, q.maxQueuedBytes
+	c.MaxMailboxesPerRun, c.MaxTotalBytes, c.LeaseTTL = q.maxMailboxes, q.maxTotal, q.lease
 }
 
 func newExchangePingCmd() *cobra.Command {

@@ -39,7 +39,7 @@ type campaignTokenOut struct {
 	Body struct {
 		RunID       string `json:"run_id"`
 		ExchangeURL string `json:"exchange_path" doc:"Path of the exchange on this server; agents use http://HOST:PORT/exchange"`
-		Token       string `json:"token" doc:"Bearer token for MOSAIC_EXCHANGE_TOKEN; shown once"`
+		Token       string `json:"token" doc:"The run token (operator) for MOSAIC_EXCHANGE_TOKEN; shown once. Each agent's own token is derived from it (mosaic agent run and spawn-site do it)"`
 	}
 }
 
@@ -85,7 +85,9 @@ func (s *Server) registerCampaigns() {
 		Summary: "Issue a token of the core's exchange for a run", Tags: []string{"campaigns"},
 		DefaultStatus: http.StatusCreated,
 		Description: "Agents then use MOSAIC_EXCHANGE_URL=http://HOST:PORT/exchange with the token. " +
-			"With a campaign in the body the exchange enforces its allowed_peers for the run.",
+			"With a campaign in the body the exchange enforces it for the run: each declared agent has its own token " +
+			"(derived from this one) that opens only its own mailbox and sends only to its allowed_peers; this token " +
+			"opens user mailboxes, status and teardown. Without a campaign the token acts for every mailbox of the run.",
 	}, func(ctx context.Context, in *campaignTokenIn) (*campaignTokenOut, error) {
 		var c *model.Campaign
 		if in.Body != nil {

@@ -78,7 +78,7 @@ func (b *AttachBackend) outerScript(dir string) string {
 // Start implements Backend.
 func (b *AttachBackend) Start(ctx context.Context) error {
 	rd := b.l.remoteDir(b.conn.sys.WorkDir)
-	res, err := b.conn.sh(ctx, prepareScript, strings.NewReader(b.l.Token), rd)
+	res, err := b.conn.sh(ctx, prepareScript, strings.NewReader(b.l.tokensFile()), rd)
 	if err != nil {
 		return err
 	}

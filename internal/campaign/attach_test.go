@@ -24,9 +24,10 @@ exec sh -c "$*"
 // fakeMosaic records its argv (one per line) and the token it was given, then
 // waits to be stopped.
 const fakeMosaic = `#!/bin/sh
-for a in "$@"; do printf '%s\n' "$a"; done > "$FAKE_ARGS"
 printf '%s' "$MOSAIC_EXCHANGE_TOKEN" > "$FAKE_ARGS.token"
+cat tokens > "$FAKE_ARGS.tokens"
 printf '%s' "$FWD" > "$FAKE_ARGS.fwd"
+for a in "$@"; do printf '%s\n' "$a"; done > "$FAKE_ARGS.tmp" && mv "$FAKE_ARGS.tmp" "$FAKE_ARGS"
 trap 'kill $! 2>/dev/null; exit 143' TERM HUP
 sleep 60 & wait
 `
@@ -52,6 +53,9 @@ func TestAttachNestedSSHQuotingAndStop(t *testing.T) {
 		k, v, _ := strings.Cut(e, "=")
 		t.Setenv(k, v)
 	}
+	// The launcher's own run token must not reach the site.
+	t.Setenv("MOSAIC_EXCHANGE_TOKEN", "mxt_operator-secret")
+	toks := SliceTokens("mxt_operator-secret", "q1", []string{"a", "b"})
 	rd, err := CreateRunDir(filepath.Join(tmp, "runs"), RunState{RunID: "q1", Sites: []SiteState{{SiteSpec: SiteSpec{Name: "loc"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +64,7 @@ func TestAttachNestedSSHQuotingAndStop(t *testing.T) {
 	l := SiteLaunch{
 		Spec:  SiteSpec{Name: "loc", Mode: ModeAttach, Host: "node-7", Agents: []string{"a", "b"}, WorkDir: filepath.Join(tmp, "work dir")},
 		RunID: "q1", Campaign: awkward, MosaicBin: filepath.Join(bin, "mosaic"), Exchange: "http://127.0.0.1:1/x?y=1&z=2",
-		Token: "tok'en$1", Startup: time.Minute, SpawnArgs: []string{"--flag=a b"}, Forward: map[string]string{"FWD": "v`al'ue"},
+		Tokens: toks, Startup: time.Minute, SpawnArgs: []string{"--flag=a b"}, Forward: map[string]string{"FWD": "v`al'ue"},
 		Dir: rd,
 	}
 	b, err := NewAttachBackend(site.System{Name: "loc", Kind: site.KindLocal}, l, env)
@@ -80,12 +84,15 @@ func TestAttachNestedSSHQuotingAndStop(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	want := []string{"campaign", "spawn-site", "--campaign", awkward, "--run-id", "q1", "--site", "loc", "--agents", "a,b",
-		"--exchange-url", "http://127.0.0.1:1/x?y=1&z=2", "--startup-timeout", "60s", "--flag=a b"}
+		"--exchange-url", "http://127.0.0.1:1/x?y=1&z=2", "--tokens-file", "tokens", "--startup-timeout", "60s", "--flag=a b"}
 	if got := strings.Split(strings.TrimSuffix(string(args), "\n"), "\n"); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("spawn-site argv:\n got %q\nwant %q", got, want)
 	}
-	if tok, _ := os.ReadFile(argsFile + ".token"); string(tok) != "tok'en$1" {
-		t.Errorf("token on the compute side: %q", tok)
+	if tok, _ := os.ReadFile(argsFile + ".token"); string(tok) != "" {
+		t.Errorf("MOSAIC_EXCHANGE_TOKEN on the compute side: %q, want none (each agent gets its own)", tok)
+	}
+	if got, _ := os.ReadFile(argsFile + ".tokens"); string(got) != "a "+toks["a"]+"\nb "+toks["b"]+"\n" || strings.Contains(string(got), "operator-secret") {
+		t.Errorf("tokens file on the compute side: %q", got)
 	}
 	if fwd, _ := os.ReadFile(argsFile + ".fwd"); string(fwd) != "v`al'ue" {
 		t.Errorf("forwarded env: %q", fwd)
@@ -98,8 +105,11 @@ func TestAttachNestedSSHQuotingAndStop(t *testing.T) {
 	if err != nil || !strings.Contains(string(logData), "attach from") || !strings.Contains(string(logData), "slice starting") {
 		t.Errorf("site log %s: %q %v", st.Log, logData, err)
 	}
-	if fi, err := os.Stat(filepath.Join(st.RemoteDir, "token")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("token file on the site: %v", err)
+	if fi, err := os.Stat(filepath.Join(st.RemoteDir, "tokens")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("tokens file on the site: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(st.RemoteDir, "token")); err == nil {
+		t.Error("a run token file is on the site")
 	}
 	if s, fin, err := b.Poll(ctx); s != "running" || fin || err != nil {
 		t.Errorf("Poll while running: %s %v %v", s, fin, err)

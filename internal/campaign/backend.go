@@ -33,10 +33,10 @@ type Backend interface {
 type SiteLaunch struct {
 	Spec       SiteSpec
 	RunID      string
-	Campaign   string // campaign file path on the site
-	MosaicBin  string // mosaic binary on the site
-	Exchange   string // exchange URL as the site's compute nodes see it
-	Token      string // the run's exchange token (written 0600 on the site)
+	Campaign   string            // campaign file path on the site
+	MosaicBin  string            // mosaic binary on the site
+	Exchange   string            // exchange URL as the site's compute nodes see it
+	Tokens     map[string]string // agent name -> its own exchange token, this slice only (written 0600 on the site)
 	Startup    time.Duration
 	SpawnArgs  []string          // extra spawn-site arguments, appended last
 	Forward    map[string]string // environment exported before the env script
@@ -76,16 +76,20 @@ func (l *SiteLaunch) remoteDir(sysWorkDir string) string {
 }
 
 // prepareScript creates the site directory, opens the log before anything
-// else can fail, stores the token (0600, read from stdin) and prints the
-// absolute directory.
-const prepareScript = `umask 077 && mkdir -p "$1" && cd "$1" && : >> site.log && cat > token && pwd -P`
+// else can fail, stores the slice's agent tokens (0600, read from stdin; the
+// run's operator token never reaches a site) and prints the absolute
+// directory.
+const prepareScript = `umask 077 && mkdir -p "$1" && cd "$1" && : >> site.log && rm -f token && cat > tokens && pwd -P`
+
+// tokensFile renders the slice's tokens for the site's tokens file.
+func (l *SiteLaunch) tokensFile() string { return FormatTokens(l.Tokens, l.Spec.Agents) }
 
 // spawnArgv is the spawn-site command the slice runs.
 func (l *SiteLaunch) spawnArgv() []string {
 	a := []string{l.MosaicBin, "campaign", "spawn-site",
 		"--campaign", l.Campaign, "--run-id", l.RunID, "--site", l.Spec.Name,
 		"--agents", strings.Join(l.Spec.Agents, ","),
-		"--exchange-url", l.Exchange,
+		"--exchange-url", l.Exchange, "--tokens-file", "tokens",
 		"--startup-timeout", strconv.Itoa(int(l.Startup/time.Second)) + "s"}
 	return append(a, l.SpawnArgs...)
 }
@@ -122,7 +126,7 @@ func (l *SiteLaunch) innerScript(dir string, logHere, withEnv bool, extra map[st
 	if withEnv && l.EnvScript != "" {
 		fmt.Fprintf(&b, "source %s || { echo \"mosaic: env script failed\"; exit 1; }\n", shellquote.Quote(l.EnvScript))
 	}
-	b.WriteString("MOSAIC_EXCHANGE_TOKEN=$(cat token) || exit 1\nexport MOSAIC_EXCHANGE_TOKEN\n")
+	b.WriteString("unset MOSAIC_EXCHANGE_TOKEN\n") // each agent gets its own, from the tokens file
 	b.WriteString("echo $$ > pid\n")
 	b.WriteString("exec " + shellquote.Join(l.spawnArgv()...) + "\n")
 	return b.String()

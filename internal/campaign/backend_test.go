@@ -18,7 +18,7 @@ func testLaunch(t *testing.T, sp SiteSpec) SiteLaunch {
 		t.Fatal(err)
 	}
 	return SiteLaunch{Spec: sp, RunID: "r9", Campaign: "/c/chat.jsonc", MosaicBin: "/opt/mosaic", Exchange: "http://login:1",
-		Token: "t", Startup: 10 * time.Minute, Forward: map[string]string{"ARGO_USER": "jinchu.li", "NO_PROXY": "127.0.0.1,localhost,.alcf.anl.gov"}, Dir: rd}
+		Tokens: map[string]string{"coordinator": "mxa_t"}, Startup: 10 * time.Minute, Forward: map[string]string{"ARGO_USER": "jinchu.li", "NO_PROXY": "127.0.0.1,localhost,.alcf.anl.gov"}, Dir: rd}
 }
 
 // TestSubmitScriptExportsBeforeEnvScript: the rendered sbatch script exports
@@ -41,7 +41,7 @@ func TestSubmitScriptExportsBeforeEnvScript(t *testing.T) {
 	}
 	s := string(script)
 	order := []string{"export ARGO_USER=jinchu.li", "export NO_PROXY=127.0.0.1,localhost,.alcf.anl.gov", "source /etc/site-env.sh",
-		"exec >> site.log 2>&1", "MOSAIC_EXCHANGE_TOKEN=$(cat token)", "exec /opt/mosaic campaign spawn-site"}
+		"exec >> site.log 2>&1", "unset MOSAIC_EXCHANGE_TOKEN", "exec /opt/mosaic campaign spawn-site"}
 	last := -1
 	for _, w := range order {
 		i := strings.Index(s, w)

@@ -84,10 +84,17 @@ func TestExampleFederatedChatRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	clients := map[string]*agent.Client{}
 	for _, a := range s.Agents {
-		if err := c.Register(ctx, agent.AgentID(run, a.Name)); err != nil {
+		// Each agent registers with its own token, derived from the run's.
+		ac, err := agent.New(ts.URL, agent.TokenFor(tok, run, a.Name), agent.WithRequestWindow(2*time.Second))
+		if err != nil {
 			t.Fatal(err)
 		}
+		if err := ac.Register(ctx, agent.AgentID(run, a.Name)); err != nil {
+			t.Fatal(err)
+		}
+		clients[a.Name] = ac
 	}
 	var wg sync.WaitGroup
 	results := make(chan string, len(s.Agents))
@@ -95,7 +102,7 @@ func TestExampleFederatedChatRuns(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := runAgent(ctx, c, run, a, ts.URL, tok); err != nil {
+			if err := runAgent(ctx, clients[a.Name], run, a, ts.URL, agent.TokenFor(tok, run, a.Name)); err != nil {
 				results <- fmt.Sprintf("%s: %v", a.Name, err)
 			}
 		}()

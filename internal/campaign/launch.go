@@ -34,6 +34,10 @@ type LaunchOptions struct {
 	// AgentExchangeURL overrides the URL handed to agents (e.g. a reachable
 	// address of the launcher's host); "" = the listener's URL.
 	AgentExchangeURL string
+	// ExchangeLimits are the quotas of the launcher's own exchange (its
+	// limit and lease fields; zero = the defaults). A campaign's
+	// exchange.max_message_bytes wins over a zero MaxMessageBytes.
+	ExchangeLimits exchange.Config
 	// MosaicBin is the mosaic binary on the sites (default: this executable).
 	MosaicBin string
 	// AutoBootstrap sends the user task once every site is ready.
@@ -110,7 +114,12 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 			}
 			be = r
 		}
-		srv = exchange.NewServer(exchange.Config{Backend: be, MaxMessageBytes: o.Spec.Exchange.MaxMessageBytes, Logger: o.Logger})
+		cfg := o.ExchangeLimits
+		cfg.Backend, cfg.Logger = be, o.Logger
+		if cfg.MaxMessageBytes == 0 {
+			cfg.MaxMessageBytes = o.Spec.Exchange.MaxMessageBytes
+		}
+		srv = exchange.NewServer(cfg)
 		defer srv.Close()
 		listen := o.ExchangeListen
 		if listen == "" {
@@ -141,6 +150,8 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 		fmt.Fprintf(out, "exchange: serving run %s on %s\n", o.RunID, localURL)
 	} else if token == "" {
 		return fmt.Errorf("--exchange-url %s needs a token: set %s", o.ExchangeURL, agent.EnvExchangeToken)
+	} else if agent.IsAgentToken(token) {
+		return fmt.Errorf("--exchange-url %s needs the run's token (the one given to `mosaic exchange serve`), not an agent token (%s…): agents' tokens are derived from it", o.ExchangeURL, agent.AgentTokenPrefix)
 	}
 	if o.AgentExchangeURL != "" {
 		agentURL = o.AgentExchangeURL
@@ -148,6 +159,11 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 	cl, err := agent.New(localURL, token, agent.WithRequestWindow(5*time.Second))
 	if err != nil {
 		return err
+	}
+	if srv == nil {
+		if err := checkAgentTokens(ctx, localURL, token, o.RunID, o.Spec); err != nil {
+			return err
+		}
 	}
 	siteURL := map[string]string{}
 	for _, p := range plan {
@@ -201,7 +217,7 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 	backends := make([]Backend, len(plan))
 	for i, p := range plan {
 		l := SiteLaunch{Spec: p.spec, RunID: o.RunID, Campaign: p.campaign, MosaicBin: o.MosaicBin, Exchange: siteURL[p.spec.Name],
-			Token: token, Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: out}
+			Tokens: SliceTokens(token, o.RunID, p.spec.Agents), Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: out}
 		var b Backend
 		var berr error
 		if o.NewBackend != nil {
@@ -275,6 +291,28 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 			o.MosaicBin, abs, o.RunID, localURL, filepath.Join(dir.Path, "token"))
 	}
 	return follow(ctx, o, backends, dir, srv, stopAll, finish)
+}
+
+// checkAgentTokens asks an external exchange, with the first agent's derived
+// token, about that agent's mailbox: an exchange that does not know the run's
+// campaign refuses every agent token, which is better said now than after
+// every site has started.
+func checkAgentTokens(ctx context.Context, url, token, runID string, s *Spec) error {
+	if len(s.Agents) == 0 {
+		return nil
+	}
+	name := s.Agents[0].Name
+	c, err := agent.New(url, agent.TokenFor(token, runID, name), agent.WithRequestWindow(5*time.Second))
+	if err != nil {
+		return err
+	}
+	if _, err := c.Status(ctx, agent.AgentID(runID, name)); errors.Is(err, agent.ErrForbidden) {
+		return fmt.Errorf("exchange %s refuses the token of agent %s derived from %s: it does not know run %s's campaign, or the token is not this run's; start it with `mosaic exchange serve --run-id %s --campaign %s` and the same token (%w)",
+			url, name, agent.EnvExchangeToken, runID, runID, s.Path, err)
+	} else if err != nil {
+		return fmt.Errorf("exchange %s: %w", url, err)
+	}
+	return nil
 }
 
 // follow watches the sites until all end or ctx is cancelled.

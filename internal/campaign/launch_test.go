@@ -3,6 +3,8 @@ package campaign
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/agent"
+	"github.com/mosaic-hpc/mosaic/internal/exchange"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
@@ -37,11 +40,12 @@ func (b *scriptedBackend) Start(ctx context.Context) error {
 	if b.noAgents {
 		return nil
 	}
-	c, err := agent.New(b.l.Exchange, b.l.Token, agent.WithSite(b.l.Spec.Name))
-	if err != nil {
-		return err
-	}
 	for _, a := range b.l.Spec.Agents {
+		// Each agent registers with its own token, as spawn-site does.
+		c, err := agent.New(b.l.Exchange, b.l.Tokens[a], agent.WithSite(b.l.Spec.Name))
+		if err != nil {
+			return err
+		}
 		if err := c.Register(ctx, agent.AgentID(b.l.RunID, a)); err != nil {
 			return err
 		}
@@ -175,4 +179,72 @@ func TestLaunchRefusesBeforeRemoteWork(t *testing.T) {
 	if err := Launch(context.Background(), r.opts); err == nil || !strings.Contains(err.Error(), "site nowhere is not in the sites catalog") {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// TestLaunchExternalExchange: with --exchange-url the launcher hands each site
+// the agents' tokens derived from the run token; an exchange that does not know
+// the campaign (and so none of those tokens) is refused before any site starts.
+func TestLaunchExternalExchange(t *testing.T) {
+	for _, withCampaign := range []bool{false, true} {
+		r := newLaunchRig(t, func(*scriptedBackend) {})
+		srv := exchange.NewServer(exchange.Config{Logger: slog.New(slog.DiscardHandler)})
+		ts := httptest.NewServer(srv)
+		defer ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if withCampaign {
+			if err := srv.RegisterCampaign(ctx, "t1", r.opts.Spec.Campaign); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tok, err := srv.IssueToken(ctx, "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.opts.ExchangeURL, r.opts.ExchangeToken = ts.URL, tok
+		if withCampaign {
+			done := make(chan error, 1)
+			go func() { done <- Launch(ctx, r.opts) }()
+			for i := 0; i < 250 && !strings.Contains(r.out.String(), "all 2 sites ready"); i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+			err = <-done
+		} else {
+			err = Launch(ctx, r.opts)
+		}
+		if !withCampaign {
+			if err == nil || !strings.Contains(err.Error(), "--campaign") || len(r.backends) != 0 {
+				t.Errorf("exchange without the campaign: %v (%d sites started)", err, len(r.backends))
+			}
+			continue
+		}
+		// The sites registered with their own tokens (scriptedBackend), so the
+		// launch got as far as following them.
+		if !strings.Contains(r.out.String(), "all 2 sites ready") {
+			t.Errorf("external exchange with the campaign: %v\n%s", err, r.out.String())
+		}
+		for _, b := range r.backends {
+			for _, a := range b.l.Spec.Agents {
+				if b.l.Tokens[a] != agent.TokenFor(tok, "t1", a) {
+					t.Errorf("site %s got token %q for %s", b.Site(), b.l.Tokens[a], a)
+				}
+			}
+			if len(b.l.Tokens) != len(b.l.Spec.Agents) {
+				t.Errorf("site %s got tokens of other sites' agents: %v", b.Site(), b.l.Tokens)
+			}
+		}
+	}
+}
+
+// TestLaunchExchangeLimits: the launcher's own exchange enforces the limits it
+// is given (here: fewer mailboxes than the campaign has agents).
+func TestLaunchExchangeLimits(t *testing.T) {
+	r := newLaunchRig(t, func(*scriptedBackend) {})
+	r.opts.ExchangeLimits = exchange.Config{MaxMailboxesPerRun: 2}
+	err := Launch(context.Background(), r.opts)
+	if err == nil || !strings.Contains(err.Error(), "MaxMailboxesPerRun=2") {
+		t.Fatalf("err %v, want the mailbox quota", err)
+	}
+	r.allStopped(t)
 }

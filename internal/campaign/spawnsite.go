@@ -18,9 +18,11 @@ type SpawnSite struct {
 	Agents []string
 	// RunID and Site identify the run and this site.
 	RunID, Site string
-	// Client, ExchangeURL and Token reach the exchange.
-	Client             *agent.Client
-	ExchangeURL, Token string
+	// ExchangeURL and Tokens (agent name -> its own token) reach the
+	// exchange; NewClient builds one agent's client from its token.
+	ExchangeURL string
+	Tokens      map[string]string
+	NewClient   func(token string) (*agent.Client, error)
 	// StartupTimeout bounds each agent's wait for its peers.
 	StartupTimeout time.Duration
 	// Out receives landmarks and agent output, each line prefixed "[agent] ".
@@ -40,6 +42,16 @@ func RunSite(ctx context.Context, ss SpawnSite) (int, error) {
 	if err := slice.Validate(Federated); err != nil {
 		return 2, fmt.Errorf("slice %s is invalid:\n%w", strings.Join(ss.Agents, ","), err)
 	}
+	clients := make([]*agent.Client, len(slice.Agents))
+	for i, a := range slice.Agents {
+		tok := ss.Tokens[a.Name]
+		if tok == "" {
+			return 2, fmt.Errorf("no exchange token for agent %s of this slice", a.Name)
+		}
+		if clients[i], err = ss.NewClient(tok); err != nil {
+			return 2, err
+		}
+	}
 	codes := make([]int, len(slice.Agents))
 	errs := make([]error, len(slice.Agents))
 	var wg sync.WaitGroup
@@ -50,8 +62,8 @@ func RunSite(ctx context.Context, ss SpawnSite) (int, error) {
 			defer wg.Done()
 			pw := &prefixWriter{w: out, prefix: "[" + a.Name + "] "}
 			codes[i], errs[i] = RunAgent(ctx, AgentRun{
-				Spec: slice, RunID: ss.RunID, Name: a.Name, Site: ss.Site, Client: ss.Client,
-				ExchangeURL: ss.ExchangeURL, Token: ss.Token, StartupTimeout: ss.StartupTimeout,
+				Spec: slice, RunID: ss.RunID, Name: a.Name, Site: ss.Site, Client: clients[i],
+				ExchangeURL: ss.ExchangeURL, Token: ss.Tokens[a.Name], StartupTimeout: ss.StartupTimeout,
 				Log: pw, Stdout: pw, Stderr: pw,
 			})
 			pw.Flush()

@@ -70,7 +70,7 @@ func (b *SubmitBackend) JobSpec(dir string) model.JobSpec {
 // the moment it is known so that stop can cancel it.
 func (b *SubmitBackend) Start(ctx context.Context) error {
 	rd := b.l.remoteDir(b.sys.WorkDir)
-	res, err := b.conn.sh(ctx, prepareScript, strings.NewReader(b.l.Token), rd)
+	res, err := b.conn.sh(ctx, prepareScript, strings.NewReader(b.l.tokensFile()), rd)
 	if err != nil {
 		return err
 	}

@@ -36,9 +36,10 @@ type AgentRun struct {
 	Spec *Spec
 	// RunID and Name identify the agent; Site tags its mailbox.
 	RunID, Name, Site string
-	// Client talks to the exchange (with the run's token).
+	// Client talks to the exchange with the agent's own token.
 	Client *agent.Client
-	// ExchangeURL and Token are handed to the child (MOSAIC_EXCHANGE_URL/TOKEN).
+	// ExchangeURL and Token (the agent's own token, never the run's) are
+	// handed to the child (MOSAIC_EXCHANGE_URL/TOKEN).
 	ExchangeURL, Token string
 	// StartupTimeout bounds the wait for peers; 0 = DefaultStartupTimeout.
 	StartupTimeout time.Duration
@@ -128,6 +129,9 @@ func RunAgent(ctx context.Context, r AgentRun) (int, error) {
 	}
 	me := agent.AgentID(r.RunID, r.Name)
 	if err := r.Client.Register(ctx, me); err != nil {
+		if errors.Is(err, agent.ErrConflict) {
+			return 1, fmt.Errorf("agent %s of run %s is already running elsewhere: %w", r.Name, r.RunID, err)
+		}
 		return 1, fmt.Errorf("register mailbox of %s: %w", r.Name, err)
 	}
 	r.landmark("registered %s on %s (run %s, site %s)", me.UID, r.Client.URL(), r.RunID, orDash(r.Site))
@@ -140,6 +144,8 @@ func RunAgent(ctx context.Context, r AgentRun) (int, error) {
 			r.landmark("mailbox terminated")
 		}
 	}()
+	stopLease := r.keepLease(ctx, me)
+	defer stopLease()
 	if len(a.AllowedPeers) > 0 {
 		r.landmark("waiting for peers [%s]", strings.Join(a.AllowedPeers, " "))
 		found, err := r.Client.WaitForPeers(ctx, r.RunID, a.AllowedPeers, r.StartupTimeout, r.Poll)
@@ -156,6 +162,34 @@ func RunAgent(ctx context.Context, r AgentRun) (int, error) {
 		return 2, fmt.Errorf("agent %s has no command; set \"command\" in the campaign or pass one after --", r.Name)
 	}
 	return r.runChild(ctx, argv, a.Env, a.AllowedPeers, me)
+}
+
+// LeaseRenewEvery is how often a running agent renews its hold on its mailbox
+// (the exchange's default lease is 90 s; receiving renews it too).
+var LeaseRenewEvery = 20 * time.Second
+
+// keepLease re-registers the mailbox (idempotent for its holder) every
+// LeaseRenewEvery, so that an agent waiting for its peers keeps its mailbox;
+// a registration that another process took over is reported.
+func (r *AgentRun) keepLease(ctx context.Context, me agent.EntityID) (stop func()) {
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(LeaseRenewEvery)
+		defer t.Stop()
+		for { // bounded by lctx
+			select {
+			case <-lctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := r.Client.Register(lctx, me); err != nil && lctx.Err() == nil {
+				r.landmark("renew mailbox lease: %v", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func orDash(s string) string {
@@ -187,7 +221,7 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	defer cancelChild()
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	cmd.Dir = r.childDir()
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(childEnviron(),
 		agent.EnvAgentName+"="+r.Name, agent.EnvRunID+"="+r.RunID, agent.EnvSite+"="+r.Site,
 		"MOSAIC_PEERS="+strings.Join(peers, ","), "MOSAIC_OUTBOX_FD=3",
 		agent.EnvExchangeURL+"="+r.ExchangeURL, agent.EnvExchangeToken+"="+r.Token)
@@ -317,6 +351,20 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 		return code, fmt.Errorf("agent %s: %w", r.Name, werr)
 	}
 	return code, nil
+}
+
+// childEnviron is this process's environment without exchange credentials:
+// the child gets only its own token, set after this.
+func childEnviron() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == agent.EnvExchangeToken || k == "MOSAIC_EXCHANGE_TOKENS_FILE" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // scanLines calls fn for each line of rd (without the newline), bounded.

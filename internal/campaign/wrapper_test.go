@@ -23,7 +23,8 @@ import (
 type testExchange struct {
 	srv *exchange.Server
 	url string
-	tok string
+	tok string // the run's operator token
+	run string
 }
 
 func newTestExchange(t *testing.T, s *Spec, run string) *testExchange {
@@ -39,7 +40,19 @@ func newTestExchange(t *testing.T, s *Spec, run string) *testExchange {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testExchange{srv: srv, url: ts.URL, tok: tok}
+	return &testExchange{srv: srv, url: ts.URL, tok: tok, run: run}
+}
+
+// agentTok is the agent's own token, derived as the launcher derives it.
+func (x *testExchange) agentTok(name string) string { return agent.TokenFor(x.tok, x.run, name) }
+
+// agentClient is a client with the agent's own token.
+func (x *testExchange) agentClient(t *testing.T, name, site string) *agent.Client {
+	c, err := agent.New(x.url, x.agentTok(name), agent.WithSite(site), agent.WithRequestWindow(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func (x *testExchange) client(t *testing.T, site string) *agent.Client {
@@ -117,8 +130,8 @@ func TestRunAgentPair(t *testing.T) {
 	results := map[string]chan res{"ping": make(chan res, 1), "pong": make(chan res, 1)}
 	for name, site := range map[string]string{"ping": "east", "pong": "west"} {
 		go func() {
-			code, err := RunAgent(ctx, AgentRun{Spec: s, RunID: run, Name: name, Site: site, Client: x.client(t, site),
-				ExchangeURL: x.url, Token: x.tok, StartupTimeout: 10 * time.Second, Poll: 20 * time.Millisecond,
+			code, err := RunAgent(ctx, AgentRun{Spec: s, RunID: run, Name: name, Site: site, Client: x.agentClient(t, name, site),
+				ExchangeURL: x.url, Token: x.agentTok(name), StartupTimeout: 10 * time.Second, Poll: 20 * time.Millisecond,
 				Log: logs[name], Stdout: outs[name], Stderr: outs[name]})
 			results[name] <- res{code, err}
 		}()
@@ -164,7 +177,7 @@ func TestRunAgentMissingPeer(t *testing.T) {
 	s := writeCampaign(t, pairCampaign, map[string]string{"ping.sh": pingScript})
 	x := newTestExchange(t, s, "lonely")
 	var log syncBuf
-	code, err := RunAgent(context.Background(), AgentRun{Spec: s, RunID: "lonely", Name: "ping", Client: x.client(t, ""),
+	code, err := RunAgent(context.Background(), AgentRun{Spec: s, RunID: "lonely", Name: "ping", Client: x.agentClient(t, "ping", ""),
 		StartupTimeout: 200 * time.Millisecond, Poll: 20 * time.Millisecond, Log: &log})
 	var mp *agent.MissingPeersError
 	if code == 0 || !errors.As(err, &mp) {
@@ -189,7 +202,7 @@ func TestRunAgentCancelStopsChild(t *testing.T) {
 	done := make(chan int, 1)
 	var log syncBuf
 	go func() {
-		code, _ := RunAgent(ctx, AgentRun{Spec: s, RunID: "solo", Name: "a", Client: x.client(t, ""), Log: &log, KillGrace: time.Second})
+		code, _ := RunAgent(ctx, AgentRun{Spec: s, RunID: "solo", Name: "a", Client: x.agentClient(t, "a", ""), Log: &log, KillGrace: time.Second})
 		done <- code
 	}()
 	pidFile := filepath.Join(filepath.Dir(s.Path), "pid")

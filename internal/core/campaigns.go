@@ -235,8 +235,10 @@ func countRecords(recs []exchange.MessageRecord) []exchange.SiteCount {
 	return out
 }
 
-// CampaignToken issues a bearer token of this core's exchange for run and,
-// when c is given, enforces its allowed_peers for the run.
+// CampaignToken issues the run (operator) token of this core's exchange for
+// run and, when camp is given, enforces the campaign for the run: each declared
+// agent then has its own token, derived from the run token (agent.AgentToken),
+// that opens only its own mailbox.
 func (c *Core) CampaignToken(ctx context.Context, run string, camp *model.Campaign) (string, error) {
 	if err := campaign.ValidateRunID(run); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalid, err)

@@ -123,7 +123,7 @@ func BenchmarkExchangeBackend(b *testing.B) {
 			ctx := context.Background()
 			a, u := ent("a", RoleAgent), ent("u", RoleUser)
 			for _, id := range []EntityID{a, u} {
-				if _, _, err := be.Create(ctx, MailboxRecord{ID: id, Run: "r"}); err != nil {
+				if _, _, err := be.Create(ctx, MailboxRecord{ID: id, Run: "r"}, Limits{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -135,10 +135,10 @@ func BenchmarkExchangeBackend(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if err := be.Put(ctx, msg, MessageRecord{Run: "r", Time: time.Now()}); err != nil {
+				if err := be.Put(ctx, msg, MessageRecord{Run: "r", Time: time.Now()}, Limits{}); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := be.Get(ctx, a.UID, time.Second); err != nil {
+				if _, err := be.Get(ctx, "r", a.UID, time.Second); err != nil {
 					b.Fatal(fmt.Errorf("get: %w", err))
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,16 +18,26 @@ import (
 // DELETE included (academy/exchange/cloud/client.py sends json= on every call).
 type body map[string]json.RawMessage
 
-// readBody decodes the JSON object of r, at most limit bytes (413 beyond).
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) (body, bool) {
+// readBody decodes the JSON object of r, at most limit bytes (413 beyond),
+// read within BodyReadTimeout (408 beyond). The deadline is lifted once the
+// body is in, so long polls and SSE streams are not cut.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body, bool) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)) // ErrNotSupported: no conn to bound
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than limit %d.", limit))
-			return nil, false
+		case errors.As(err, &ne) && ne.Timeout():
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusRequestTimeout, fmt.Sprintf("Request body not received within %s.", s.cfg.BodyReadTimeout))
+		default:
+			httpError(w, http.StatusBadRequest, "Could not read request body: "+err.Error())
 		}
-		httpError(w, http.StatusBadRequest, "Could not read request body: "+err.Error())
 		return nil, false
 	}
 	var b body
@@ -51,8 +62,8 @@ func (b body) str(key string) (string, bool, error) {
 
 // readMailbox reads a control request's body and the mailbox it names, answering the
 // error itself when either is bad (every mailbox route starts this way).
-func readMailbox(w http.ResponseWriter, r *http.Request) (body, EntityID, bool) {
-	b, ok := readBody(w, r, maxControlBody)
+func (s *Server) readMailbox(w http.ResponseWriter, r *http.Request) (body, EntityID, bool) {
+	b, ok := s.readBody(w, r, maxControlBody)
 	if !ok {
 		return nil, EntityID{}, false
 	}
@@ -103,15 +114,28 @@ func (s *Server) wait(w http.ResponseWriter, b body) (time.Duration, bool) {
 	return d, true
 }
 
-// owned looks up a mailbox of the caller's run: 404 unknown, 403 other run.
-func (s *Server) owned(w http.ResponseWriter, r *http.Request, id EntityID) (MailboxRecord, bool) {
-	rec, err := s.be.Lookup(r.Context(), id.UID)
+// Mailbox access kinds.
+const (
+	accessStatus = iota // status of any mailbox of the run
+	accessOwn           // heartbeat, stats, terminate: own mailbox (operator: any of the run)
+	accessRead          // receive, listen: own mailbox (operator: user mailboxes, any in a run without campaign)
+)
+
+// access checks that the caller may use mailbox id the way kind says and
+// returns its record: 403 when not allowed, 404 when unknown.
+func (s *Server) access(w http.ResponseWriter, r *http.Request, id EntityID, kind int) (MailboxRecord, bool) {
+	p := principalOf(r)
+	if kind != accessStatus && !p.Operator() && id.UID != p.Agent {
+		httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: the token of agent %q opens only its own mailbox %s, not %s", p.Name, p.Agent, id.UID))
+		return MailboxRecord{}, false
+	}
+	rec, err := s.be.Lookup(r.Context(), p.Run, id.UID)
 	if err != nil {
 		s.backendError(w, err)
 		return MailboxRecord{}, false
 	}
-	if rec.Run != runOf(r) {
-		httpError(w, http.StatusForbidden, "Incorrect permissions: mailbox belongs to another run")
+	if kind == accessRead && p.Operator() && p.policed && rec.ID.Role == RoleAgent {
+		httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: the run token does not read the messages of agent %q; only that agent's own token does", rec.ID.NameOr("")))
 		return MailboxRecord{}, false
 	}
 	return rec, true
@@ -119,7 +143,10 @@ func (s *Server) owned(w http.ResponseWriter, r *http.Request, id EntityID) (Mai
 
 // backendError maps backend errors to app.py's status codes.
 func (s *Server) backendError(w http.ResponseWriter, err error) {
+	var qe *QuotaError
 	switch {
+	case errors.As(err, &qe):
+		httpError(w, qe.Status, "Quota exceeded: "+qe.Error())
 	case errors.Is(err, ErrNotFound):
 		httpError(w, http.StatusNotFound, "Unknown mailbox ID")
 	case errors.Is(err, ErrTerminated):
@@ -139,78 +166,146 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// holder decodes the optional "holder" field (Mosaic extension).
+func (b body) holder() (Holder, error) {
+	raw, ok := b["holder"]
+	if !ok || string(raw) == "null" {
+		return Holder{}, nil
+	}
+	var h Holder
+	if err := json.Unmarshal(raw, &h); err != nil || len(h.Instance) > 256 || len(h.Host) > 256 {
+		return Holder{}, errors.New("field \"holder\" must be {\"instance\": str, \"host\": str, \"pid\": int} (at most 256 bytes each)")
+	}
+	return h, nil
+}
+
 // handleCreate registers a mailbox (app.py _create_mailbox_route). Registration
-// is idempotent; re-registering a terminated mailbox answers 419 (the exchange
-// keeps a gravestone, as Academy's backends do).
+// is idempotent for its holder; a second live holder of the same mailbox is
+// refused with 409 naming the first. Re-registering a terminated mailbox answers
+// 419 (the exchange keeps a gravestone, as Academy's backends do), except that
+// the run's operator token reopens a terminated agent mailbox for a restart.
+//
+// Who may register what: an agent token only its own agent mailbox (the
+// deterministic uid of its name); in a campaign run the operator token creates
+// user mailboxes and reopens agent mailboxes, and undeclared agents are
+// refused; in a run without campaign the operator token creates any mailbox.
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
-	b, id, ok := readMailbox(w, r)
+	b, id, ok := s.readMailbox(w, r)
 	if !ok {
 		return
 	}
-	agent, _, err := b.str("agent")
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "Missing or invalid field: "+err.Error())
-		return
-	}
-	site, _, err := b.str("site") // Mosaic extension: where the agent runs
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "Missing or invalid field: "+err.Error())
-		return
-	}
-	run := runOf(r)
-	ctx := r.Context()
-	if id.Role == RoleAgent {
-		if pol, has, err := s.be.Policy(ctx, run); err != nil {
-			s.backendError(w, err)
-			return
-		} else if has {
-			if _, declared := pol.Peers[id.NameOr("")]; !declared {
-				httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: agent %q is not declared in campaign %q of this run", id.NameOr(""), pol.Campaign))
+	agentCls, _, err := b.str("agent")
+	if err == nil {
+		var site string
+		site, _, err = b.str("site") // Mosaic extension: where the agent runs
+		if err == nil {
+			var h Holder
+			if h, err = b.holder(); err == nil {
+				s.create(w, r, id, agentCls, site, h)
 				return
 			}
 		}
 	}
-	rec := MailboxRecord{ID: id, Run: run, Site: site, Created: s.now().UTC()}
-	if agent != "" {
-		rec.Agent = strings.Split(agent, ",")
+	httpError(w, http.StatusBadRequest, "Missing or invalid field: "+err.Error())
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, id EntityID, agentCls, site string, h Holder) {
+	p := principalOf(r)
+	ctx := r.Context()
+	name := id.NameOr("")
+	if !p.Operator() {
+		switch {
+		case id.Role != RoleAgent:
+			httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: the token of agent %q cannot create user mailboxes; user mailboxes are the operator's (run token)", p.Name))
+			return
+		case id.UID != p.Agent || (id.Name != nil && name != p.Name):
+			httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: the token of agent %q registers only its own mailbox %s (name %q), not %s (name %q)", p.Name, p.Agent, p.Name, id.UID, name))
+			return
+		}
+		name = p.Name
 	}
-	existing, created, err := s.be.Create(ctx, rec)
+	if id.Role == RoleAgent && p.policed {
+		if _, declared := p.policy.Peers[name]; !declared {
+			httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: agent %q is not declared in campaign %q of this run", name, p.policy.Campaign))
+			return
+		}
+		if p.Operator() {
+			s.operatorReopen(w, r, id, name)
+			return
+		}
+	}
+	rec := MailboxRecord{ID: id, Run: p.Run, Site: site, Created: s.now().UTC()}
+	if rec.ID.Name == nil && !p.Operator() {
+		rec.ID.Name = &p.Name
+	}
+	if agentCls != "" {
+		rec.Agent = strings.Split(agentCls, ",")
+	}
+	existing, created, err := s.be.Create(ctx, rec, s.lim)
 	if err != nil {
 		s.backendError(w, err)
 		return
 	}
-	if !created {
-		switch {
-		case existing.Run != run:
-			httpError(w, http.StatusForbidden, "Incorrect permissions: mailbox belongs to another run")
-			return
-		case existing.Status == StatusTerminated:
-			httpError(w, StatusTerminatedCode, "Mailbox was closed")
-			return
-		}
+	if !created && existing.Status == StatusTerminated {
+		httpError(w, StatusTerminatedCode, "Mailbox was closed. The run's operator can reopen it for a restart (POST /mailbox with the run token).")
+		return
 	}
-	_ = s.be.Touch(ctx, id.UID, s.now())
+	cr, err := s.be.Claim(ctx, p.Run, id.UID, h, s.now(), s.cfg.LeaseTTL)
+	if err != nil {
+		s.backendError(w, err)
+		return
+	}
+	if !cr.OK {
+		age := max(0, s.now().Sub(cr.LastActive)).Round(time.Second)
+		left := max(0, s.cfg.LeaseTTL-s.now().Sub(cr.LastActive)).Round(time.Second)
+		httpError(w, http.StatusConflict, fmt.Sprintf("Mailbox %s (%q) is held by a live registration: %s, last active %s ago. Stop that process, or wait %s for its lease to lapse, then register again.",
+			id.UID, name, cr.Holder, age, left))
+		return
+	}
 	if created {
-		s.log.Info("exchange mailbox created", "run", run, "mailbox", id.UID, "name", id.NameOr(""), "role", id.Role)
+		s.log.Info("exchange mailbox created", "run", p.Run, "mailbox", id.UID, "name", name, "role", id.Role)
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
+// operatorReopen is POST /mailbox of an agent mailbox with the run token in a
+// campaign run: a terminated mailbox becomes active again without holder (for
+// a restart); an active one is left alone; a missing one is the agent's to
+// register.
+func (s *Server) operatorReopen(w http.ResponseWriter, r *http.Request, id EntityID, name string) {
+	p := principalOf(r)
+	rec, err := s.be.Lookup(r.Context(), p.Run, id.UID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: agent mailboxes of a campaign run are registered by the agent itself with its own token (derived from the run token; `mosaic agent run` does it), not with the run token; agent %q has none yet", name))
+	case err != nil:
+		s.backendError(w, err)
+	case rec.Status == StatusTerminated:
+		if err := s.be.Reopen(r.Context(), p.Run, id.UID); err != nil {
+			s.backendError(w, err)
+			return
+		}
+		s.log.Info("exchange mailbox reopened", "run", p.Run, "mailbox", id.UID, "name", name)
+		w.WriteHeader(http.StatusOK)
+	default:
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
 // handleStatus answers {"status": ...}; an unknown mailbox is a 200 MISSING
-// (app.py _check_mailbox_route).
+// (app.py _check_mailbox_route). Any credential of the run may ask about any
+// mailbox of the run (agents wait for their peers this way).
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	_, id, ok := readMailbox(w, r)
+	_, id, ok := s.readMailbox(w, r)
 	if !ok {
 		return
 	}
-	rec, err := s.be.Lookup(r.Context(), id.UID)
+	rec, err := s.be.Lookup(r.Context(), runOf(r), id.UID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeJSON(w, map[string]Status{"status": StatusMissing})
 	case err != nil:
 		s.backendError(w, err)
-	case rec.Run != runOf(r):
-		httpError(w, http.StatusForbidden, "Incorrect permissions: mailbox belongs to another run")
 	default:
 		writeJSON(w, map[string]Status{"status": rec.Status})
 	}
@@ -218,14 +313,20 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 
 // handleTerminate closes a mailbox and answers the requests still pending on it
 // with MAILBOX_TERMINATED error responses (app.py _terminate_route and
-// backend.py terminate). Terminating an unknown mailbox is a no-op 200.
+// backend.py terminate). Terminating an unknown mailbox is a no-op 200. An
+// agent token terminates only its own mailbox; the run token any of the run.
 func (s *Server) handleTerminate(w http.ResponseWriter, r *http.Request) {
-	_, id, ok := readMailbox(w, r)
+	_, id, ok := s.readMailbox(w, r)
 	if !ok {
 		return
 	}
 	ctx := r.Context()
-	rec, err := s.be.Lookup(ctx, id.UID)
+	p := principalOf(r)
+	if !p.Operator() && id.UID != p.Agent {
+		s.access(w, r, id, accessOwn) // answers the 403
+		return
+	}
+	rec, err := s.be.Lookup(ctx, p.Run, id.UID)
 	if errors.Is(err, ErrNotFound) {
 		w.WriteHeader(http.StatusOK)
 		return
@@ -234,35 +335,33 @@ func (s *Server) handleTerminate(w http.ResponseWriter, r *http.Request) {
 		s.backendError(w, err)
 		return
 	}
-	if rec.Run != runOf(r) {
-		httpError(w, http.StatusForbidden, "Incorrect permissions: mailbox belongs to another run")
-		return
-	}
-	pending, err := s.be.Terminate(ctx, id.UID)
+	pending, err := s.be.Terminate(ctx, p.Run, id.UID)
 	if err != nil {
 		s.backendError(w, err)
 		return
 	}
-	pol, _, _ := s.be.Policy(ctx, rec.Run)
 	for _, h := range pending {
 		reply := terminatedReply(h, rec.ID)
 		var dest *MailboxRecord
-		if d, err := s.be.Lookup(ctx, h.Src.UID); err == nil {
+		if d, err := s.be.Lookup(ctx, p.Run, h.Src.UID); err == nil {
 			dest = &d
 		}
 		// An error means the requester is gone too; nobody to tell.
-		_ = s.be.Put(ctx, reply, s.record(rec.Run, pol, &rec, dest, reply))
+		_ = s.be.Put(ctx, reply, s.record(p.Run, p.policy, &rec, dest, reply), Limits{})
 	}
-	s.log.Info("exchange mailbox terminated", "run", rec.Run, "mailbox", id.UID, "name", id.NameOr(""), "pending_answered", len(pending))
+	s.log.Info("exchange mailbox terminated", "run", p.Run, "mailbox", id.UID, "name", id.NameOr(""), "pending_answered", len(pending))
 	w.WriteHeader(http.StatusOK)
 }
 
-// handleSend enqueues a message (app.py _send_message_route).
+// handleSend enqueues a message (app.py _send_message_route). The sender is
+// the authenticated identity: an agent token sends only with src = its own
+// agent; in a campaign run the run token sends only from user mailboxes; the
+// header's src must match the registered mailbox (name and role).
 func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	limit := s.cfg.MaxMessageBytes
 	// The message travels as a JSON string inside the body, so escaping can
 	// double it; anything beyond that is certainly over the limit.
-	b, ok := readBody(w, r, 2*limit+maxControlBody)
+	b, ok := s.readBody(w, r, 2*limit+maxControlBody)
 	if !ok {
 		return
 	}
@@ -284,14 +383,15 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	run := runOf(r)
-	dest, err := s.be.Lookup(ctx, msg.Header.Dest.UID)
-	if err != nil {
-		s.backendError(w, err)
+	p := principalOf(r)
+	hs := msg.Header.Src
+	if !p.Operator() && (hs.UID != p.Agent || hs.Role != RoleAgent || (hs.Name != nil && *hs.Name != p.Name)) {
+		httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: the token of agent %q sends only as itself (src %s, role agent), not as %s %q (%s)", p.Name, p.Agent, hs.Role, hs.NameOr(""), hs.UID))
 		return
 	}
-	if dest.Run != run {
-		httpError(w, http.StatusForbidden, "Incorrect permissions: destination mailbox belongs to another run")
+	dest, err := s.be.Lookup(ctx, p.Run, msg.Header.Dest.UID)
+	if err != nil {
+		s.backendError(w, err)
 		return
 	}
 	if dest.Status == StatusTerminated {
@@ -299,9 +399,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var src *MailboxRecord
-	if rec, err := s.be.Lookup(ctx, msg.Header.Src.UID); err == nil {
-		if rec.Run != run {
-			httpError(w, http.StatusForbidden, "Incorrect permissions: source mailbox belongs to another run")
+	if rec, err := s.be.Lookup(ctx, p.Run, hs.UID); err == nil {
+		if rec.ID.Role != hs.Role || (hs.Name != nil && rec.ID.NameOr("") != *hs.Name) {
+			httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: header src names %s %q but mailbox %s is %s %q", hs.Role, hs.NameOr(""), hs.UID, rec.ID.Role, rec.ID.NameOr("")))
 			return
 		}
 		src = &rec
@@ -309,22 +409,143 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		s.backendError(w, err)
 		return
 	}
-	pol, policed, err := s.be.Policy(ctx, run)
-	if err != nil {
-		s.backendError(w, err)
+	if p.Operator() && p.policed && (src == nil || src.ID.Role != RoleUser) {
+		httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: the run token sends only from user mailboxes it registered (operator, bootstrap), not as %s %q; an agent sends with its own token", hs.Role, hs.NameOr("")))
 		return
 	}
-	if policed {
-		if why := peerRefusal(pol, src, dest, msg.Header); why != "" {
+	if p.policed {
+		if why := peerRefusal(p.policy, src, dest, msg.Header); why != "" {
 			httpError(w, http.StatusForbidden, "Incorrect permissions: "+why)
 			return
 		}
 	}
-	if err := s.be.Put(ctx, msg, s.record(run, pol, src, &dest, msg)); err != nil {
+	if err := s.be.Put(ctx, msg, s.record(p.Run, p.policy, src, &dest, msg), s.lim); err != nil {
 		s.backendError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// handleRecv is the blocking receive (app.py _recv_message_route): 408 when the
+// timeout passes without a message. The wait is made of steps of at most a
+// third of the lease, each renewing the holder's lease.
+func (s *Server) handleRecv(w http.ResponseWriter, r *http.Request) {
+	b, id, ok := s.readMailbox(w, r)
+	if !ok {
+		return
+	}
+	wait, ok := s.wait(w, b)
+	if !ok {
+		return
+	}
+	if _, ok := s.access(w, r, id, accessRead); !ok {
+		return
+	}
+	var deadline time.Time
+	if wait >= 0 {
+		deadline = time.Now().Add(wait)
+	}
+	// Bounded: each step waits at most LeaseTTL/3; the loop ends at the
+	// deadline, on a message, on an error or when the client goes away.
+	for {
+		step := s.cfg.LeaseTTL / 3
+		if !deadline.IsZero() {
+			step = min(step, max(time.Until(deadline), 0))
+		}
+		raw, err := s.be.Get(r.Context(), runOf(r), id.UID, step)
+		if errors.Is(err, ErrTimeout) && (deadline.IsZero() || time.Now().Before(deadline)) && r.Context().Err() == nil {
+			continue
+		}
+		if err != nil {
+			s.backendError(w, err)
+			return
+		}
+		writeJSON(w, map[string]string{"message": string(raw)})
+		return
+	}
+}
+
+// handleDiscover lists active agent mailboxes of the caller's run whose agent
+// class (or, with allow_subclasses, any base class) matches (app.py
+// _discover_route; backend.py discover). Mosaic extension: an absent or empty
+// "agent" matches every agent of the run.
+func (s *Server) handleDiscover(w http.ResponseWriter, r *http.Request) {
+	b, ok := s.readBody(w, r, maxControlBody)
+	if !ok {
+		return
+	}
+	agent, _, err := b.str("agent")
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "Missing or invalid field: "+err.Error())
+		return
+	}
+	allowSub := true
+	if raw, ok := b["allow_subclasses"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &allowSub); err != nil {
+			httpError(w, http.StatusBadRequest, "Missing or invalid field: \"allow_subclasses\" must be a boolean")
+			return
+		}
+	}
+	boxes, err := s.be.List(r.Context(), runOf(r))
+	if err != nil {
+		s.backendError(w, err)
+		return
+	}
+	var ids []string
+	for _, m := range boxes {
+		if m.ID.Role != RoleAgent || m.Status != StatusActive {
+			continue
+		}
+		if agent == "" || (len(m.Agent) > 0 && m.Agent[0] == agent) || (allowSub && slices.Contains(m.Agent, agent)) {
+			ids = append(ids, m.ID.UID.String())
+		}
+	}
+	writeJSON(w, map[string]string{"agent_ids": strings.Join(ids, ",")})
+}
+
+// handleHeartbeat answers {"heartbeat": seconds since last activity | null}
+// (client.py heartbeat_status; backend.py heartbeat_status). An agent asking
+// about its own mailbox renews its lease.
+func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	_, id, ok := s.readMailbox(w, r)
+	if !ok {
+		return
+	}
+	if _, ok := s.access(w, r, id, accessOwn); !ok {
+		return
+	}
+	t, seen, err := s.be.LastActive(r.Context(), runOf(r), id.UID)
+	if err != nil {
+		s.backendError(w, err)
+		return
+	}
+	if !principalOf(r).Operator() {
+		// The agent asking about its own mailbox is alive: renew its lease.
+		_ = s.be.Touch(r.Context(), runOf(r), id.UID, s.now())
+	}
+	var age *float64
+	if seen {
+		a := max(0, s.now().Sub(t).Seconds())
+		age = &a
+	}
+	writeJSON(w, map[string]*float64{"heartbeat": age})
+}
+
+// handleStats answers the mailbox's AgentStats (client.py agent_stats).
+func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
+	_, id, ok := s.readMailbox(w, r)
+	if !ok {
+		return
+	}
+	if _, ok := s.access(w, r, id, accessOwn); !ok {
+		return
+	}
+	st, err := s.be.Stats(r.Context(), runOf(r), id.UID)
+	if err != nil {
+		s.backendError(w, err)
+		return
+	}
+	writeJSON(w, st)
 }
 
 // peerRefusal returns why the campaign policy refuses msg, or "".
@@ -365,104 +586,4 @@ func (s *Server) record(run string, pol RunPolicy, src, dest *MailboxRecord, msg
 		rec.Dest, rec.DestSite = dest.ID.NameOr(rec.Dest), siteOf(*dest, pol)
 	}
 	return rec
-}
-
-// handleRecv is the blocking receive (app.py _recv_message_route): 408 when the
-// timeout passes without a message.
-func (s *Server) handleRecv(w http.ResponseWriter, r *http.Request) {
-	b, id, ok := readMailbox(w, r)
-	if !ok {
-		return
-	}
-	wait, ok := s.wait(w, b)
-	if !ok {
-		return
-	}
-	if _, ok := s.owned(w, r, id); !ok {
-		return
-	}
-	raw, err := s.be.Get(r.Context(), id.UID, wait)
-	if err != nil {
-		s.backendError(w, err)
-		return
-	}
-	writeJSON(w, map[string]string{"message": string(raw)})
-}
-
-// handleDiscover lists active agent mailboxes of the caller's run whose agent
-// class (or, with allow_subclasses, any base class) matches (app.py
-// _discover_route; backend.py discover). Mosaic extension: an absent or empty
-// "agent" matches every agent of the run.
-func (s *Server) handleDiscover(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r, maxControlBody)
-	if !ok {
-		return
-	}
-	agent, _, err := b.str("agent")
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "Missing or invalid field: "+err.Error())
-		return
-	}
-	allowSub := true
-	if raw, ok := b["allow_subclasses"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &allowSub); err != nil {
-			httpError(w, http.StatusBadRequest, "Missing or invalid field: \"allow_subclasses\" must be a boolean")
-			return
-		}
-	}
-	boxes, err := s.be.List(r.Context(), runOf(r))
-	if err != nil {
-		s.backendError(w, err)
-		return
-	}
-	var ids []string
-	for _, m := range boxes {
-		if m.ID.Role != RoleAgent || m.Status != StatusActive {
-			continue
-		}
-		if agent == "" || (len(m.Agent) > 0 && m.Agent[0] == agent) || (allowSub && slices.Contains(m.Agent, agent)) {
-			ids = append(ids, m.ID.UID.String())
-		}
-	}
-	writeJSON(w, map[string]string{"agent_ids": strings.Join(ids, ",")})
-}
-
-// handleHeartbeat answers {"heartbeat": seconds since last activity | null}
-// (client.py heartbeat_status; backend.py heartbeat_status).
-func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
-	_, id, ok := readMailbox(w, r)
-	if !ok {
-		return
-	}
-	if _, ok := s.owned(w, r, id); !ok {
-		return
-	}
-	t, seen, err := s.be.LastActive(r.Context(), id.UID)
-	if err != nil {
-		s.backendError(w, err)
-		return
-	}
-	var age *float64
-	if seen {
-		a := max(0, s.now().Sub(t).Seconds())
-		age = &a
-	}
-	writeJSON(w, map[string]*float64{"heartbeat": age})
-}
-
-// handleStats answers the mailbox's AgentStats (client.py agent_stats).
-func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
-	_, id, ok := readMailbox(w, r)
-	if !ok {
-		return
-	}
-	if _, ok := s.owned(w, r, id); !ok {
-		return
-	}
-	st, err := s.be.Stats(r.Context(), id.UID)
-	if err != nil {
-		s.backendError(w, err)
-		return
-	}
-	writeJSON(w, st)
 }

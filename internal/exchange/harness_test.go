@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/mosaic-hpc/mosaic/agent"
 )
 
 // harness is an exchange on an httptest server (127.0.0.1) with two runs.
@@ -128,6 +130,25 @@ func (h *harness) recv(tok string, id EntityID, timeout float64) string {
 	return out.Message
 }
 
+// agentTok is the per-agent token of name in run, derived from the run's
+// operator token as the launcher derives it.
+func (h *harness) agentTok(run, name string) string {
+	op := map[string]string{"run-a": h.tokA, "run-b": h.tokB}[run]
+	return agent.AgentToken(op, run, agent.UID(run, name))
+}
+
+// agentTokFor is agentTok without a running harness (tokA is run's token).
+func (h *harness) agentTokFor(run, name string) string {
+	return agent.AgentToken(h.tokA, run, agent.UID(run, name))
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// agentEnt is the deterministic id of agent name in run.
+func agentEnt(run, name string) EntityID {
+	return EntityID{UID: agent.UID(run, name), Name: &name, Role: RoleAgent}
+}
+
 func ent(name, role string) EntityID {
 	return EntityID{UID: uuid.New(), Name: &name, Role: role}
 }
@@ -162,4 +183,27 @@ func sseEvents(t testing.TB, r io.Reader, limit int) []string {
 		}
 	}
 	return out
+}
+
+// serveTest serves srv on a loopback httptest server and returns its URL.
+func serveTest(t testing.TB, srv *Server) string {
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// rawCallAuth sends GET url with a verbatim Authorization header.
+func rawCallAuth(url, authz, body string) (int, string, error) {
+	req, err := http.NewRequest("GET", url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", authz)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data), err
 }

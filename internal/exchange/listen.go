@@ -13,7 +13,7 @@ import (
 // passes, the mailbox is terminated or the client goes away. Unknown mailboxes
 // are 404 and terminated ones 419 before the stream starts.
 func (s *Server) handleListen(w http.ResponseWriter, r *http.Request) {
-	b, id, ok := readMailbox(w, r)
+	b, id, ok := s.readMailbox(w, r)
 	if !ok {
 		return
 	}
@@ -21,7 +21,7 @@ func (s *Server) handleListen(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, ok := s.owned(w, r, id)
+	rec, ok := s.access(w, r, id, accessRead)
 	if !ok {
 		return
 	}
@@ -61,8 +61,8 @@ func (s *Server) handleListen(w http.ResponseWriter, r *http.Request) {
 			}
 			step = min(step, left)
 		}
-		step = max(step, 0)
-		raw, err := s.be.Get(ctx, id.UID, step)
+		step = max(min(step, s.cfg.LeaseTTL/3), 0) // each Get renews the holder's lease
+		raw, err := s.be.Get(ctx, rec.Run, id.UID, step)
 		switch {
 		case err == nil:
 			if _, err := w.Write(append(append([]byte("data: "), raw...), '\n', '\n')); err != nil {

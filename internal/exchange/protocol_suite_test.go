@@ -112,14 +112,25 @@ func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		if st := h.status(h.tokA, a); st != StatusActive {
 			t.Fatalf("status %q, want ACTIVE", st)
 		}
-		body := map[string]any{"mailbox": a.Encode()}
-		for _, r := range []struct{ method, path string }{
-			{"GET", "/mailbox"}, {"POST", "/mailbox"}, {"DELETE", "/mailbox"},
-			{"GET", "/mailbox/heartbeat"}, {"GET", "/mailbox/stats"}, {"GET", "/message"}, {"GET", "/mailbox/listen"},
+		// Mailboxes are namespaced by run: to run-b the uid is unknown, and
+		// nothing run-b does with it reaches run-a's mailbox.
+		body := map[string]any{"mailbox": a.Encode(), "timeout": 0.05}
+		if st := h.status(h.tokB, a); st != StatusMissing {
+			t.Errorf("run-b sees run-a's mailbox: %s", st)
+		}
+		for _, r := range []struct {
+			method, path string
+			want         int
+		}{
+			{"GET", "/mailbox/heartbeat", 404}, {"GET", "/mailbox/stats", 404}, {"GET", "/message", 404},
+			{"GET", "/mailbox/listen", 404}, {"DELETE", "/mailbox", 200}, {"POST", "/mailbox", 200}, {"DELETE", "/mailbox", 200},
 		} {
-			if code, text := h.call(r.method, r.path, h.tokB, body); code != 403 {
-				t.Errorf("run-b %s %s on run-a mailbox: %d (%s), want 403", r.method, r.path, code, text)
+			if code, text := h.call(r.method, r.path, h.tokB, body); code != r.want {
+				t.Errorf("run-b %s %s with run-a's uid: %d (%s), want %d", r.method, r.path, code, text, r.want)
 			}
+		}
+		if st := h.status(h.tokB, a); st != StatusTerminated {
+			t.Errorf("run-b's own mailbox of that uid: %s, want TERMINATED", st)
 		}
 		if st := h.status(h.tokA, a); st != StatusActive {
 			t.Fatalf("other run could change the mailbox: %s", st)
@@ -183,9 +194,10 @@ func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		other := ent("other", RoleAgent)
 		h.register(h.tokB, other, "")
 		m5, _ := pingReq(b, other)
-		h.send(h.tokA, m5, 403)
-		// A sender of another run may not be impersonated.
-		m6, _ := pingReq(other, a)
+		h.send(h.tokA, m5, 404) // run-b's mailbox does not exist in run-a
+		// A sender whose header does not match its registered mailbox is refused.
+		liar := "a-renamed"
+		m6, _ := pingReq(EntityID{UID: b.UID, Name: &liar, Role: RoleAgent}, a) // b is the user "b"
 		h.send(h.tokA, m6, 403)
 	})
 
@@ -411,27 +423,31 @@ func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		if err := h.srv.SetAgentSite(ctx, "run-a", "c", "polaris"); err != nil {
 			t.Fatal(err)
 		}
-		a, b, cc, u := ent("a", RoleAgent), ent("b", RoleAgent), ent("c", RoleAgent), ent("operator", RoleUser)
-		for _, id := range []EntityID{a, b, cc, u} {
-			h.register(h.tokA, id, "")
-		}
-		if text := h.expect("POST", "/mailbox", h.tokA, map[string]any{"mailbox": ent("intruder", RoleAgent).Encode()}, 403); !strings.Contains(text, "intruder") {
+		a, b, cc, u := agentEnt("run-a", "a"), agentEnt("run-a", "b"), agentEnt("run-a", "c"), ent("operator", RoleUser)
+		ta, tb, tc := h.agentTok("run-a", "a"), h.agentTok("run-a", "b"), h.agentTok("run-a", "c")
+		h.register(ta, a, "")
+		h.register(tb, b, "")
+		h.register(tc, cc, "")
+		h.register(h.tokA, u, "")
+		intruder := agentEnt("run-a", "intruder")
+		if text := h.expect("POST", "/mailbox", h.tokA, map[string]any{"mailbox": intruder.Encode()}, 403); !strings.Contains(text, "intruder") {
 			t.Errorf("undeclared agent refusal %q", text)
 		}
+		h.expect("POST", "/mailbox", h.agentTok("run-a", "intruder"), map[string]any{"mailbox": intruder.Encode()}, 403)
 		req, tag := pingReq(a, b)
-		h.send(h.tokA, req, 200) // a -> b allowed
+		h.send(ta, req, 200) // a -> b allowed
 		back, _ := pingReq(b, a)
-		if text := h.send(h.tokA, back, 403); !strings.Contains(text, "allowed_peers") {
+		if text := h.send(tb, back, 403); !strings.Contains(text, "allowed_peers") {
 			t.Errorf("b -> a request refusal %q", text)
 		}
-		h.send(h.tokA, academyMsg(b, a, KindResponse, tag, `{"kind":"success-response"}`), 200) // reply allowed
+		h.send(tb, academyMsg(b, a, KindResponse, tag, `{"kind":"success-response"}`), 200) // reply allowed
 		toC, _ := pingReq(a, cc)
-		h.send(h.tokA, toC, 403)
+		h.send(ta, toC, 403)
 		cToA, _ := pingReq(cc, a)
-		h.send(h.tokA, cToA, 200)
+		h.send(tc, cToA, 200)
 		fromOp, _ := pingReq(u, b)
 		h.send(h.tokA, fromOp, 200) // operators may message anyone
-		h.send(h.tokA, academyMsg(b, u, KindResponse, [16]byte{9}, `{"kind":"success-response"}`), 200)
+		h.send(tb, academyMsg(b, u, KindResponse, [16]byte{9}, `{"kind":"success-response"}`), 200)
 		stranger := ent("stranger", RoleUser)
 		fromStranger, _ := pingReq(stranger, b)
 		h.send(h.tokA, fromStranger, 403) // unregistered sender in a campaign run

@@ -152,14 +152,14 @@ func TestTimelineCap(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			a := ent("a", RoleAgent)
-			if _, _, err := be.Create(ctx, MailboxRecord{ID: a, Run: "r"}); err != nil {
+			if _, _, err := be.Create(ctx, MailboxRecord{ID: a, Run: "r"}, Limits{}); err != nil {
 				t.Fatal(err)
 			}
 			raw, _ := pingReq(a, a)
 			msg, _ := ParseMessage([]byte(raw))
 			n := 3*limit + 7
 			for i := range n {
-				if err := be.Put(ctx, msg, MessageRecord{Run: "r", Size: i}); err != nil {
+				if err := be.Put(ctx, msg, MessageRecord{Run: "r", Size: i}, Limits{}); err != nil {
 					t.Fatal(err)
 				}
 			}

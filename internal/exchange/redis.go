@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,12 +16,16 @@ import (
 // Redis is a Backend on a Redis server, for exchanges shared by many users or
 // served by several exchange processes. Keys (all under a prefix):
 //
-//	st:<uid>   ACTIVE|TERMINATED          mbx:<uid> record JSON
-//	q:<uid>    list of message JSON       req:<uid> hash tag -> pending request header
-//	out:<uid>  requests sent (counter)    done:<uid> requests answered (counter)
-//	hb:<uid>   last activity (unix ns)    run:<run> set of uids
-//	tl:<run>   list of MessageRecord JSON pol:<run> RunPolicy JSON
-//	tok:<sha256> run
+//	st:<run>:<uid>   ACTIVE|TERMINATED      mbx:<run>:<uid>  record JSON
+//	q:<run>:<uid>    list of message JSON   req:<run>:<uid>  hash tag -> pending request header
+//	out:<run>:<uid>  requests sent          done:<run>:<uid> requests answered
+//	hb:<run>:<uid>   last activity (ns)     qb:<run>:<uid>   bytes queued
+//	hi:<run>:<uid>   holder instance        hj:<run>:<uid>   holder JSON
+//	run:<run>        set of uids            tl:<run>         list of MessageRecord JSON
+//	pol:<run>        RunPolicy JSON         tok:<sha256>     TokenInfo JSON (or a bare run)
+//	held             bytes queued in every mailbox (MaxTotalBytes)
+//
+// Mailbox keys carry the run, so runs never share a mailbox.
 //
 // Blocking receive uses BLPOP with fractional-second timeouts (Redis >= 6), in
 // chunks of at most one second so the client's read timeout never fires.
@@ -57,44 +62,65 @@ func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 
 func (r *Redis) k(kind string, id any) string { return fmt.Sprint(r.prefix, kind, ":", id) }
 
+// bk is the key of a per-mailbox value.
+func (r *Redis) bk(kind, run string, uid uuid.UUID) string {
+	return r.prefix + kind + ":" + run + ":" + uid.String()
+}
+
+func unlimited(v int64) int64 {
+	if v <= 0 {
+		return 1 << 62
+	}
+	return v
+}
+
+var createScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[3]) then return -1 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], 'ACTIVE')
+redis.call('SADD', KEYS[3], ARGV[2])
+return 1
+`)
+
 // Create implements Backend.
-func (r *Redis) Create(ctx context.Context, rec MailboxRecord) (MailboxRecord, bool, error) {
+func (r *Redis) Create(ctx context.Context, rec MailboxRecord, lim Limits) (MailboxRecord, bool, error) {
 	uid := rec.ID.UID
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return MailboxRecord{}, false, err
 	}
-	ok, err := r.c.SetNX(ctx, r.k("mbx", uid), data, 0).Result()
+	n, err := createScript.Run(ctx, r.c, []string{r.bk("mbx", rec.Run, uid), r.bk("st", rec.Run, uid), r.k("run", rec.Run)},
+		data, uid.String(), unlimited(lim.MaxMailboxesPerRun)).Int()
 	if err != nil {
 		return MailboxRecord{}, false, fmt.Errorf("redis create mailbox: %w", err)
 	}
-	if !ok {
-		existing, err := r.Lookup(ctx, uid)
+	switch n {
+	case 0:
+		existing, err := r.Lookup(ctx, rec.Run, uid)
 		return existing, false, err
-	}
-	pipe := r.c.TxPipeline()
-	pipe.Set(ctx, r.k("st", uid), string(StatusActive), 0)
-	pipe.SAdd(ctx, r.k("run", rec.Run), uid.String())
-	if _, err := pipe.Exec(ctx); err != nil {
-		return MailboxRecord{}, false, fmt.Errorf("redis create mailbox: %w", err)
+	case -1:
+		cnt, _ := r.c.SCard(ctx, r.k("run", rec.Run)).Result()
+		return MailboxRecord{}, false, quotaCount("MaxMailboxesPerRun", "max-mailboxes-per-run", lim.MaxMailboxesPerRun,
+			fmt.Sprintf("run %s has %d mailboxes", rec.Run, cnt))
 	}
 	rec.Status = StatusActive
 	return rec, true, nil
 }
 
 // Lookup implements Backend.
-func (r *Redis) Lookup(ctx context.Context, uid uuid.UUID) (MailboxRecord, error) {
-	vals, err := r.c.MGet(ctx, r.k("mbx", uid), r.k("st", uid)).Result()
+func (r *Redis) Lookup(ctx context.Context, run string, uid uuid.UUID) (MailboxRecord, error) {
+	vals, err := r.c.MGet(ctx, r.bk("mbx", run, uid), r.bk("st", run, uid)).Result()
 	if err != nil {
 		return MailboxRecord{}, fmt.Errorf("redis lookup mailbox: %w", err)
 	}
-	return r.decodeRecord(uid, vals[0], vals[1])
+	return r.decodeRecord(run, uid, vals[0], vals[1])
 }
 
-func (r *Redis) decodeRecord(uid uuid.UUID, data, status any) (MailboxRecord, error) {
+func (r *Redis) decodeRecord(run string, uid uuid.UUID, data, status any) (MailboxRecord, error) {
 	s, ok := data.(string)
 	if !ok {
-		return MailboxRecord{}, fmt.Errorf("%w: %s", ErrNotFound, uid)
+		return MailboxRecord{}, notFound(run, uid)
 	}
 	var rec MailboxRecord
 	if err := json.Unmarshal([]byte(s), &rec); err != nil {
@@ -119,7 +145,7 @@ func (r *Redis) List(ctx context.Context, run string) ([]MailboxRecord, error) {
 		if err != nil {
 			continue
 		}
-		rec, err := r.Lookup(ctx, uid)
+		rec, err := r.Lookup(ctx, run, uid)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -138,7 +164,9 @@ local st = redis.call('GET', KEYS[1])
 if not st then return {'missing'} end
 if st == 'TERMINATED' then return {'done'} end
 redis.call('SET', KEYS[1], 'TERMINATED')
-redis.call('DEL', KEYS[2])
+local qb = tonumber(redis.call('GET', KEYS[4]) or '0')
+if qb > 0 then redis.call('DECRBY', KEYS[5], qb) end
+redis.call('DEL', KEYS[2], KEYS[4], KEYS[6], KEYS[7])
 redis.call('RPUSH', KEYS[2], ARGV[1])
 local pend = redis.call('HVALS', KEYS[3])
 redis.call('DEL', KEYS[3])
@@ -147,14 +175,16 @@ return pend
 `)
 
 // Terminate implements Backend.
-func (r *Redis) Terminate(ctx context.Context, uid uuid.UUID) ([]Header, error) {
-	res, err := terminateScript.Run(ctx, r.c, []string{r.k("st", uid), r.k("q", uid), r.k("req", uid)}, closeSentinel).StringSlice()
+func (r *Redis) Terminate(ctx context.Context, run string, uid uuid.UUID) ([]Header, error) {
+	keys := []string{r.bk("st", run, uid), r.bk("q", run, uid), r.bk("req", run, uid), r.bk("qb", run, uid), r.k("held", "all"),
+		r.bk("hi", run, uid), r.bk("hj", run, uid)}
+	res, err := terminateScript.Run(ctx, r.c, keys, closeSentinel).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redis terminate mailbox: %w", err)
 	}
 	switch res[0] {
 	case "missing":
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
+		return nil, notFound(run, uid)
 	case "done":
 		return nil, nil
 	}
@@ -168,11 +198,83 @@ func (r *Redis) Terminate(ctx context.Context, uid uuid.UUID) ([]Header, error) 
 	return out, nil
 }
 
+var reopenScript = redis.NewScript(`
+if not redis.call('GET', KEYS[1]) then return 0 end
+redis.call('SET', KEYS[1], 'ACTIVE')
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+return 1
+`)
+
+// Reopen implements Backend.
+func (r *Redis) Reopen(ctx context.Context, run string, uid uuid.UUID) error {
+	n, err := reopenScript.Run(ctx, r.c, []string{r.bk("st", run, uid), r.bk("q", run, uid), r.bk("hi", run, uid), r.bk("hj", run, uid), r.bk("hb", run, uid)}).Int()
+	if err != nil {
+		return fmt.Errorf("redis reopen mailbox: %w", err)
+	}
+	if n == 0 {
+		return notFound(run, uid)
+	}
+	return nil
+}
+
+var claimScript = redis.NewScript(`
+if not redis.call('GET', KEYS[1]) then return {'missing'} end
+local cur = redis.call('GET', KEYS[2])
+local hb = tonumber(redis.call('GET', KEYS[4]) or '0')
+local now = tonumber(ARGV[3])
+if cur and cur ~= '' and (now - hb) < tonumber(ARGV[4]) and cur ~= ARGV[1] then
+  return {'held', redis.call('GET', KEYS[3]) or '', redis.call('GET', KEYS[4]) or '0'}
+end
+if ARGV[1] ~= '' then
+  redis.call('SET', KEYS[2], ARGV[1])
+  redis.call('SET', KEYS[3], ARGV[2])
+else
+  redis.call('DEL', KEYS[2], KEYS[3])
+end
+redis.call('SET', KEYS[4], ARGV[3])
+return {'ok'}
+`)
+
+// Claim implements Backend.
+func (r *Redis) Claim(ctx context.Context, run string, uid uuid.UUID, h Holder, now time.Time, ttl time.Duration) (ClaimResult, error) {
+	hj, _ := json.Marshal(h)
+	keys := []string{r.bk("st", run, uid), r.bk("hi", run, uid), r.bk("hj", run, uid), r.bk("hb", run, uid)}
+	res, err := claimScript.Run(ctx, r.c, keys, h.Instance, hj, now.UnixNano(), ttl.Nanoseconds()).StringSlice()
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("redis claim mailbox: %w", err)
+	}
+	switch res[0] {
+	case "missing":
+		return ClaimResult{}, notFound(run, uid)
+	case "held":
+		var cr ClaimResult
+		_ = json.Unmarshal([]byte(res[1]), &cr.Holder)
+		if ns, err := strconv.ParseInt(res[2], 10, 64); err == nil {
+			cr.LastActive = time.Unix(0, ns)
+		}
+		return cr, nil
+	}
+	return ClaimResult{OK: true}, nil
+}
+
 var putScript = redis.NewScript(`
 local st = redis.call('GET', KEYS[1])
-if not st then return -1 end
-if st ~= 'ACTIVE' then return -2 end
+if not st then return {-1} end
+if st ~= 'ACTIVE' then return {-2} end
+local size = string.len(ARGV[1])
+local qlen = redis.call('LLEN', KEYS[2])
+if qlen >= tonumber(ARGV[8]) then return {-3, qlen} end
+if ARGV[2] == 'request' then
+  local np = redis.call('HLEN', KEYS[3])
+  if np >= tonumber(ARGV[8]) then return {-6, np} end
+end
+local qb = tonumber(redis.call('GET', KEYS[10]) or '0')
+if qb + size > tonumber(ARGV[9]) then return {-4, qb} end
+local held = tonumber(redis.call('GET', KEYS[11]) or '0')
+if held + size > tonumber(ARGV[10]) then return {-5, held} end
 redis.call('RPUSH', KEYS[2], ARGV[1])
+redis.call('INCRBY', KEYS[10], size)
+redis.call('INCRBY', KEYS[11], size)
 if redis.call('RPUSH', KEYS[8], ARGV[5]) > tonumber(ARGV[7]) then redis.call('LTRIM', KEYS[8], -tonumber(ARGV[7]), -1) end
 if redis.call('EXISTS', KEYS[9]) == 1 then redis.call('SET', KEYS[7], ARGV[6]) end
 if ARGV[2] == 'request' then
@@ -181,43 +283,63 @@ if ARGV[2] == 'request' then
 elseif ARGV[2] == 'response' then
   if redis.call('HDEL', KEYS[5], ARGV[3]) == 1 then redis.call('INCR', KEYS[6]) end
 end
-return 1
+return {1}
 `)
 
-// Put implements Backend in one atomic script (status check, enqueue, request
-// tracking, sender heartbeat, timeline).
-func (r *Redis) Put(ctx context.Context, m Message, rec MessageRecord) error {
-	dest, src := m.Header.Dest.UID, m.Header.Src.UID
+// Put implements Backend in one atomic script (status check, quotas, enqueue,
+// request tracking, sender heartbeat, timeline).
+func (r *Redis) Put(ctx context.Context, m Message, rec MessageRecord, lim Limits) error {
+	dest, src, run := m.Header.Dest.UID, m.Header.Src.UID, rec.Run
 	hdr, _ := json.Marshal(m.Header)
 	recJSON, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	keys := []string{r.k("st", dest), r.k("q", dest), r.k("req", dest), r.k("out", src), r.k("req", src), r.k("done", src),
-		r.k("hb", src), r.k("tl", rec.Run), r.k("st", src)}
-	n, err := putScript.Run(ctx, r.c, keys, m.Raw, m.Header.Kind, m.Header.Tag.String(), hdr, recJSON, rec.Time.UnixNano(), r.tlCap).Int()
+	keys := []string{r.bk("st", run, dest), r.bk("q", run, dest), r.bk("req", run, dest), r.bk("out", run, src), r.bk("req", run, src),
+		r.bk("done", run, src), r.bk("hb", run, src), r.k("tl", run), r.bk("st", run, src), r.bk("qb", run, dest), r.k("held", "all")}
+	res, err := putScript.Run(ctx, r.c, keys, m.Raw, m.Header.Kind, m.Header.Tag.String(), hdr, recJSON, rec.Time.UnixNano(), r.tlCap,
+		unlimited(lim.MaxQueuedMessages), unlimited(lim.MaxQueuedBytes), unlimited(lim.MaxTotalBytes)).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("redis put message: %w", err)
 	}
-	switch n {
+	size := len(m.Raw)
+	switch res[0] {
 	case -1:
-		return fmt.Errorf("%w: %s", ErrNotFound, dest)
+		return notFound(run, dest)
 	case -2:
 		return fmt.Errorf("%w: %s", ErrTerminated, dest)
+	case -3:
+		return quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d messages queued", dest, res[1]))
+	case -6:
+		return quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d requests unanswered", dest, res[1]))
+	case -4:
+		return quotaSize("MaxQueuedBytes", "max-queued-bytes", lim.MaxQueuedBytes, fmt.Sprintf("mailbox %s holds %d bytes, the message has %d", dest, res[1], size))
+	case -5:
+		return quotaSize("MaxTotalBytes", "max-total-bytes", lim.MaxTotalBytes, fmt.Sprintf("the exchange holds %d bytes, the message has %d", res[1], size))
 	}
 	return nil
 }
 
+var popScript = redis.NewScript(`
+local v = redis.call('LPOP', KEYS[1])
+if not v then return false end
+if v ~= ARGV[1] then
+  redis.call('DECRBY', KEYS[2], string.len(v))
+  redis.call('DECRBY', KEYS[3], string.len(v))
+end
+return v
+`)
+
 // Get implements Backend.
-func (r *Redis) Get(ctx context.Context, uid uuid.UUID, wait time.Duration) ([]byte, error) {
+func (r *Redis) Get(ctx context.Context, run string, uid uuid.UUID, wait time.Duration) ([]byte, error) {
 	pipe := r.c.Pipeline()
-	stCmd := pipe.Get(ctx, r.k("st", uid))
-	pipe.Set(ctx, r.k("hb", uid), time.Now().UnixNano(), 0)
+	stCmd := pipe.Get(ctx, r.bk("st", run, uid))
+	pipe.Set(ctx, r.bk("hb", run, uid), time.Now().UnixNano(), 0)
 	_, err := pipe.Exec(ctx)
 	st, serr := stCmd.Result()
 	if errors.Is(serr, redis.Nil) {
-		r.c.Del(ctx, r.k("hb", uid)) // no heartbeat for a mailbox that does not exist
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
+		r.c.Del(ctx, r.bk("hb", run, uid)) // no heartbeat for a mailbox that does not exist
+		return nil, notFound(run, uid)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redis receive: %w", err)
@@ -225,16 +347,16 @@ func (r *Redis) Get(ctx context.Context, uid uuid.UUID, wait time.Duration) ([]b
 	if st == string(StatusTerminated) {
 		return nil, fmt.Errorf("%w: %s", ErrTerminated, uid)
 	}
-	q := r.k("q", uid)
+	q := r.bk("q", run, uid)
 	if wait == 0 {
-		v, err := r.c.LPop(ctx, q).Result()
+		v, err := popScript.Run(ctx, r.c, []string{q, r.bk("qb", run, uid), r.k("held", "all")}, closeSentinel).Text()
 		if errors.Is(err, redis.Nil) {
 			return nil, ErrTimeout
 		}
 		if err != nil {
 			return nil, fmt.Errorf("redis receive: %w", err)
 		}
-		return r.popped(ctx, uid, v)
+		return r.popped(ctx, run, uid, v)
 	}
 	var deadline time.Time
 	if wait > 0 {
@@ -264,32 +386,40 @@ func (r *Redis) Get(ctx context.Context, uid uuid.UUID, wait time.Duration) ([]b
 			}
 			return nil, fmt.Errorf("redis receive: %w", err)
 		}
-		return r.popped(ctx, uid, res[1])
+		if res[1] != closeSentinel {
+			// BLPOP cannot run inside a script: account for the bytes after it.
+			n := int64(len(res[1]))
+			pipe := r.c.Pipeline()
+			pipe.DecrBy(ctx, r.bk("qb", run, uid), n)
+			pipe.DecrBy(ctx, r.k("held", "all"), n)
+			_, _ = pipe.Exec(ctx)
+		}
+		return r.popped(ctx, run, uid, res[1])
 	}
 }
 
-func (r *Redis) popped(ctx context.Context, uid uuid.UUID, v string) ([]byte, error) {
+func (r *Redis) popped(ctx context.Context, run string, uid uuid.UUID, v string) ([]byte, error) {
 	if v == closeSentinel {
 		// Put it back so every other receiver of this mailbox wakes too.
-		r.c.RPush(ctx, r.k("q", uid), closeSentinel)
+		r.c.RPush(ctx, r.bk("q", run, uid), closeSentinel)
 		return nil, fmt.Errorf("%w: %s", ErrTerminated, uid)
 	}
 	return []byte(v), nil
 }
 
 // Touch implements Backend.
-func (r *Redis) Touch(ctx context.Context, uid uuid.UUID, at time.Time) error {
-	return r.c.Set(ctx, r.k("hb", uid), at.UnixNano(), 0).Err()
+func (r *Redis) Touch(ctx context.Context, run string, uid uuid.UUID, at time.Time) error {
+	return r.c.Set(ctx, r.bk("hb", run, uid), at.UnixNano(), 0).Err()
 }
 
 // LastActive implements Backend.
-func (r *Redis) LastActive(ctx context.Context, uid uuid.UUID) (time.Time, bool, error) {
-	vals, err := r.c.MGet(ctx, r.k("st", uid), r.k("hb", uid)).Result()
+func (r *Redis) LastActive(ctx context.Context, run string, uid uuid.UUID) (time.Time, bool, error) {
+	vals, err := r.c.MGet(ctx, r.bk("st", run, uid), r.bk("hb", run, uid)).Result()
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("redis heartbeat: %w", err)
 	}
 	if vals[0] == nil {
-		return time.Time{}, false, fmt.Errorf("%w: %s", ErrNotFound, uid)
+		return time.Time{}, false, notFound(run, uid)
 	}
 	s, ok := vals[1].(string)
 	if !ok {
@@ -303,18 +433,18 @@ func (r *Redis) LastActive(ctx context.Context, uid uuid.UUID) (time.Time, bool,
 }
 
 // Stats implements Backend.
-func (r *Redis) Stats(ctx context.Context, uid uuid.UUID) (AgentStats, error) {
+func (r *Redis) Stats(ctx context.Context, run string, uid uuid.UUID) (AgentStats, error) {
 	pipe := r.c.Pipeline()
-	st := pipe.Exists(ctx, r.k("st", uid))
-	ql := pipe.LLen(ctx, r.k("q", uid))
-	pl := pipe.HLen(ctx, r.k("req", uid))
-	done := pipe.Get(ctx, r.k("done", uid))
-	out := pipe.Get(ctx, r.k("out", uid))
+	st := pipe.Exists(ctx, r.bk("st", run, uid))
+	ql := pipe.LLen(ctx, r.bk("q", run, uid))
+	pl := pipe.HLen(ctx, r.bk("req", run, uid))
+	done := pipe.Get(ctx, r.bk("done", run, uid))
+	out := pipe.Get(ctx, r.bk("out", run, uid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return AgentStats{}, fmt.Errorf("redis stats: %w", err)
 	}
 	if st.Val() == 0 {
-		return AgentStats{}, fmt.Errorf("%w: %s", ErrNotFound, uid)
+		return AgentStats{}, notFound(run, uid)
 	}
 	d, _ := done.Int64()
 	o, _ := out.Int64()
@@ -363,8 +493,12 @@ func (r *Redis) Policy(ctx context.Context, run string) (RunPolicy, bool, error)
 }
 
 // SetToken implements Backend.
-func (r *Redis) SetToken(ctx context.Context, hash, run string) error {
-	return r.c.Set(ctx, r.k("tok", hash), run, 0).Err()
+func (r *Redis) SetToken(ctx context.Context, hash string, info TokenInfo) error {
+	data, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	return r.c.Set(ctx, r.k("tok", hash), data, 0).Err()
 }
 
 // DeleteToken implements Backend.
@@ -372,16 +506,33 @@ func (r *Redis) DeleteToken(ctx context.Context, hash string) error {
 	return r.c.Del(ctx, r.k("tok", hash)).Err()
 }
 
-// TokenRun implements Backend.
-func (r *Redis) TokenRun(ctx context.Context, hash string) (string, bool, error) {
+// Token implements Backend. A bare string value (written by older servers) is
+// an operator token of that run.
+func (r *Redis) Token(ctx context.Context, hash string) (TokenInfo, bool, error) {
 	s, err := r.c.Get(ctx, r.k("tok", hash)).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", false, nil
+		return TokenInfo{}, false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("redis token lookup: %w", err)
+		return TokenInfo{}, false, fmt.Errorf("redis token lookup: %w", err)
 	}
-	return s, true, nil
+	var info TokenInfo
+	if !strings.HasPrefix(s, "{") || json.Unmarshal([]byte(s), &info) != nil {
+		return TokenInfo{Run: s}, true, nil
+	}
+	return info, true, nil
+}
+
+// HeldBytes implements Backend.
+func (r *Redis) HeldBytes(ctx context.Context) (int64, error) {
+	n, err := r.c.Get(ctx, r.k("held", "all")).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("redis held bytes: %w", err)
+	}
+	return n, nil
 }
 
 // Close implements Backend.

@@ -1,12 +1,14 @@
 package exchange
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -58,4 +60,142 @@ func TestServeStandalone(t *testing.T) {
 
 func jsonString(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
+}
+
+// startServe runs srv.Serve on a loopback port until the test ends.
+func startServe(t *testing.T, srv *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+// rawRequest writes head (and body) on a fresh connection and returns the
+// status line of the answer, read within limit.
+func rawRequest(t *testing.T, addr, head, body string, limit time.Duration) (string, time.Duration) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	if _, err := io.WriteString(c, head+body); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(limit))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "no answer: " + err.Error(), time.Since(start)
+	}
+	return strings.TrimSpace(line), time.Since(start)
+}
+
+// TestServeLimits reproduces the exchange half of finding 6 of issue 14: a
+// request whose body trickles in is held forever. Now bodies are read within
+// BodyReadTimeout (408), unauthenticated requests are answered without
+// reading their body, oversized headers are refused, and long polls and SSE
+// streams still outlive the body deadline.
+func TestServeLimits(t *testing.T) {
+	srv := NewServer(Config{BodyReadTimeout: 300 * time.Millisecond, PingInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tok, err := srv.IssueToken(context.Background(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startServe(t, srv)
+	head := func(authz string) string {
+		h := "POST /mailbox HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
+		if authz != "" {
+			h += "Authorization: " + authz + "\r\n"
+		}
+		return h + "\r\n"
+	}
+	// Authenticated slow body: 408 after the body deadline, not held.
+	line, took := rawRequest(t, addr, head("Bearer "+tok), `{"mailbox":`, 5*time.Second)
+	if !strings.Contains(line, " 408 ") || took > 3*time.Second {
+		t.Errorf("slow body with a valid token: %q after %s, want 408 within ~300ms", line, took)
+	}
+	// Unauthenticated slow bodies, many at once: answered at once.
+	var wg sync.WaitGroup
+	lines := make([]string, 300)
+	for i := range lines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lines[i], _ = rawRequest(t, addr, head(""), `{"mail`, 5*time.Second)
+		}()
+	}
+	wg.Wait()
+	for i, l := range lines {
+		if !strings.Contains(l, " 401 ") {
+			t.Fatalf("unauthenticated slow request %d: %q, want 401 at once", i, l)
+		}
+	}
+	// Oversized headers: 431.
+	line, _ = rawRequest(t, addr, "GET /discover HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("a", 2*MaxHeaderBytes)+"\r\n\r\n", "", 5*time.Second)
+	if !strings.Contains(line, " 431 ") {
+		t.Errorf("oversized header: %q, want 431", line)
+	}
+	// A long poll lasts past the body deadline.
+	a := ent("a", RoleAgent)
+	url := "http://" + addr
+	reg := `{"mailbox":` + jsonString(a.Encode()) + `}`
+	if code, body, err := rawCall(http.DefaultClient, "POST", url+"/mailbox", tok, []byte(reg)); err != nil || code != 200 {
+		t.Fatalf("register: %d %s %v", code, body, err)
+	}
+	start := time.Now()
+	code, body, err := rawCall(http.DefaultClient, "GET", url+"/message", tok, []byte(`{"mailbox":`+jsonString(a.Encode())+`,"timeout":1.2}`))
+	if err != nil || code != 408 || time.Since(start) < time.Second {
+		t.Errorf("long poll: %d %s %v after %s, want 408 after 1.2 s", code, body, err, time.Since(start))
+	}
+	start = time.Now()
+	code, body, err = rawCall(http.DefaultClient, "GET", url+"/mailbox/listen", tok, []byte(`{"mailbox":`+jsonString(a.Encode())+`,"timeout":1}`))
+	if err != nil || code != 200 || time.Since(start) < 900*time.Millisecond || !strings.Contains(string(body), ": ping") {
+		t.Errorf("SSE stream: %d %q %v after %s, want pings for 1 s", code, body, err, time.Since(start))
+	}
+	hs := srv.HTTPServer()
+	if hs.ReadHeaderTimeout == 0 || hs.IdleTimeout == 0 || hs.MaxHeaderBytes == 0 || hs.WriteTimeout != 0 || hs.ReadTimeout != 0 {
+		t.Errorf("http.Server limits %+v: want header, idle and header-size limits, and no whole-request read/write timeout (long polls)", hs)
+	}
+}
+
+// slowTokens is a Memory backend whose token lookups take a while (a busy
+// shared Redis), to fill the authentication bound.
+type slowTokens struct {
+	*Memory
+	delay time.Duration
+}
+
+func (s slowTokens) Token(ctx context.Context, hash string) (TokenInfo, bool, error) {
+	time.Sleep(s.delay)
+	return s.Memory.Token(ctx, hash)
+}
+
+// TestServePendingAuthBound: at most MaxPendingAuth requests are authenticated
+// at once; the others are told to retry (503) instead of piling up.
+func TestServePendingAuthBound(t *testing.T) {
+	srv := NewServer(Config{Backend: slowTokens{NewMemory(), 500 * time.Millisecond}, MaxPendingAuth: 2,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	url := "http://" + startServe(t, srv)
+	codes := make(chan int, 6)
+	for range 6 {
+		go func() {
+			code, _, _ := rawCall(http.DefaultClient, "GET", url+"/discover", "not-a-token", []byte(`{}`))
+			codes <- code
+		}()
+	}
+	n := map[int]int{}
+	for range 6 {
+		n[<-codes]++
+	}
+	if n[403] != 2 || n[503] != 4 {
+		t.Errorf("answers %v, want 2×403 (looked up) and 4×503 (bound reached)", n)
+	}
 }

@@ -14,23 +14,50 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/agent"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // Defaults.
 const (
-	DefaultMaxMessageBytes = 1 << 20          // Academy's message_size_limit_kb=1024
-	DefaultPingInterval    = 15 * time.Second // aiohttp_sse's default ping
-	maxControlBody         = 64 << 10         // bodies of routes other than PUT /message
+	DefaultMaxMessageBytes    = 1 << 20          // Academy's message_size_limit_kb=1024
+	DefaultPingInterval       = 15 * time.Second // aiohttp_sse's default ping
+	DefaultMaxQueuedMessages  = 10_000           // per mailbox
+	DefaultMaxQueuedBytes     = 64 << 20         // per mailbox
+	DefaultMaxMailboxesPerRun = 1_000
+	DefaultMaxTotalBytes      = 512 << 20 // every mailbox of the server (backend)
+	DefaultLeaseTTL           = 90 * time.Second
+	DefaultBodyReadTimeout    = 30 * time.Second
+	DefaultMaxPendingAuth     = 256
+	maxControlBody            = 64 << 10 // bodies of routes other than PUT /message
 )
 
-// Config configures a Server. The zero value is usable: in-memory backend, 1 MiB
-// messages, 15 s SSE pings, token required.
+// Config configures a Server. The zero value is usable: in-memory backend,
+// 1 MiB messages, 15 s SSE pings, token required, the default quotas.
 type Config struct {
 	// Backend stores mailboxes; nil means a new in-memory backend.
 	Backend Backend
 	// MaxMessageBytes caps the JSON size of one message (413 beyond); 0 = 1 MiB.
 	MaxMessageBytes int64
+	// MaxQueuedMessages caps the messages queued in one mailbox, and the
+	// requests sent to it still unanswered (429 beyond); 0 = 10,000, < 0 = none.
+	MaxQueuedMessages int64
+	// MaxQueuedBytes caps the bytes queued in one mailbox (413); 0 = 64 MiB.
+	MaxQueuedBytes int64
+	// MaxMailboxesPerRun caps the mailboxes of one run (429); 0 = 1,000.
+	MaxMailboxesPerRun int64
+	// MaxTotalBytes caps the bytes queued in the whole backend (413); 0 = 512 MiB.
+	MaxTotalBytes int64
+	// LeaseTTL is how long a registration holds an agent mailbox after its
+	// holder was last seen (receive, listen, heartbeat, send); a second live
+	// registration is refused with 409 until then. 0 = 90 s.
+	LeaseTTL time.Duration
+	// BodyReadTimeout bounds reading one request body (the long-poll part of
+	// a request, after its body, is not limited). 0 = 30 s.
+	BodyReadTimeout time.Duration
+	// MaxPendingAuth bounds requests being authenticated at once (503
+	// beyond); 0 = 256.
+	MaxPendingAuth int
 	// PingInterval is the SSE keep-alive comment interval of /mailbox/listen.
 	PingInterval time.Duration
 	// MaxWait caps a blocking receive or listen whose client sent no timeout
@@ -38,7 +65,7 @@ type Config struct {
 	MaxWait time.Duration
 	// AnonymousRun, when set, is the run of requests that carry no
 	// Authorization header (for loopback development with stock Academy
-	// clients). Leave empty to require a token.
+	// clients); they act as that run's operator. Leave empty to require a token.
 	AnonymousRun string
 	// Logger receives one line per mailbox lifecycle event; nil = slog.Default().
 	Logger *slog.Logger
@@ -48,18 +75,36 @@ type Config struct {
 
 // Server is the exchange: an http.Handler serving the Academy cloud-exchange
 // protocol, embeddable in the Mosaic core or run alone (see Handler/ServeHTTP).
+//
+// Credentials: a run's operator token (IssueToken, AddToken) and, once the
+// run's campaign is registered, one token per declared agent, derived from the
+// operator token (agent.AgentToken). The server stores only their hashes; it
+// keeps the operator tokens it was given in memory to derive agent tokens
+// whichever of AddToken and RegisterCampaign comes first.
 type Server struct {
 	cfg   Config
+	lim   Limits
 	be    Backend
 	mux   *http.ServeMux
 	log   *slog.Logger
 	now   func() time.Time
-	cache sync.Map // token hash -> cachedRun (positive answers only)
+	cache sync.Map // token hash -> cachedToken (positive answers only)
+	auths chan struct{}
+
+	opsMu sync.Mutex
+	ops   map[string][]string // run -> operator tokens given to this server
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 // NewServer returns a Server for cfg.
 func NewServer(cfg Config) *Server {
-	s := &Server{cfg: cfg, be: cfg.Backend, log: cfg.Logger, now: cfg.Now}
+	s := &Server{cfg: cfg, be: cfg.Backend, log: cfg.Logger, now: cfg.Now, ops: map[string][]string{}}
 	if s.be == nil {
 		s.be = NewMemory()
 	}
@@ -69,6 +114,16 @@ func NewServer(cfg Config) *Server {
 	if s.cfg.PingInterval <= 0 {
 		s.cfg.PingInterval = DefaultPingInterval
 	}
+	s.cfg.LeaseTTL = max(orDefault(s.cfg.LeaseTTL, DefaultLeaseTTL), time.Second)
+	s.cfg.BodyReadTimeout = max(orDefault(s.cfg.BodyReadTimeout, DefaultBodyReadTimeout), 10*time.Millisecond)
+	s.cfg.MaxPendingAuth = max(orDefault(s.cfg.MaxPendingAuth, DefaultMaxPendingAuth), 1)
+	s.lim = Limits{
+		MaxQueuedMessages:  orDefault(s.cfg.MaxQueuedMessages, DefaultMaxQueuedMessages),
+		MaxQueuedBytes:     orDefault(s.cfg.MaxQueuedBytes, DefaultMaxQueuedBytes),
+		MaxMailboxesPerRun: orDefault(s.cfg.MaxMailboxesPerRun, DefaultMaxMailboxesPerRun),
+		MaxTotalBytes:      orDefault(s.cfg.MaxTotalBytes, DefaultMaxTotalBytes),
+	}
+	s.auths = make(chan struct{}, s.cfg.MaxPendingAuth)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -90,6 +145,9 @@ func NewServer(cfg Config) *Server {
 	return s
 }
 
+// Limits returns the quotas the server enforces.
+func (s *Server) Limits() Limits { return s.lim }
+
 // ServeHTTP implements http.Handler. Mount it at the exchange's base URL (strip
 // any prefix with http.StripPrefix).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
@@ -107,8 +165,8 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// IssueToken creates a random bearer token bound to run. Mailboxes of other runs
-// are 403 to its holder.
+// IssueToken creates a random operator token bound to run. Mailboxes of other
+// runs do not exist for its holder.
 func (s *Server) IssueToken(ctx context.Context, run string) (string, error) {
 	if run == "" {
 		return "", errors.New("issue exchange token: run id is empty")
@@ -124,22 +182,56 @@ func (s *Server) IssueToken(ctx context.Context, run string) (string, error) {
 	return tok, nil
 }
 
-// AddToken binds an existing token (e.g. read from a 0600 file) to run.
+// AddToken binds an existing operator token (e.g. read from a 0600 file) to
+// run. When run's campaign is registered, the tokens of its agents (derived
+// from this one) are bound too.
 func (s *Server) AddToken(ctx context.Context, token, run string) error {
 	if token == "" || run == "" {
 		return errors.New("add exchange token: token and run id must be non-empty")
 	}
-	if err := s.be.SetToken(ctx, HashToken(token), run); err != nil {
+	if agent.IsAgentToken(token) {
+		return fmt.Errorf("add exchange token: a run token may not start with %q (that prefix marks per-agent tokens); choose another token", agent.AgentTokenPrefix)
+	}
+	if err := s.be.SetToken(ctx, HashToken(token), TokenInfo{Run: run}); err != nil {
 		return fmt.Errorf("add exchange token: %w", err)
+	}
+	s.opsMu.Lock()
+	if !slices.Contains(s.ops[run], token) {
+		s.ops[run] = append(s.ops[run], token)
+	}
+	s.opsMu.Unlock()
+	pol, ok, err := s.be.Policy(ctx, run)
+	if err != nil {
+		return fmt.Errorf("add exchange token: %w", err)
+	}
+	if ok {
+		return s.bindAgentTokens(ctx, run, pol, []string{token})
 	}
 	return nil
 }
 
-// RegisterCampaign makes the exchange enforce the campaign's allowed_peers for
-// run: an agent may only send requests to the peers it lists (responses may go
-// back along either direction), only declared agents may register agent
-// mailboxes, and user mailboxes (operators, bootstrap) may message any agent.
-// Agent site hints feed the timeline; SetAgentSite overrides them.
+// bindAgentTokens stores the hashes of the agent tokens of every declared agent
+// of run, derived from each of ops.
+func (s *Server) bindAgentTokens(ctx context.Context, run string, pol RunPolicy, ops []string) error {
+	for _, op := range ops {
+		for name := range pol.Peers {
+			uid := agent.UID(run, name)
+			if err := s.be.SetToken(ctx, HashToken(agent.AgentToken(op, run, uid)), TokenInfo{Run: run, Agent: uid, Name: name}); err != nil {
+				return fmt.Errorf("bind the token of agent %s of run %s: %w", name, run, err)
+			}
+		}
+	}
+	return nil
+}
+
+// RegisterCampaign makes the exchange enforce the campaign for run: every
+// declared agent gets its own credential (derived from the run's operator
+// token, see agent.AgentToken) that opens only its own mailbox, under its
+// deterministic uid; an agent may only send requests to the peers it lists
+// (responses may go back along either direction); undeclared agents cannot
+// register; user mailboxes (operators, bootstrap) are created and used with
+// the operator token and may message any agent. Agent site hints feed the
+// timeline; SetAgentSite overrides them.
 func (s *Server) RegisterCampaign(ctx context.Context, run string, c model.Campaign) error {
 	p := RunPolicy{Campaign: c.Name, Peers: map[string][]string{}, Sites: map[string]string{}}
 	for _, a := range c.Agents {
@@ -151,11 +243,14 @@ func (s *Server) RegisterCampaign(ctx context.Context, run string, c model.Campa
 	if err := s.be.SetPolicy(ctx, run, p); err != nil {
 		return fmt.Errorf("register campaign %q for run %s: %w", c.Name, run, err)
 	}
-	return nil
+	s.opsMu.Lock()
+	ops := slices.Clone(s.ops[run])
+	s.opsMu.Unlock()
+	return s.bindAgentTokens(ctx, run, p, ops)
 }
 
 // SetAgentSite records where an agent of run runs (for the timeline).
-func (s *Server) SetAgentSite(ctx context.Context, run, agent, site string) error {
+func (s *Server) SetAgentSite(ctx context.Context, run, agentName, site string) error {
 	p, ok, err := s.be.Policy(ctx, run)
 	if err != nil {
 		return err
@@ -166,7 +261,7 @@ func (s *Server) SetAgentSite(ctx context.Context, run, agent, site string) erro
 	if p.Sites == nil {
 		p.Sites = map[string]string{}
 	}
-	p.Sites[agent] = site
+	p.Sites[agentName] = site
 	return s.be.SetPolicy(ctx, run, p)
 }
 
@@ -213,64 +308,140 @@ func siteOf(b MailboxRecord, p RunPolicy) string {
 // server sharing the backend revoked it.
 const tokenCacheTTL = 10 * time.Second
 
-type cachedRun struct {
-	run string
-	at  time.Time
+type cachedToken struct {
+	info TokenInfo
+	at   time.Time
 }
 
-// RevokeToken makes token invalid (e.g. at campaign teardown). Servers sharing
-// the backend stop accepting it within tokenCacheTTL; this one immediately.
+// RevokeToken makes an operator token invalid (e.g. at campaign teardown),
+// with the agent tokens derived from it. Servers sharing the backend stop
+// accepting them within tokenCacheTTL; this one immediately.
 func (s *Server) RevokeToken(ctx context.Context, token string) error {
-	hash := HashToken(token)
-	s.cache.Delete(hash)
-	if err := s.be.DeleteToken(ctx, hash); err != nil {
+	hashes := []string{HashToken(token)}
+	info, ok, err := s.be.Token(ctx, hashes[0])
+	if err != nil {
 		return fmt.Errorf("revoke exchange token: %w", err)
+	}
+	if ok && info.Operator() {
+		if pol, has, err := s.be.Policy(ctx, info.Run); err == nil && has {
+			for name := range pol.Peers {
+				hashes = append(hashes, HashToken(agent.AgentToken(token, info.Run, agent.UID(info.Run, name))))
+			}
+		}
+		s.opsMu.Lock()
+		s.ops[info.Run] = slices.DeleteFunc(s.ops[info.Run], func(t string) bool { return t == token })
+		s.opsMu.Unlock()
+	}
+	for _, h := range hashes {
+		s.cache.Delete(h)
+		if err := s.be.DeleteToken(ctx, h); err != nil {
+			return fmt.Errorf("revoke exchange token: %w", err)
+		}
 	}
 	return nil
 }
 
-type runKey struct{}
+type principalKey struct{}
 
-func runOf(r *http.Request) string { v, _ := r.Context().Value(runKey{}).(string); return v }
+// principal is who a request authenticated as.
+type principal struct {
+	TokenInfo
+	policy  RunPolicy
+	policed bool // the run has a campaign policy
+}
 
-// auth resolves the bearer token to a run (app.py authenticate_factory: 401 for
-// missing headers, 403 for a token that is not valid).
+func principalOf(r *http.Request) principal {
+	p, _ := r.Context().Value(principalKey{}).(principal)
+	return p
+}
+
+func runOf(r *http.Request) string { return principalOf(r).Run }
+
+// bearer extracts the token of an Authorization header; the scheme is
+// case-insensitive (RFC 9110 section 11.1).
+func bearer(authz string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(authz), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// auth resolves the bearer token to a principal (app.py authenticate_factory:
+// 401 for missing headers, 403 for a token that is not valid). At most
+// MaxPendingAuth requests are authenticated at once; beyond, 503 at once.
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		authz := r.Header.Get("Authorization")
-		var run string
-		switch {
-		case authz == "" && s.cfg.AnonymousRun != "":
-			run = s.cfg.AnonymousRun
-		case authz == "":
-			httpError(w, http.StatusUnauthorized, "Missing required headers. Send 'Authorization: Bearer <token>' (MOSAIC_EXCHANGE_TOKEN).")
-			return
+		select {
+		case s.auths <- struct{}{}:
 		default:
-			tok, ok := strings.CutPrefix(authz, "Bearer ")
-			if !ok || strings.TrimSpace(tok) == "" {
-				httpError(w, http.StatusUnauthorized, "Missing required headers. The Authorization header must be 'Bearer <token>'.")
-				return
-			}
-			hash := HashToken(strings.TrimSpace(tok))
-			if v, hit := s.cache.Load(hash); hit && time.Since(v.(cachedRun).at) < tokenCacheTTL {
-				run = v.(cachedRun).run
-				break
-			}
-			got, found, err := s.be.TokenRun(r.Context(), hash)
-			if err != nil {
-				httpError(w, http.StatusServiceUnavailable, "exchange backend unavailable")
-				s.log.Error("exchange token lookup", "err", err)
-				return
-			}
-			if !found {
-				httpError(w, http.StatusForbidden, "Token expired or revoked. Check MOSAIC_EXCHANGE_TOKEN belongs to this run and exchange.")
-				return
-			}
-			s.cache.Store(hash, cachedRun{run: got, at: time.Now()})
-			run = got
+			w.Header().Set("Retry-After", "1")
+			refuse(w, http.StatusServiceUnavailable, fmt.Sprintf("Exchange busy: %d requests are being authenticated (MaxPendingAuth); retry shortly.", s.cfg.MaxPendingAuth))
+			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
+		p, ok := s.authenticate(w, r)
+		<-s.auths
+		if !ok {
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}
+}
+
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (principal, bool) {
+	authz := r.Header.Get("Authorization")
+	var info TokenInfo
+	switch {
+	case authz == "" && s.cfg.AnonymousRun != "":
+		info = TokenInfo{Run: s.cfg.AnonymousRun}
+	case authz == "":
+		refuse(w, http.StatusUnauthorized, "Missing required headers. Send 'Authorization: Bearer <token>' (MOSAIC_EXCHANGE_TOKEN).")
+		return principal{}, false
+	default:
+		tok, ok := bearer(authz)
+		if !ok {
+			refuse(w, http.StatusUnauthorized, "Missing required headers. The Authorization header must be 'Bearer <token>'.")
+			return principal{}, false
+		}
+		hash := HashToken(tok)
+		if v, hit := s.cache.Load(hash); hit && time.Since(v.(cachedToken).at) < tokenCacheTTL {
+			info = v.(cachedToken).info
+			break
+		}
+		got, found, err := s.be.Token(r.Context(), hash)
+		if err != nil {
+			refuse(w, http.StatusServiceUnavailable, "exchange backend unavailable")
+			s.log.Error("exchange token lookup", "err", err)
+			return principal{}, false
+		}
+		if !found {
+			msg := "Token expired or revoked. Check MOSAIC_EXCHANGE_TOKEN belongs to this run and exchange."
+			if agent.IsAgentToken(tok) {
+				msg = "Agent token not known to this exchange: it is derived from another run token, for another run or agent, or the run's campaign was never registered (mosaic exchange serve --campaign, or the token API with a campaign)."
+			}
+			refuse(w, http.StatusForbidden, msg)
+			return principal{}, false
+		}
+		s.cache.Store(hash, cachedToken{info: got, at: time.Now()})
+		info = got
+	}
+	pol, policed, err := s.be.Policy(r.Context(), info.Run)
+	if err != nil {
+		s.log.Error("exchange policy lookup", "err", err)
+		refuse(w, http.StatusServiceUnavailable, "Exchange backend unavailable")
+		return principal{}, false
+	}
+	return principal{TokenInfo: info, policy: pol, policed: policed}, true
+}
+
+// refuse answers a request that did not authenticate and closes its
+// connection: its body is never read. Without the close, net/http would read
+// (discard) the body before sending the answer, so a client trickling a body
+// could hold a connection and a goroutine without any credential.
+func refuse(w http.ResponseWriter, code int, text string) {
+	w.Header().Set("Connection", "close")
+	httpError(w, code, text)
 }
 
 func httpError(w http.ResponseWriter, code int, text string) {

@@ -409,8 +409,11 @@ func TestCampaignOnCoreExchange(t *testing.T) {
 	if err := os.WriteFile(solo, []byte(`{"name":"solo","initial_agent":"a","agents":[{"name":"a","command":["true"]}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	req, _ = http.NewRequest("POST", "http://"+e.addr+"/api/campaigns/solo-1/token", nil)
+	// The token is issued with the campaign: its agents get their own tokens.
+	req, _ = http.NewRequest("POST", "http://"+e.addr+"/api/campaigns/solo-1/token",
+		strings.NewReader(`{"campaign":{"name":"solo","initial_agent":"a","agents":[{"name":"a","command":["true"]}]}}`))
 	req.Header.Set("Authorization", "Bearer "+e.token())
+	req.Header.Set("Content-Type", "application/json")
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
