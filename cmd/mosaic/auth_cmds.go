@@ -42,7 +42,7 @@ $XDG_CONFIG_HOME/mosaic/globus/cli-login.json and used by the core without promp
 			return printAuthStatus(cmd.OutOrStdout(), st)
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, auth.Status{})
 	return cmd
 }
 
@@ -80,7 +80,7 @@ MOSAIC_GLOBUS_TOKENS, service identity (GLOBUS_COMPUTE_CLIENT_ID/_SECRET), CLI l
 			return printAuthStatus(cmd.OutOrStdout(), st)
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, auth.Status{})
 	return cmd
 }
 
@@ -214,7 +214,7 @@ machine recognised from the hostname, then the known machines that have no endpo
 			return nil
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, endpointsReport{})
 	return cmd
 }
 

@@ -57,14 +57,9 @@ func newCampaignIDsCmd() *cobra.Command {
 			if err := campaign.ValidateRunID(run); err != nil {
 				return err
 			}
-			type row struct {
-				Name string `json:"name"`
-				UID  string `json:"uid"`
-				Site string `json:"site,omitempty"`
-			}
-			var rows []row
+			var rows []agentIDRow
 			for _, a := range spec.Agents {
-				rows = append(rows, row{a.Name, campaign.AgentUID(run, a.Name).String(), a.Site})
+				rows = append(rows, agentIDRow{a.Name, campaign.AgentUID(run, a.Name).String(), a.Site})
 			}
 			if j.set {
 				return j.print(cmd.OutOrStdout(), rows)
@@ -80,7 +75,7 @@ func newCampaignIDsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&file, "campaign", "", "campaign file (JSONC)")
 	cmd.Flags().StringVar(&run, "run-id", "", "run id")
 	_ = cmd.MarkFlagRequired("run-id")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, []agentIDRow{})
 	return cmd
 }
 
@@ -421,7 +416,7 @@ func newCampaignStatusCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&sitesFile, "sites", "", "sites catalog (default $MOSAIC_SITES)")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, campaign.RunState{})
 	return cmd
 }
 
@@ -479,4 +474,11 @@ func placeAutoSites(cmd *cobra.Command, spec *campaign.Spec, sites []campaign.Si
 		fmt.Fprintf(cmd.ErrOrStderr(), "auto placement: %s:%s (account %s, %s) — %s\n", p.System, p.Partition, dash(p.Account), p.Walltime, p.Rationale)
 	}
 	return out, err
+}
+
+// agentIDRow is one line of `campaign ids`.
+type agentIDRow struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+	Site string `json:"site,omitempty"`
 }

@@ -48,7 +48,7 @@ func newResourcesCmd() *cobra.Command {
 			return nil
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.ResourceDetail{}, client.ResourceSnapshot{})
 	return cmd
 }
 
@@ -128,7 +128,7 @@ func newIdleCmd() *cobra.Command {
 	f.IntVar(&q.MaxQueue, "max-queue", -1, "at most this many pending jobs")
 	f.StringVar(&q.Provider, "provider", "", "only this provider kind (sim, ssh, local, globus)")
 	f.StringVar(&q.System, "system", "", "only this system")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, []client.ResourceRecord{})
 	return cmd
 }
 
@@ -158,7 +158,7 @@ func newStatusCmd() *cobra.Command {
 			return err
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.Status{})
 	return cmd
 }
 
@@ -189,6 +189,6 @@ func newAboutCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.About{})
 	return cmd
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mosaic-hpc/mosaic/client"
 )
 
 func newEnvCmd() *cobra.Command {
@@ -48,7 +50,7 @@ func newEnvCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.SiteEnv{})
 	return cmd
 }
 
@@ -94,7 +96,7 @@ reason. Symlinks are resolved on the site before the check. See docs/LOOKAROUND.
 			return nil
 		},
 	}
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, client.ExecResult{})
 	return cmd
 }
 
@@ -128,13 +130,19 @@ func newPutFileCmd() *cobra.Command {
 				return err
 			}
 			if j.set {
-				return j.print(cmd.OutOrStdout(), map[string]any{"path": p, "bytes": len(data)})
+				return j.print(cmd.OutOrStdout(), putFileResult{Path: p, Bytes: len(data)})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s (%d bytes)\n", p, len(data))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "destination path inside the system's workdir")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, putFileResult{})
 	return cmd
+}
+
+// putFileResult is what put-file prints with --json.
+type putFileResult struct {
+	Path  string `json:"path"`
+	Bytes int    `json:"bytes"`
 }

@@ -68,3 +68,26 @@ func TestJSONKnownButOmittedFieldIsNull(t *testing.T) {
 		t.Errorf("got %s", b.String())
 	}
 }
+
+// TestEveryJSONCommandChecksFieldsFirst walks the whole command tree: every command
+// with --json declares what it prints, so an unknown field is refused while flags are
+// parsed — before a submit, put-file, smoke job or login could happen.
+func TestEveryJSONCommandChecksFieldsFirst(t *testing.T) {
+	var walk func(c *cobra.Command)
+	n := 0
+	walk = func(c *cobra.Command) {
+		if f := c.Flags().Lookup("json"); f != nil {
+			n++
+			if err := f.Value.Set("nosuchfield_for_test"); err == nil {
+				t.Errorf("%q: --json=nosuchfield_for_test accepted at parse time; declare the printed type in addJSONFlag", c.CommandPath())
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
+	if n < 20 {
+		t.Fatalf("only %d commands with --json found; the walk is broken", n)
+	}
+}

@@ -105,6 +105,6 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 	f.BoolVar(&optimum, "optimum", false, "also search every assignment of jobs to systems for the lowest mean wait (small --jobs only)")
 	f.DurationVar(&tick, "tick", replay.DefaultTick, "decision tick (simulated): jobs are placed at the next tick after they arrive")
 	f.StringVar(&plot, "plot", "", "write the wait-time CDF of every policy as SVG to this file")
-	addJSONFlag(cmd, &js)
+	addJSONFlag(cmd, &js, replay.Report{})
 	return cmd
 }

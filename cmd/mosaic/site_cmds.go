@@ -157,7 +157,7 @@ version query) and a timed probe round trip, warning when a probe outlasts the t
 	}
 	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES, else $XDG_CONFIG_HOME/mosaic/sites.yaml)")
 	cmd.Flags().DurationVar(&tick, "tick", 0, "the probe interval you will run with (default 60s)")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, []core.Check{})
 	return cmd
 }
 
@@ -201,7 +201,7 @@ func newSmokeCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES, else $XDG_CONFIG_HOME/mosaic/sites.yaml)")
 	cmd.Flags().StringVar(&partition, "partition", "", "partition to use (default: a CPU partition with the shortest queue)")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, []core.SmokeStep{})
 	return cmd
 }
 

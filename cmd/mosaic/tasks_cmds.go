@@ -611,7 +611,7 @@ func newEnvelopeCmd() *cobra.Command {
 				return err
 			}
 			if j.set {
-				return j.print(cmd.OutOrStdout(), map[string]any{"envelope": r.Envelope, "fallback_reason": r.FallbackReason, "drafter": drafter})
+				return j.print(cmd.OutOrStdout(), envelopeResult{Envelope: r.Envelope, FallbackReason: r.FallbackReason, Drafter: drafter})
 			}
 			e := r.Envelope
 			tw := table(cmd.OutOrStdout())
@@ -643,6 +643,13 @@ func newEnvelopeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "task name")
 	cmd.Flags().StringVar(&desc, "description", "", "what the task does (required)")
 	cmd.MarkFlagRequired("description")
-	addJSONFlag(cmd, &j)
+	addJSONFlag(cmd, &j, envelopeResult{})
 	return cmd
+}
+
+// envelopeResult is what `mosaic envelope --json` prints.
+type envelopeResult struct {
+	Envelope       model.Envelope `json:"envelope"`
+	FallbackReason string         `json:"fallback_reason"`
+	Drafter        string         `json:"drafter"`
 }
