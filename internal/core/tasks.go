@@ -346,4 +346,3 @@ func (c *Core) ReplanTask(ctx context.Context, id string, clearTarget bool) (*Ta
 	}
 	return c.Task(ctx, id)
 }
-
