@@ -249,7 +249,7 @@ func (s *Server) registerTasks() {
 			"EventSource resends when it reconnects) or after_id, whichever is later (default: only new ones), " +
 			"and follows. Reconnecting with the last id received loses nothing and repeats nothing, across " +
 			"restarts of the core too. A `ping` keeps the connection alive every 15 s.",
-	}, map[string]any{"event": model.Event{}, "ping": ping{}, "ready": streamReady{}}, func(ctx context.Context, in *streamIn, send sse.Sender) {
+	}, map[string]any{"event": model.Event{}, "ping": ping{}, "ready": streamReady{}, "error": streamError{}}, func(ctx context.Context, in *streamIn, send sse.Sender) {
 		s.streamEvents(ctx, in.Task, in.cursor, in.hasCursor, send)
 	})
 
@@ -274,7 +274,7 @@ func (s *Server) streamEvents(ctx context.Context, task string, after int64, rep
 		// Start from now: find the newest id.
 		evs, err := s.core.Events(ctx, core.EventQuery{TaskID: task, Limit: 1, Newest: true})
 		if err != nil {
-			send.Data(map[string]string{"error": err.Error()})
+			send.Data(streamError{Error: err.Error()})
 			return
 		}
 		if len(evs) > 0 {
@@ -292,7 +292,7 @@ func (s *Server) streamEvents(ctx context.Context, task string, after int64, rep
 	for {
 		evs, err := s.core.Events(ctx, core.EventQuery{TaskID: task, AfterID: after, Limit: 500})
 		if err != nil {
-			send.Data(map[string]string{"error": err.Error()})
+			send.Data(streamError{Error: err.Error()})
 			return
 		}
 		for _, e := range evs {
@@ -320,6 +320,11 @@ func (s *Server) streamEvents(ctx context.Context, task string, after int64, rep
 // streamReady opens a stream: the id of the event it follows from.
 type streamReady struct {
 	LastID int64 `json:"last_id"`
+}
+
+// streamError ends a stream that cannot go on (an unknown task, a store error).
+type streamError struct {
+	Error string `json:"error"`
 }
 
 // ping is the SSE keep-alive payload.
