@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -351,5 +352,42 @@ func TestLogsErrorsAreClear(t *testing.T) {
 	}
 	if code, body := get("/api/tasks/" + id + "/logs"); code != 404 || !strings.Contains(body, "is gone") || !strings.Contains(body, l.StdoutPath) {
 		t.Fatalf("logs of a job whose files are gone: %d %s", code, body)
+	}
+}
+
+// TestShutdownEndsStreams: an open event stream (the web UI always has one) ends when
+// the HTTP server shuts down, so a graceful stop is prompt and clean. Before, Shutdown
+// waited out its whole timeout and `mosaic serve` exited with "context deadline
+// exceeded".
+func TestShutdownEndsStreams(t *testing.T) {
+	_, c := eventsServer(t)
+	srv, err := New(c, Options{Token: "tok", Headless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.HTTPServer()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(ln)
+	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/events/stream", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if msgs := readSSE(t, resp.Body, 0, 5*time.Second); len(msgs) == 0 || msgs[0].event != "ready" {
+		t.Fatalf("stream did not open: %+v", msgs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := hs.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with an open stream: %v after %s", err, time.Since(start))
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("shutdown took %s", el)
 	}
 }

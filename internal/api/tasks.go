@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -312,8 +313,40 @@ func (s *Server) streamEvents(ctx context.Context, task string, after int64, rep
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.streams.done():
+			return // the server is shutting down; clients reconnect with their last id
 		case <-poll.C:
 		}
+	}
+}
+
+// streamStop ends every event stream when the HTTP server shuts down: a stream never
+// goes idle, so http.Server.Shutdown would otherwise wait out its whole timeout (and
+// `mosaic serve` would stop with "context deadline exceeded" whenever a page is open).
+type streamStop struct {
+	mu     sync.Mutex
+	ch     chan struct{}
+	closed bool
+}
+
+func (s *streamStop) done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *streamStop) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	if !s.closed {
+		close(s.ch)
+		s.closed = true
 	}
 }
 
