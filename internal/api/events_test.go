@@ -294,6 +294,13 @@ func TestStreamReplaysAfterLastEventID(t *testing.T) {
 			t.Fatalf("ready %+v, want id >= %d", msgs, newest[0].ID)
 		}
 	})
+	t.Run("a cursor from another store replays this one", func(t *testing.T) {
+		resp := openStream(t, hs, "/api/events/stream", map[string]string{"Last-Event-ID": "99999999"})
+		msgs := readSSE(t, resp.Body, 1, 10*time.Second)
+		if len(msgs) < 2 || msgs[0].event != "ready" || msgs[0].id != 0 || msgs[1].id != all[0].ID {
+			t.Fatalf("want ready at 0, then the first event %d: %+v", all[0].ID, msgs)
+		}
+	})
 	t.Run("bad Last-Event-ID", func(t *testing.T) {
 		for _, v := range []string{"abc", "-3", "1e9"} {
 			resp := openStream(t, hs, "/api/events/stream", map[string]string{"Last-Event-ID": v})

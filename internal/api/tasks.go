@@ -281,6 +281,18 @@ func (s *Server) streamEvents(ctx context.Context, task string, after int64, rep
 		if len(evs) > 0 {
 			after = evs[0].ID
 		}
+	} else if after > 0 {
+		// A cursor past the newest id cannot come from this store (ids only grow): the
+		// client followed another one (or the database was replaced, serve --fresh).
+		// Waiting for ids to pass it would hide everything, so replay this store instead.
+		evs, err := s.core.Events(ctx, core.EventQuery{Limit: 1, Newest: true})
+		if err != nil {
+			send.Data(streamError{Error: err.Error()})
+			return
+		}
+		if len(evs) == 0 || evs[0].ID < after {
+			after = 0
+		}
 	}
 	// The position goes out first (as the message id, so an EventSource resends it on
 	// reconnect even if no event came in between); retry asks for a prompt reconnect.

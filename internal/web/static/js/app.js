@@ -159,7 +159,8 @@ function connectEvents() {
   es.addEventListener('ready', (m) => {
     let r;
     try { r = JSON.parse(m.data); } catch { return; }
-    if (typeof r.last_id === 'number' && r.last_id > lastEventID) lastEventID = r.last_id;
+    // The server's position: our cursor, or 0 when the store is not the one we followed.
+    if (typeof r.last_id === 'number') lastEventID = r.last_id;
   });
   es.addEventListener('event', (m) => {
     let ev;
