@@ -551,7 +551,7 @@ func newLogsCmd() *cobra.Command {
 	var attempt, tail int
 	cmd := &cobra.Command{
 		Use:   "logs TASK",
-		Short: "Show the stdout/stderr tails of a task's job",
+		Short: "Show the stdout/stderr tails of a task's job (also after a restart of the core)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
@@ -566,6 +566,9 @@ func newLogsCmd() *cobra.Command {
 				return j.print(cmd.OutOrStdout(), l)
 			}
 			out := cmd.OutOrStdout()
+			if l.Note != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "mosaic: %s\n", l.Note)
+			}
 			fmt.Fprintf(out, "==> stdout (%s) <==\n%s", dash(l.StdoutPath), l.Stdout)
 			if l.Stdout != "" && !strings.HasSuffix(l.Stdout, "\n") {
 				fmt.Fprintln(out)
