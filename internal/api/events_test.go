@@ -360,6 +360,33 @@ func TestLogsErrorsAreClear(t *testing.T) {
 	if code, body := get("/api/tasks/" + id + "/logs"); code != 404 || !strings.Contains(body, "is gone") || !strings.Contains(body, l.StdoutPath) {
 		t.Fatalf("logs of a job whose files are gone: %d %s", code, body)
 	}
+
+	// A job that has not started: empty tails and a note, not an error.
+	snap, err := c.Federation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy *model.ResourceRecord
+	for i, r := range snap.Records {
+		if r.GPUsPerNode == 0 && r.Nodes.Down == 0 && r.Nodes.Allocated+r.Nodes.Mixed > 0 && r.MaxNodesPerJob >= r.Nodes.Total {
+			busy = &snap.Records[i]
+			break
+		}
+	}
+	if busy == nil {
+		t.Fatal("the demo federation has no busy CPU partition that allows whole-partition jobs")
+	}
+	whole := model.Envelope{Nodes: model.IntRange{Min: busy.Nodes.Total, Max: busy.Nodes.Total},
+		CPUCores: model.IntRange{Min: busy.TotalCores, Max: busy.TotalCores}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(time.Hour)}}
+	res, err = c.SubmitTask(context.Background(), core.SubmitRequest{Name: "waits", Command: "echo never-yet", Envelope: &whole, Target: busy.System + ":" + busy.Partition})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body = get("/api/tasks/" + res.Task.ID + "/logs")
+	l = core.JobLogs{}
+	if code != 200 || json.Unmarshal([]byte(body), &l) != nil || !strings.Contains(l.Note, "has not started") || l.Stdout != "" || l.StdoutPath == "" {
+		t.Fatalf("logs of a pending job: %d %s", code, body)
+	}
 }
 
 // TestShutdownEndsStreams: an open event stream (the web UI always has one) ends when
