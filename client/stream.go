@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -170,9 +171,19 @@ func (c *Client) streamOnce(ctx context.Context, task string, last int64, have b
 		ae.Status = resp.StatusCode
 		return ae
 	}
-	// Server-sent events (https://html.spec.whatwg.org/multipage/server-sent-events.html):
-	// fields until a blank line make one message.
-	sc := bufio.NewScanner(resp.Body)
+	err = parseStream(resp.Body, ready, fn)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// parseStream reads server-sent events
+// (https://html.spec.whatwg.org/multipage/server-sent-events.html): fields until a
+// blank line make one message. It returns fn's error, a malformed message's, or
+// errStreamEnded when the stream ends.
+func parseStream(body io.Reader, ready func(int64), fn func(Event) error) error {
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	var event, data string
 	var id int64
@@ -223,9 +234,6 @@ func (c *Client) streamOnce(ctx context.Context, task string, last int64, have b
 			}
 			event, data, hasID = "", "", false
 		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("event stream: %w", err)
