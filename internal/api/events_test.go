@@ -154,11 +154,13 @@ func TestEventsNewestFirstWithCursor(t *testing.T) {
 	if len(page.Events) != 1 || page.Events[0].ID != all[0].ID {
 		t.Fatalf("order=oldest: %+v", page)
 	}
-	if code := apiGet(t, hs, "/api/events?order=sideways", nil, nil); code != 422 {
-		t.Fatalf("bad order: %d", code)
+	for _, q := range []string{"order=sideways", "since=yesterday", "before=-1", "before=x", "after_id=-5", "limit=20000", "limit=-1"} {
+		if code := apiGet(t, hs, "/api/events?"+q, nil, nil); code != 422 {
+			t.Errorf("/api/events?%s: %d, want 422", q, code)
+		}
 	}
-	if code := apiGet(t, hs, "/api/events?since=yesterday", nil, nil); code != 422 {
-		t.Fatalf("bad since: %d", code)
+	if code := apiGet(t, hs, "/api/events?task=nosuchtask", nil, nil); code != 404 {
+		t.Errorf("unknown task: %d, want 404", code)
 	}
 }
 
