@@ -1,10 +1,7 @@
 package client
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,7 +22,8 @@ type (
 	Decision      = scheduler.Decision
 	Envelope      = model.Envelope
 	Event         = model.Event
-	Logs          = model.Logs
+	Logs          = core.JobLogs
+	EventPage     = core.EventPage
 	DraftResult   = draft.Result
 )
 
@@ -69,7 +67,8 @@ func (c *Client) Replan(ctx context.Context, id string, clearTarget bool) (*Task
 		map[string]bool{"clear_target": clearTarget}, &t)
 }
 
-// TaskLogs returns stdout/stderr tails of a task's job (attempt 0 = latest).
+// TaskLogs returns stdout/stderr tails of a task's job (attempt 0 = latest), read
+// from where the job's output was recorded (also after a restart of the core).
 func (c *Client) TaskLogs(ctx context.Context, id string, attempt, tail int) (*Logs, error) {
 	q := url.Values{}
 	if attempt > 0 {
@@ -84,15 +83,16 @@ func (c *Client) TaskLogs(ctx context.Context, id string, attempt, tail int) (*L
 
 // EventFilter selects events.
 type EventFilter struct {
-	Task    string
-	Since   string // RFC 3339 or a duration back from now
-	AfterID int64
-	Kinds   []string
-	Limit   int
+	Task     string
+	Since    string // RFC 3339 or a duration back from now
+	AfterID  int64  // only newer than this id (the page is then oldest first)
+	BeforeID int64  // only older than this id: EventPage.NextBefore of the previous page
+	Kinds    []string
+	Limit    int
+	Order    string // "newest" (default) or "oldest" (default with AfterID)
 }
 
-// Events returns activity-log entries.
-func (c *Client) Events(ctx context.Context, f EventFilter) ([]Event, error) {
+func (f EventFilter) query() url.Values {
 	q := url.Values{}
 	if f.Task != "" {
 		q.Set("task", f.Task)
@@ -103,74 +103,39 @@ func (c *Client) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	if f.AfterID > 0 {
 		q.Set("after_id", strconv.FormatInt(f.AfterID, 10))
 	}
+	if f.BeforeID > 0 {
+		q.Set("before", strconv.FormatInt(f.BeforeID, 10))
+	}
 	if len(f.Kinds) > 0 {
 		q.Set("kind", strings.Join(f.Kinds, ","))
 	}
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out struct {
-		Events []Event `json:"events"`
+	if f.Order != "" {
+		q.Set("order", f.Order)
 	}
-	return out.Events, c.do(ctx, http.MethodGet, "/api/events", q, nil, &out)
+	return q
 }
 
-// StreamEvents follows the server-sent-events stream, calling fn for each new event
-// until ctx ends, fn returns an error, or the stream closes.
-func (c *Client) StreamEvents(ctx context.Context, task string, afterID int64, fn func(Event) error) error {
-	u := *c.base
-	u.Path = strings.TrimRight(u.Path, "/") + "/api/events/stream"
-	q := url.Values{}
-	if task != "" {
-		q.Set("task", task)
-	}
-	if afterID > 0 {
-		q.Set("after_id", strconv.FormatInt(afterID, 10))
-	}
-	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+// Events returns activity-log entries: the newest first (at most Limit of them, default
+// 200), or oldest first after AfterID.
+func (c *Client) Events(ctx context.Context, f EventFilter) ([]Event, error) {
+	p, err := c.EventsPage(ctx, f)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Accept", "text/event-stream")
-	hc := *c.http
-	hc.Timeout = 0 // a stream lives as long as ctx
-	resp, err := hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w at %s; start one with `mosaic serve`", ErrNoCore, c.base)
+	return p.Events, nil
+}
+
+// EventsPage is Events with the cursors to continue: NextBefore for older events,
+// NextAfter for newer ones, LastID to follow the stream from.
+func (c *Client) EventsPage(ctx context.Context, f EventFilter) (*EventPage, error) {
+	var out EventPage
+	if err := c.do(ctx, http.MethodGet, "/api/events", f.query(), nil, &out); err != nil {
+		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return &APIError{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	event := ""
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:") && event == "event":
-			var e Event
-			if err := json.Unmarshal([]byte(strings.TrimSpace(strings.TrimPrefix(line, "data:"))), &e); err != nil {
-				return fmt.Errorf("event stream: %w", err)
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
-		case line == "":
-			event = ""
-		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return sc.Err()
+	return &out, nil
 }
 
 // DraftEnvelope drafts an envelope from a description.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -249,7 +250,19 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 	return cmd
 }
 
-// waitTask polls a task until it is final, printing state changes.
+// Wait bounds: the slow safety poll in case the event stream breaks without the
+// client noticing, the re-check shortly after an event (a task's state can change in
+// the transaction after its event), and the poll used once the stream has given up.
+const (
+	waitSafetyPoll = 30 * time.Second
+	waitRecheck    = time.Second
+	waitFallback   = 5 * time.Second
+	waitCoreGone   = 2 * time.Minute
+)
+
+// waitTask follows a task's events until it is final, printing state changes. Each
+// event of the task triggers a fresh look at the task; a slow poll covers a stream
+// that broke. A core restart in between is ridden out (bounded by waitCoreGone).
 func waitTask(ctx context.Context, c *client.Client, id string, limit time.Duration, w io.Writer, progress bool) (*client.TaskDetail, error) {
 	if limit > 0 {
 		var cancel context.CancelFunc
@@ -259,32 +272,79 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 	sctx, stop := signalContext()
 	defer stop()
 	start := time.Now()
+
+	// Take the stream's position before the first look at the task: an event after it
+	// is then never missed, however the two race.
+	page, err := c.EventsPage(ctx, client.EventFilter{Task: id, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	wake := make(chan struct{}, 1)
+	streamDone := make(chan error, 1)
+	fctx, cancelStream := context.WithCancel(ctx)
+	defer cancelStream()
+	go func() {
+		streamDone <- c.FollowEvents(fctx, client.FollowOptions{Task: id, AfterID: page.LastID, ReconnectFor: waitCoreGone},
+			func(client.Event) error {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+				return nil
+			})
+	}()
+	safety := time.NewTicker(waitSafetyPoll)
+	defer safety.Stop()
+	recheck := time.NewTimer(time.Hour)
+	recheck.Stop()
 	last := ""
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	var lostAt time.Time
 	for {
 		t, err := c.Task(ctx, id)
-		if err != nil {
+		switch {
+		case err != nil && errors.Is(err, client.ErrNoCore) && ctx.Err() == nil:
+			// The core is restarting: wait for the stream (or the polls) to bring it back.
+			if lostAt.IsZero() {
+				lostAt = time.Now()
+			} else if time.Since(lostAt) > waitCoreGone {
+				return nil, fmt.Errorf("%w; task %s goes on (mosaic task %s once the core is back)", err, id, id)
+			}
+			recheck.Reset(waitRecheck)
+		case err != nil:
+			if ctx.Err() != nil && limit > 0 {
+				return nil, fmt.Errorf("stopped waiting after %s; task %s goes on (mosaic task %s)", limit, id, id)
+			}
 			return nil, err
-		}
-		line := string(t.State)
-		if n := len(t.Attempts); n > 0 {
-			a := t.Attempts[n-1]
-			line = fmt.Sprintf("%s  attempt %d on %s:%s  job %s (%s)", t.State, a.N, a.System, a.Partition, dash(a.JobID), a.State)
-		}
-		if progress && line != last {
-			fmt.Fprintf(w, "[%s] %s\n", fmtElapsed(time.Since(start)), line)
-			last = line
-		}
-		if t.State.Final() {
-			return t, nil
+		default:
+			lostAt = time.Time{}
+			line := string(t.State)
+			if n := len(t.Attempts); n > 0 {
+				a := t.Attempts[n-1]
+				line = fmt.Sprintf("%s  attempt %d on %s:%s  job %s (%s)", t.State, a.N, a.System, a.Partition, dash(a.JobID), a.State)
+			}
+			if progress && line != last {
+				fmt.Fprintf(w, "[%s] %s\n", fmtElapsed(time.Since(start)), line)
+				last = line
+			}
+			if t.State.Final() {
+				return t, nil
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("stopped waiting after %s; task %s goes on (mosaic task %s)", limit, id, id)
 		case <-sctx.Done():
 			return nil, &exitError{code: 130, msg: fmt.Sprintf("stopped waiting; task %s goes on (mosaic task %s, mosaic cancel %s)", id, id, id)}
-		case <-tick.C:
+		case <-wake:
+			recheck.Reset(waitRecheck)
+		case <-recheck.C:
+		case <-safety.C:
+		case err := <-streamDone:
+			// The stream gave up (the core stayed away, or refused it): poll instead.
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(w, "mosaic: event stream ended (%v); checking every %s\n", err, waitFallback)
+			}
+			safety.Reset(waitFallback)
 		}
 	}
 }
@@ -491,7 +551,7 @@ func newLogsCmd() *cobra.Command {
 	var attempt, tail int
 	cmd := &cobra.Command{
 		Use:   "logs TASK",
-		Short: "Show the stdout/stderr tails of a task's job",
+		Short: "Show the stdout/stderr tails of a task's job (also after a restart of the core)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
@@ -506,6 +566,9 @@ func newLogsCmd() *cobra.Command {
 				return j.print(cmd.OutOrStdout(), l)
 			}
 			out := cmd.OutOrStdout()
+			if l.Note != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "mosaic: %s\n", l.Note)
+			}
 			fmt.Fprintf(out, "==> stdout (%s) <==\n%s", dash(l.StdoutPath), l.Stdout)
 			if l.Stdout != "" && !strings.HasSuffix(l.Stdout, "\n") {
 				fmt.Fprintln(out)
@@ -528,58 +591,71 @@ func newEventsCmd() *cobra.Command {
 	var task, since string
 	var follow bool
 	var limit int
+	var before int64
 	cmd := &cobra.Command{
-		Use:   "events [--task ID] [--follow]",
-		Short: "Show the activity log: decisions, dispatches, transitions, continuations and their rationales",
-		Args:  cobra.NoArgs,
+		Use:   "events [--task ID] [--limit N] [--since 1h] [--before ID] [--follow]",
+		Short: "Show the activity log, newest first: decisions, dispatches, transitions, continuations and their rationales",
+		Long: `Show the activity log, newest first (at most --limit events, default 200).
+Older pages: --before ID (the command prints the next one on stderr).
+--follow prints the latest events oldest first, then new ones as they happen; when
+the core restarts it reconnects and resumes after the last event it printed, so
+nothing is printed twice and nothing is lost.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {
 				return err
 			}
-			evs, err := c.Events(cmd.Context(), client.EventFilter{Task: task, Since: since, Limit: limit})
+			if follow && before > 0 {
+				return errors.New("--before pages back through older events; it does not combine with --follow")
+			}
+			if follow && limit == 0 {
+				limit = 20
+			}
+			page, err := c.EventsPage(cmd.Context(), client.EventFilter{Task: task, Since: since, Limit: limit, BeforeID: before})
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if j.set && !follow {
-				return j.print(out, evs)
-			}
-			var last int64
-			if len(evs) > 0 {
-				last = evs[len(evs)-1].ID
-			}
-			if j.set {
-				for _, e := range evs {
-					if err := j.print(out, e); err != nil {
+			if !follow {
+				if j.set {
+					if err := j.print(out, page.Events); err != nil {
 						return err
 					}
+				} else {
+					printEvents(out, page.Events)
 				}
-			} else {
-				printEvents(out, evs)
-			}
-			if !follow {
+				if page.NextBefore > 0 {
+					more := fmt.Sprintf("mosaic events --before %d", page.NextBefore)
+					if limit > 0 {
+						more += fmt.Sprintf(" --limit %d", limit)
+					}
+					if task != "" {
+						more += " --task " + task
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "older events: %s\n", more)
+				}
 				return nil
+			}
+			// Follow: the latest page oldest first, like tail -f, then the stream.
+			evs := page.Events
+			slices.Reverse(evs)
+			for _, e := range evs {
+				if err := printFollowed(out, j, e); err != nil {
+					return err
+				}
 			}
 			ctx, stop := signalContext()
 			defer stop()
-			err = c.StreamEvents(ctx, task, max(last, 1), func(e client.Event) error {
-				if e.ID <= last {
-					return nil
-				}
-				if j.set {
-					return j.print(out, e)
-				}
-				fmt.Fprintf(out, "%s  %-12s %-6s %s", e.Time.Local().Format("15:04:05"), e.Kind, e.Actor, e.Message)
-				if e.TaskID != "" {
-					fmt.Fprintf(out, "  [task %s]", e.TaskID)
-				}
-				if e.Rationale != "" {
-					fmt.Fprintf(out, "\n          why: %s", oneLine(e.Rationale, 200))
-				}
-				fmt.Fprintln(out)
-				return nil
-			})
+			errw := cmd.ErrOrStderr()
+			err = c.FollowEvents(ctx, client.FollowOptions{Task: task, AfterID: page.LastID,
+				OnConnection: func(last int64, err error) {
+					if err != nil {
+						fmt.Fprintf(errw, "mosaic: lost the core (%v); reconnecting for up to %s\n", err, client.DefaultReconnectFor)
+					} else {
+						fmt.Fprintf(errw, "mosaic: reconnected; resuming after event %d\n", last)
+					}
+				}}, func(e client.Event) error { return printFollowed(out, j, e) })
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}
@@ -588,10 +664,27 @@ func newEventsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&task, "task", "", "only this task")
 	cmd.Flags().StringVar(&since, "since", "", "only events since (RFC 3339 or a duration such as 1h)")
-	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many (default 200)")
-	cmd.Flags().BoolVar(&follow, "follow", false, "keep printing new events as they happen (Ctrl-C stops)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many, the newest (default 200; 20 with --follow)")
+	cmd.Flags().Int64Var(&before, "before", 0, "only events older than this id (the next page of older events)")
+	cmd.Flags().BoolVar(&follow, "follow", false, "keep printing new events as they happen; survives core restarts (Ctrl-C stops)")
 	addJSONFlag(cmd, &j, []client.Event{})
 	return cmd
+}
+
+// printFollowed prints one event of events --follow: a JSON line, or a readable one.
+func printFollowed(out io.Writer, j jsonFlag, e client.Event) error {
+	if j.set {
+		return j.print(out, e)
+	}
+	fmt.Fprintf(out, "%s  %-12s %-6s %s", e.Time.Local().Format("15:04:05"), e.Kind, e.Actor, e.Message)
+	if e.TaskID != "" {
+		fmt.Fprintf(out, "  [task %s]", e.TaskID)
+	}
+	if e.Rationale != "" {
+		fmt.Fprintf(out, "\n          why: %s", oneLine(e.Rationale, 200))
+	}
+	_, err := fmt.Fprintln(out)
+	return err
 }
 
 func newEnvelopeCmd() *cobra.Command {

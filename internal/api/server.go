@@ -63,6 +63,7 @@ type Server struct {
 	api      huma.API
 	handler  http.Handler
 	sessions *web.Sessions
+	streams  streamStop // ends event streams on shutdown (tasks.go)
 }
 
 // New builds the handler.
@@ -108,13 +109,15 @@ func New(c *core.Core, opts Options) (*Server, error) {
 // global ReadTimeout or WriteTimeout (they would cut off event streams); the guard sets
 // per-request deadlines on requests without a valid credential instead.
 func (s *Server) HTTPServer() *http.Server {
-	return &http.Server{
+	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.unauthTimeout(),
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug),
 	}
+	hs.RegisterOnShutdown(s.streams.stop)
+	return hs
 }
 
 func (s *Server) unauthTimeout() time.Duration {

@@ -2,8 +2,12 @@ package api
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -53,20 +57,47 @@ type logsIn struct {
 	Tail    int    `query:"tail" minimum:"0" maximum:"1048576" doc:"Bytes from the end of each stream (default 65536)"`
 }
 
-type logsOut struct{ Body *model.Logs }
+type logsOut struct{ Body *core.JobLogs }
 
 type eventsIn struct {
 	Task    string `query:"task" doc:"Only this task's events"`
 	Since   string `query:"since" doc:"RFC 3339 time or a duration back from now (1h)"`
-	AfterID int64  `query:"after_id" minimum:"0" doc:"Only events with a larger id"`
+	AfterID int64  `query:"after_id" minimum:"0" doc:"Only events with a larger id (cursor for newer events; the page is then oldest first)"`
+	Before  int64  `query:"before" minimum:"0" doc:"Only events with a smaller id (cursor for older pages: next_before of the previous page)"`
 	Kind    string `query:"kind" doc:"Comma-separated kinds: decision, dispatch, transition, continuation, failure, finished, cancelled, replan, recovery, draft"`
 	Limit   int    `query:"limit" minimum:"0" maximum:"10000" doc:"At most this many (default 200)"`
+	Order   string `query:"order" doc:"newest (newest first; the default) or oldest (oldest first; the default with after_id)"`
 }
 
 type eventsOut struct {
-	Body struct {
-		Events []model.Event `json:"events"`
+	Body *core.EventPage
+}
+
+// streamIn selects where the event stream starts. Resolve picks the cursor: the
+// Last-Event-ID header an EventSource (or the CLI) resends on reconnecting, or
+// after_id, whichever is later; without either the stream starts at the newest event.
+type streamIn struct {
+	Task        string `query:"task" doc:"Only this task's events"`
+	AfterID     int64  `query:"after_id" minimum:"0" doc:"Replay events with a larger id, then follow (0 replays everything)"`
+	LastEventID string `header:"Last-Event-ID" doc:"The id of the last event received (sent by EventSource on reconnect): replay what came after it"`
+
+	cursor    int64
+	hasCursor bool
+}
+
+// Resolve implements huma.Resolver.
+func (in *streamIn) Resolve(ctx huma.Context) []error {
+	if v := strings.TrimSpace(in.LastEventID); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return []error{&huma.ErrorDetail{Location: "header.Last-Event-ID", Message: "want the id of an event (a non-negative integer)", Value: v}}
+		}
+		in.cursor, in.hasCursor = n, true
 	}
+	if u := ctx.URL(); u.Query().Has("after_id") && (!in.hasCursor || in.AfterID > in.cursor) {
+		in.cursor, in.hasCursor = in.AfterID, true
+	}
+	return nil
 }
 
 type envelopeIn struct {
@@ -167,8 +198,14 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-task-logs", Method: http.MethodGet, Path: "/api/tasks/{id}/logs",
 		Summary: "stdout/stderr tails of a task's job", Tags: []string{"tasks"},
+		Description: "Read from the output location recorded when the site accepted the job (also after a restart). " +
+			"404: no job yet, or the files are gone; 503: the site is unreachable now. A job that has not started " +
+			"returns empty tails with a note.",
 	}, func(ctx context.Context, in *logsIn) (*logsOut, error) {
 		l, err := s.core.TaskLogs(ctx, in.ID, in.Attempt, in.Tail)
+		if errors.Is(err, core.ErrUnavailable) {
+			return nil, huma.Error503ServiceUnavailable(err.Error())
+		}
 		if err != nil {
 			return nil, toHTTP(err)
 		}
@@ -178,8 +215,19 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "list-events", Method: http.MethodGet, Path: "/api/events",
 		Summary: "Activity log: decisions, dispatches, transitions, continuations, with rationales", Tags: []string{"events"},
+		Description: "Newest first by default; limit keeps the newest N. Page back with before=next_before; read " +
+			"forward (oldest first) with after_id.",
 	}, func(ctx context.Context, in *eventsIn) (*eventsOut, error) {
-		q := core.EventQuery{TaskID: in.Task, AfterID: in.AfterID, Kinds: splitList(in.Kind), Limit: in.Limit}
+		q := core.EventQuery{TaskID: in.Task, AfterID: in.AfterID, BeforeID: in.Before, Kinds: splitList(in.Kind), Limit: in.Limit}
+		switch strings.TrimSpace(in.Order) {
+		case "newest":
+			q.Newest = true
+		case "oldest":
+		case "":
+			q.Newest = in.AfterID == 0
+		default:
+			return nil, huma.Error422UnprocessableEntity(fmt.Sprintf("order=%q: want newest or oldest", in.Order))
+		}
 		if in.Since != "" {
 			t, err := parseSince(in.Since, time.Now())
 			if err != nil {
@@ -187,25 +235,23 @@ func (s *Server) registerTasks() {
 			}
 			q.Since = t
 		}
-		evs, err := s.core.Events(ctx, q)
+		page, err := s.core.EventPage(ctx, q)
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		out := &eventsOut{}
-		out.Body.Events = evs
-		return out, nil
+		return &eventsOut{Body: page}, nil
 	})
 
 	sse.Register(s.api, huma.Operation{
 		OperationID: "stream-events", Method: http.MethodGet, Path: "/api/events/stream",
 		Summary: "Server-sent events: each new activity-log entry as an `event` message", Tags: []string{"events"},
-		Description: "Sends events with an id greater than after_id (default: only new ones), then follows. " +
-			"A comment line keeps the connection alive every 15 s.",
-	}, map[string]any{"event": model.Event{}, "ping": ping{}}, func(ctx context.Context, in *struct {
-		Task    string `query:"task"`
-		AfterID int64  `query:"after_id" minimum:"0"`
-	}, send sse.Sender) {
-		s.streamEvents(ctx, in.Task, in.AfterID, send)
+		Description: "Every message carries its event id. The stream starts with a `ready` message whose id is " +
+			"the position it starts from; then it replays the events after the Last-Event-ID header (what " +
+			"EventSource resends when it reconnects) or after_id, whichever is later (default: only new ones), " +
+			"and follows. Reconnecting with the last id received loses nothing and repeats nothing, across " +
+			"restarts of the core too. A `ping` keeps the connection alive every 15 s.",
+	}, map[string]any{"event": model.Event{}, "ping": ping{}, "ready": streamReady{}, "error": streamError{}}, func(ctx context.Context, in *streamIn, send sse.Sender) {
+		s.streamEvents(ctx, in.Task, in.cursor, in.hasCursor, send)
 	})
 
 	huma.Register(s.api, huma.Operation{
@@ -224,12 +270,34 @@ func (s *Server) registerTasks() {
 }
 
 // streamEvents polls the store for new events (bounded batches) and sends them.
-func (s *Server) streamEvents(ctx context.Context, task string, after int64, send sse.Sender) {
-	if after == 0 {
+func (s *Server) streamEvents(ctx context.Context, task string, after int64, replay bool, send sse.Sender) {
+	if !replay {
 		// Start from now: find the newest id.
-		if evs, err := s.core.Events(ctx, core.EventQuery{TaskID: task, Limit: 1, Newest: true}); err == nil && len(evs) > 0 {
+		evs, err := s.core.Events(ctx, core.EventQuery{TaskID: task, Limit: 1, Newest: true})
+		if err != nil {
+			send.Data(streamError{Error: err.Error()})
+			return
+		}
+		if len(evs) > 0 {
 			after = evs[0].ID
 		}
+	} else if after > 0 {
+		// A cursor past the newest id cannot come from this store (ids only grow): the
+		// client followed another one (or the database was replaced, serve --fresh).
+		// Waiting for ids to pass it would hide everything, so replay this store instead.
+		evs, err := s.core.Events(ctx, core.EventQuery{Limit: 1, Newest: true})
+		if err != nil {
+			send.Data(streamError{Error: err.Error()})
+			return
+		}
+		if len(evs) == 0 || evs[0].ID < after {
+			after = 0
+		}
+	}
+	// The position goes out first (as the message id, so an EventSource resends it on
+	// reconnect even if no event came in between); retry asks for a prompt reconnect.
+	if err := send(sse.Message{ID: int(after), Retry: 1000, Data: streamReady{LastID: after}}); err != nil {
+		return
 	}
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
@@ -237,7 +305,7 @@ func (s *Server) streamEvents(ctx context.Context, task string, after int64, sen
 	for {
 		evs, err := s.core.Events(ctx, core.EventQuery{TaskID: task, AfterID: after, Limit: 500})
 		if err != nil {
-			send.Data(map[string]string{"error": err.Error()})
+			send.Data(streamError{Error: err.Error()})
 			return
 		}
 		for _, e := range evs {
@@ -257,9 +325,51 @@ func (s *Server) streamEvents(ctx context.Context, task string, after int64, sen
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.streams.done():
+			return // the server is shutting down; clients reconnect with their last id
 		case <-poll.C:
 		}
 	}
+}
+
+// streamStop ends every event stream when the HTTP server shuts down: a stream never
+// goes idle, so http.Server.Shutdown would otherwise wait out its whole timeout (and
+// `mosaic serve` would stop with "context deadline exceeded" whenever a page is open).
+type streamStop struct {
+	mu     sync.Mutex
+	ch     chan struct{}
+	closed bool
+}
+
+func (s *streamStop) done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *streamStop) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	if !s.closed {
+		close(s.ch)
+		s.closed = true
+	}
+}
+
+// streamReady opens a stream: the id of the event it follows from.
+type streamReady struct {
+	LastID int64 `json:"last_id"`
+}
+
+// streamError ends a stream that cannot go on (an unknown task, a store error).
+type streamError struct {
+	Error string `json:"error"`
 }
 
 // ping is the SSE keep-alive payload.

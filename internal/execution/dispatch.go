@@ -61,7 +61,7 @@ func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Plac
 		return a, e.continueAfter(ctx, t, a, transientErr(err))
 	}
 	a.JobID, a.State = jobID, model.JobPending
-	if err := e.o.Store.UpdateAttempt(ctx, t.ID, n, store.AttemptUpdate{JobID: &jobID, State: ptr(model.JobPending)},
+	if err := e.o.Store.UpdateAttempt(ctx, t.ID, n, store.AttemptUpdate{JobID: &jobID, State: ptr(model.JobPending), Output: provider.OutputOf(p, spec, jobID)},
 		ev(t.ID, n, pl.System, "transition", fmt.Sprintf("job %s accepted by %s", jobID, pl.System), "", model.ActorSystem)); err != nil {
 		return a, err
 	}

@@ -108,7 +108,9 @@ func (t *tools) registerTasks(s *mcp.Server) {
 			"is replaced by one on the new choice. Use it when the queue wait is too long.",
 		mutating, t.replanTask)
 	addTool(s, "task_logs", "Read a task's output",
-		"Tails of the stdout and stderr files of a task's job (latest attempt unless attempt is given).",
+		"Tails of the stdout and stderr files of a task's job (latest attempt unless attempt is given), read "+
+			"from where the job's output was recorded (also after a restart of the core). A job that has not "+
+			"started has empty tails and a note; files that are gone or a site that is down are errors saying so.",
 		readOnly, t.taskLogs)
 }
 

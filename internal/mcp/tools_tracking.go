@@ -14,11 +14,22 @@ import (
 )
 
 // Bounds of wait_task. MCP clients time requests out (often after 60 s unless progress
-// resets the timer), so the default stays well below that.
+// resets the timer), so the default stays well below that. With a backend that streams
+// events, wait_task looks at the task when one of its events arrives (and once more
+// shortly after: a task's state may change in the transaction after its event), and
+// polls only every safetyPoll in case the stream broke unnoticed.
 const (
 	defaultWait = 30 * time.Second
 	maxWait     = 10 * time.Minute
+	safetyPoll  = 30 * time.Second
+	recheck     = time.Second
 )
+
+// eventFollower is a Backend that can follow the event stream (*client.Client can).
+type eventFollower interface {
+	EventsPage(ctx context.Context, f client.EventFilter) (*client.EventPage, error)
+	FollowEvents(ctx context.Context, o client.FollowOptions, fn func(client.Event) error) error
+}
 
 // WaitTaskIn says what to wait for.
 type WaitTaskIn struct {
@@ -37,18 +48,20 @@ type WaitTaskOut struct {
 
 // RecentEventsIn filters the activity log.
 type RecentEventsIn struct {
-	Task    string   `json:"task,omitempty" jsonschema:"only this task's events"`
-	Since   string   `json:"since,omitempty" jsonschema:"RFC 3339 time or a duration back from now (1h, 30m)"`
-	AfterID int64    `json:"after_id,omitempty" jsonschema:"only events with a larger id (pass last_id of the previous call to page forward)"`
-	Kinds   []string `json:"kinds,omitempty" jsonschema:"decision, dispatch, transition, continuation, failure, finished, cancelled, replan, recovery, draft"`
-	Limit   int      `json:"limit,omitempty" jsonschema:"at most this many (default 50, at most 1000)"`
+	Task     string   `json:"task,omitempty" jsonschema:"only this task's events"`
+	Since    string   `json:"since,omitempty" jsonschema:"RFC 3339 time or a duration back from now (1h, 30m)"`
+	AfterID  int64    `json:"after_id,omitempty" jsonschema:"only events with a larger id (pass last_id of the previous call to page forward)"`
+	BeforeID int64    `json:"before_id,omitempty" jsonschema:"only events with a smaller id (pass older_before of the previous call to page back)"`
+	Kinds    []string `json:"kinds,omitempty" jsonschema:"decision, dispatch, transition, continuation, failure, finished, cancelled, replan, recovery, draft"`
+	Limit    int      `json:"limit,omitempty" jsonschema:"at most this many (default 50, at most 1000)"`
 }
 
 // RecentEventsOut is a page of the activity log.
 type RecentEventsOut struct {
-	Count  int           `json:"count"`
-	LastID int64         `json:"last_id" jsonschema:"the largest id returned; pass it as after_id to get only newer events"`
-	Events []model.Event `json:"events" jsonschema:"oldest first; actor says who acted (rules, ai, user, system) and rationale why"`
+	Count       int           `json:"count"`
+	LastID      int64         `json:"last_id" jsonschema:"the largest id returned; pass it as after_id to get only newer events"`
+	OlderBefore int64         `json:"older_before,omitempty" jsonschema:"set when older events exist: pass it as before_id to read them"`
+	Events      []model.Event `json:"events" jsonschema:"oldest first; actor says who acted (rules, ai, user, system) and rationale why"`
 }
 
 // eventKinds are the kinds the core writes.
@@ -62,7 +75,8 @@ func (t *tools) registerTracking(s *mcp.Server) {
 		readOnly, t.waitTask)
 	addTool(s, "recent_events", "Read the activity log",
 		"Decisions, dispatches, job state transitions, continuations (retry, resize, migrate) and failures, each "+
-			"with who acted and why. Filter by task, time, kind; page with after_id.",
+			"with who acted and why: the newest ones (oldest first). Filter by task, time, kind; page forward with "+
+			"after_id, back with before_id.",
 		readOnly, t.recentEvents)
 }
 
@@ -99,8 +113,29 @@ func (t *tools) waitTask(ctx context.Context, req *mcp.CallToolRequest, in WaitT
 	}
 	out := &WaitTaskOut{Progress: []string{}}
 	var last model.TaskState
-	tick := time.NewTicker(t.poll)
+	poll := t.poll
+	wake := make(chan struct{}, 1)
+	if f, ok := b.(eventFollower); ok {
+		// Take the stream's position before the first look at the task, so an event
+		// between the two is not missed; then look again on each of its events.
+		if page, err := f.EventsPage(ctx, client.EventFilter{Task: in.ID, Limit: 1}); err == nil {
+			fctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go f.FollowEvents(fctx, client.FollowOptions{Task: in.ID, AfterID: page.LastID, ReconnectFor: timeout},
+				func(client.Event) error {
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+					return nil
+				})
+			poll = max(poll, safetyPoll)
+		}
+	}
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	again := time.NewTimer(time.Hour)
+	again.Stop()
 	for step := 1; ; step++ {
 		td, err := b.Task(ctx, in.ID)
 		if err != nil {
@@ -122,7 +157,7 @@ func (t *tools) waitTask(ctx context.Context, req *mcp.CallToolRequest, in WaitT
 			}
 			last = td.State
 		}
-		if done || !time.Now().Add(t.poll).Before(deadline) {
+		if done || !time.Now().Before(deadline) {
 			if out.Task, err = viewOf(td, false); err != nil {
 				return nil, err
 			}
@@ -133,11 +168,18 @@ func (t *tools) waitTask(ctx context.Context, req *mcp.CallToolRequest, in WaitT
 			}
 			return out, nil
 		}
+		timeLeft := time.NewTimer(time.Until(deadline))
 		select {
 		case <-ctx.Done():
+			timeLeft.Stop()
 			return nil, fmt.Errorf("wait_task %s was cancelled after %s: %w", in.ID, time.Since(start).Round(time.Second), ctx.Err())
+		case <-wake:
+			again.Reset(recheck)
+		case <-again.C:
 		case <-tick.C:
+		case <-timeLeft.C:
 		}
+		timeLeft.Stop()
 	}
 }
 
@@ -185,17 +227,28 @@ func (t *tools) recentEvents(ctx context.Context, _ *mcp.CallToolRequest, in Rec
 	if err != nil {
 		return nil, err
 	}
-	f := client.EventFilter{Task: in.Task, Since: in.Since, AfterID: in.AfterID, Kinds: in.Kinds, Limit: limit}
+	if in.BeforeID < 0 {
+		return nil, invalid("before_id must not be negative")
+	}
+	f := client.EventFilter{Task: in.Task, Since: in.Since, AfterID: in.AfterID, BeforeID: in.BeforeID, Kinds: in.Kinds, Limit: limit}
+	if in.AfterID == 0 {
+		f.Order = "newest" // the newest page, below before_id if given
+	}
 	var evs []model.Event
-	if in.AfterID > 0 {
-		// Paging forward: the next events after the caller's cursor.
-		if evs, err = b.Events(ctx, f); err != nil {
+	var older int64
+	if pb, ok := b.(eventFollower); ok {
+		page, err := pb.EventsPage(ctx, f)
+		if err != nil {
 			return nil, err
 		}
-	} else if evs, err = latestEvents(ctx, b, f); err != nil {
+		evs, older = page.Events, page.NextBefore
+	} else if evs, err = b.Events(ctx, f); err != nil {
 		return nil, err
 	}
-	out := &RecentEventsOut{Events: evs, Count: len(evs)}
+	if f.Order == "newest" {
+		slices.Reverse(evs) // oldest first, as documented
+	}
+	out := &RecentEventsOut{Events: evs, Count: len(evs), OlderBefore: older}
 	if out.Events == nil {
 		out.Events = []model.Event{}
 	}
@@ -203,34 +256,4 @@ func (t *tools) recentEvents(ctx context.Context, _ *mcp.CallToolRequest, in Rec
 		out.LastID = max(out.LastID, e.ID)
 	}
 	return out, nil
-}
-
-// Bounds of latestEvents' walk through the log.
-const (
-	eventPage     = 1000
-	maxEventPages = 50
-)
-
-// latestEvents returns the newest f.Limit events matching f (oldest first). The API
-// pages in id order, so it walks forward from the start in bounded pages and keeps the
-// tail; past maxEventPages pages it returns the newest events it saw.
-func latestEvents(ctx context.Context, b Backend, f client.EventFilter) ([]model.Event, error) {
-	want := f.Limit
-	f.Limit = eventPage
-	var tail []model.Event
-	for page := 0; page < maxEventPages; page++ {
-		evs, err := b.Events(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		tail = append(tail, evs...)
-		if len(tail) > want {
-			tail = append([]model.Event(nil), tail[len(tail)-want:]...)
-		}
-		if len(evs) < eventPage {
-			break
-		}
-		f.AfterID = evs[len(evs)-1].ID
-	}
-	return tail, nil
 }

@@ -238,6 +238,8 @@ type AttemptUpdate struct {
 	Script   *string
 	Started  *time.Time
 	Ended    *time.Time
+	// Output is where the job writes stdout/stderr (see AttemptOutput).
+	Output *model.JobOutput
 }
 
 // UpdateAttempt applies an update and appends events in one transaction.
@@ -274,6 +276,13 @@ func (s *Store) UpdateAttempt(ctx context.Context, taskID string, n int, u Attem
 		}
 		if u.Ended != nil {
 			errs = append(errs, set("ended_at", nanos(*u.Ended)))
+		}
+		if u.Output != nil {
+			b, err := json.Marshal(u.Output)
+			if err != nil {
+				return fmt.Errorf("store: attempt %s/%d output: %w", taskID, n, err)
+			}
+			errs = append(errs, set("output", string(b)))
 		}
 		if err := errors.Join(errs...); err != nil {
 			return err
@@ -340,6 +349,28 @@ func (s *Store) Attempts(ctx context.Context, taskID string) ([]*model.Attempt, 
 	return s.queryAttempts(ctx, `WHERE task_id=? ORDER BY n`, taskID)
 }
 
+// AttemptOutput returns where attempt n of a task writes its stdout and stderr, as
+// recorded when the site accepted the job; nil when it was not recorded (attempts
+// written before the location was stored, or not accepted by a site).
+func (s *Store) AttemptOutput(ctx context.Context, taskID string, n int) (*model.JobOutput, error) {
+	var raw string
+	err := s.db.QueryRowContext(ctx, `SELECT output FROM attempts WHERE task_id=? AND n=?`, taskID, n).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("attempt %d of task %q: %w", n, taskID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read output location of attempt %s/%d: %w", taskID, n, err)
+	}
+	if raw == "" {
+		return nil, nil
+	}
+	var out model.JobOutput
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, fmt.Errorf("store: attempt %s/%d: bad output JSON: %w", taskID, n, err)
+	}
+	return &out, nil
+}
+
 // OpenAttempts returns attempts that are submitting or active at a site (not final),
 // oldest first: what the monitor follows and what recovery reconciles.
 func (s *Store) OpenAttempts(ctx context.Context) ([]*model.Attempt, error) {
@@ -358,14 +389,18 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...model.Event) ([]int64, 
 	return ids, err
 }
 
-// EventQuery filters Events.
+// EventQuery filters Events. AfterID and BeforeID are exclusive cursors: a page read
+// newest first continues with BeforeID = the smallest id it returned, one read oldest
+// first with AfterID = the largest. Ids only grow (AUTOINCREMENT, one writer at a
+// time), so neither cursor skips or repeats an event, across restarts too.
 type EventQuery struct {
-	TaskID  string
-	AfterID int64     // only events with a larger id
-	Since   time.Time // only events at or after this time
-	Kinds   []string
-	Limit   int // default 200, max 10000
-	Newest  bool
+	TaskID   string
+	AfterID  int64     // only events with a larger id
+	BeforeID int64     // only events with a smaller id (0 = no bound)
+	Since    time.Time // only events at or after this time
+	Kinds    []string
+	Limit    int // default 200, max 10000
+	Newest   bool
 }
 
 // Events returns events in id order (or newest first with Newest).
@@ -378,6 +413,10 @@ func (s *Store) Events(ctx context.Context, q EventQuery) ([]model.Event, error)
 	}
 	sqlq := `SELECT id, time, task_id, attempt, system, kind, message, rationale, actor FROM events WHERE id > ?`
 	args := []any{q.AfterID}
+	if q.BeforeID > 0 {
+		sqlq += ` AND id < ?`
+		args = append(args, q.BeforeID)
+	}
 	if q.TaskID != "" {
 		sqlq += ` AND task_id = ?`
 		args = append(args, q.TaskID)

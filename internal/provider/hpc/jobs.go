@@ -1,9 +1,11 @@
 package hpc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -197,29 +199,65 @@ func (p *Provider) EstimateStart(ctx context.Context, spec model.JobSpec) (time.
 }
 
 // Logs returns the last tail bytes of a job's stdout and stderr. The job's tag (its
-// name) locates the files; a job that has not started yet has empty logs.
+// name) locates the files; a job that has not started yet has empty logs. The core
+// reads logs of its own attempts with ReadOutput and the location recorded at submit,
+// which needs no lookup at the site.
 func (p *Provider) Logs(ctx context.Context, jobID string, tail int) (model.Logs, error) {
-	if tail <= 0 {
-		tail = 64 << 10
-	}
 	name, err := p.jobName(ctx, jobID)
 	if err != nil {
 		return model.Logs{}, err
 	}
-	files, err := p.jobFiles(name)
+	out, err := p.Output(model.JobSpec{Tag: name}, jobID)
 	if err != nil {
 		return model.Logs{}, err
 	}
-	logs := model.Logs{JobID: jobID, StdoutPath: files.Stdout, StderrPath: files.Stderr}
-	var trunc bool
-	if logs.Stdout, trunc, err = p.tailFile(ctx, files.Stdout, tail); err != nil {
+	logs, err := p.ReadOutput(ctx, out, tail)
+	logs.JobID = jobID
+	if errors.Is(err, provider.ErrNoOutput) {
+		return logs, nil // not started yet
+	}
+	return logs, err
+}
+
+// Output is where a job submitted with spec writes: <workdir>/mosaic/<tag>.{out,err}
+// on the system's login host (the paths Submit puts into the script).
+func (p *Provider) Output(spec model.JobSpec, _ string) (model.JobOutput, error) {
+	files, err := p.jobFiles(spec.Tag)
+	if err != nil {
+		return model.JobOutput{}, err
+	}
+	return model.JobOutput{Host: p.endpoint, Stdout: files.Stdout, Stderr: files.Stderr}, nil
+}
+
+// ReadOutput tails a recorded output location through the transport. Only Mosaic's own
+// output files are read: absolute, clean paths named mosaic-*.out / mosaic-*.err.
+func (p *Provider) ReadOutput(ctx context.Context, out model.JobOutput, tail int) (model.Logs, error) {
+	if tail <= 0 {
+		tail = 64 << 10
+	}
+	logs := model.Logs{StdoutPath: out.Stdout, StderrPath: out.Stderr}
+	for _, f := range []struct{ path, ext string }{{out.Stdout, ".out"}, {out.Stderr, ".err"}} {
+		base := path.Base(f.path)
+		if !path.IsAbs(f.path) || path.Clean(f.path) != f.path || !strings.HasPrefix(base, "mosaic-") || !strings.HasSuffix(base, f.ext) ||
+			strings.ContainsAny(f.path, "\x00\n\r") {
+			return logs, fmt.Errorf("%s: %q is not a Mosaic job output file (want <workdir>/mosaic/mosaic-<task>-<n>%s)", p.sys.Name, f.path, f.ext)
+		}
+	}
+	if out.Host != "" && out.Host != p.endpoint {
+		p.log.Debug("reading job output recorded on another host", "recorded", out.Host, "now", p.endpoint)
+	}
+	var t1, t2, e1, e2 bool
+	var err error
+	if logs.Stdout, t1, e1, err = p.tailFile(ctx, out.Stdout, tail); err != nil {
 		return logs, err
 	}
-	logs.Truncated = trunc
-	if logs.Stderr, trunc, err = p.tailFile(ctx, files.Stderr, tail); err != nil {
+	if logs.Stderr, t2, e2, err = p.tailFile(ctx, out.Stderr, tail); err != nil {
 		return logs, err
 	}
-	logs.Truncated = logs.Truncated || trunc
+	logs.Truncated = t1 || t2
+	if !e1 && !e2 {
+		return logs, fmt.Errorf("%s: %s and %s on %s: %w", p.sys.Name, out.Stdout, out.Stderr, cmp.Or(out.Host, p.endpoint), provider.ErrNoOutput)
+	}
 	return logs, nil
 }
 
@@ -249,21 +287,22 @@ func (p *Provider) jobName(ctx context.Context, jobID string) (string, error) {
 	return "", fmt.Errorf("%s: job %s is unknown to the site (or its name is not known yet); retry in a few seconds", p.sys.Name, jobID)
 }
 
-// tailFile prints the file size then its last n bytes (`tail -c`); a missing file is empty.
-func (p *Provider) tailFile(ctx context.Context, file string, n int) (string, bool, error) {
+// tailFile prints the file size then its last n bytes (`tail -c`); a missing file is
+// empty and reports exists=false.
+func (p *Provider) tailFile(ctx context.Context, file string, n int) (body string, truncated, exists bool, err error) {
 	out, err := p.run(ctx, []string{"sh", "-c", `[ -e "$1" ] || exit 0; wc -c < "$1" && tail -c "$2" "$1"`, "sh", file, strconv.Itoa(n)}, nil)
 	if err != nil {
-		return "", false, err
+		return "", false, false, err
 	}
 	if out.ExitCode != 0 {
-		return "", false, fmt.Errorf("%s: read %s: %s", p.sys.Name, file, strings.TrimSpace(string(out.Stderr)))
+		return "", false, false, fmt.Errorf("%s: read %s: %s", p.sys.Name, file, strings.TrimSpace(string(out.Stderr)))
 	}
 	size, body, ok := strings.Cut(string(out.Stdout), "\n")
 	if !ok {
-		return "", false, nil
+		return "", false, false, nil
 	}
 	total, _ := strconv.Atoi(strings.TrimSpace(size))
-	return body, total > n, nil
+	return body, total > n, true, nil
 }
 
 func dedupe(ids []string) []string {

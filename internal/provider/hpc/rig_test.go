@@ -259,6 +259,17 @@ func TestRigLifecycle(t *testing.T) {
 			if err != nil || logs.Stdout != "nded\n" || !logs.Truncated {
 				t.Errorf("tail 5: %+v %v", logs, err)
 			}
+			// The location recorded at submit is read by a provider that never saw the
+			// job (a restarted core), without asking the scheduler.
+			loc, err := p.Output(ok, okID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh, _ := rigProvider(t, "alpha", via)
+			logs, err = fresh.ReadOutput(ctx, loc, 1024)
+			if err != nil || logs.Stdout != "hello from "+ok.Tag+"\nit's $not expanded\n" || logs.Stderr != "to stderr\n" {
+				t.Errorf("recorded output read by a fresh provider: %+v %v", logs, err)
+			}
 			found, err := p.FindByTag(ctx, []string{ok.Tag, bad.Tag, "mosaic-never-submitted-1"})
 			if err != nil {
 				t.Fatal(err)

@@ -570,7 +570,8 @@ func (p *Provider) jobDir(id int64) string {
 }
 
 // Logs returns the last tail bytes (default 16 KiB, at most 1 MiB) of the job's
-// stdout and stderr files.
+// stdout and stderr files. A job of an earlier run of the provider (before a restart
+// of the core) is found by its work directory: job ids never repeat across runs.
 func (p *Provider) Logs(ctx context.Context, jobID string, tail int) (model.Logs, error) {
 	id, err := strconv.ParseInt(strings.TrimSpace(jobID), 10, 64)
 	if err != nil {
@@ -583,7 +584,7 @@ func (p *Provider) Logs(ctx context.Context, jobID string, tail int) (model.Logs
 	if down != nil {
 		return model.Logs{}, down
 	}
-	if !known {
+	if _, err := os.Stat(p.jobDir(id)); !known && err != nil {
 		return model.Logs{}, fmt.Errorf("sim %s: job %s: %w (only jobs submitted through this provider have logs)", p.sys.Name, jobID, sim.ErrUnknownJob)
 	}
 	if err := ctx.Err(); err != nil {

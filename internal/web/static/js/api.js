@@ -62,18 +62,10 @@ export function qs(params) {
 export const enc = encodeURIComponent;
 
 /**
- * latestEvents returns the newest n events matching params, oldest first. /api/events
- * pages forward by id, so this walks pages of 10000 (at most 10 of them).
+ * latestEvents returns the newest n events matching params (at most 10000), oldest
+ * first: /api/events answers newest first, so one call is enough.
  */
 export async function latestEvents(params, n) {
-  let after = 0;
-  let out = [];
-  for (let page = 0; page < 10; page++) {
-    const r = await get('/api/events' + qs({ ...params, after_id: after || '', limit: 10000 }));
-    const evs = r.events || [];
-    out = out.concat(evs).slice(-n);
-    if (evs.length < 10000) break;
-    after = evs[evs.length - 1].id;
-  }
-  return out;
+  const r = await get('/api/events' + qs({ ...params, limit: Math.min(n, 10000) }));
+  return (r.events || []).reverse();
 }

@@ -144,28 +144,43 @@ async function countActive() {
 }
 
 // ---- Live activity over server-sent events -----------------------------------
-let lastEventID = 0;
+// The stream opens with a `ready` message carrying its position; every event carries
+// its id. Reconnecting with after_id = the last id seen replays what was missed (the
+// server also honours Last-Event-ID, which EventSource resends), and ids at or below
+// it are dropped, so nothing is lost or shown twice across a restart of the core.
+let lastEventID = -1; // -1: position not known yet (start from the newest)
 let es = null;
 let retries = 0;
 
 function connectEvents() {
-  const q = lastEventID > 0 ? `?after_id=${lastEventID}` : '';
+  const q = lastEventID >= 0 ? `?after_id=${lastEventID}` : '';
   es = new EventSource(`/api/events/stream${q}`);
   es.addEventListener('open', () => { retries = 0; });
+  es.addEventListener('ready', (m) => {
+    let r;
+    try { r = JSON.parse(m.data); } catch { return; }
+    // The server's position: our cursor, or 0 when the store is not the one we followed.
+    if (typeof r.last_id === 'number') lastEventID = r.last_id;
+  });
   es.addEventListener('event', (m) => {
     let ev;
     try { ev = JSON.parse(m.data); } catch { return; }
-    if (ev.id > lastEventID) lastEventID = ev.id;
+    if (!(ev.id > lastEventID)) return; // already shown
+    lastEventID = ev.id;
     bell.push(ev);
     app.emit('event', ev);
     if (['finished', 'failure', 'dispatch', 'cancelled'].includes(ev.kind)) countActive();
   });
   es.addEventListener('ping', () => {});
-  es.addEventListener('error', () => {
-    // EventSource would reconnect by itself, but without after_id; reconnect explicitly
-    // so nothing is missed, backing off up to 30 s.
+  es.addEventListener('error', async () => {
+    // Reconnect explicitly with after_id (so the position survives even a new
+    // EventSource), backing off up to 30 s. Browser sessions live in the core's
+    // memory: after a restart the page must sign in again, so stop and say so.
     es.close();
     retries = Math.min(retries + 1, 6);
+    if (retries >= 2) {
+      try { if (!(await api.session())) { signedOut(); return; } } catch { /* core still away */ }
+    }
     setTimeout(connectEvents, Math.min(30000, 500 * 2 ** retries));
   });
 }

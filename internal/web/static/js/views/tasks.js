@@ -121,13 +121,27 @@ async function detail(ctx, id) {
         if (!task.decision) { replace(p, emptyState('No decision recorded.')); return; }
         replace(p, candidateTable(task.decision, { verdicts: true }));
       } else if (k === 'timeline') {
-        const r = await api.get(`/api/events?task=${api.enc(id)}&limit=1000`);
-        replace(p, eventList(r.events || [], { showTask: false, id: 'task-timeline' }));
+        const evs = await api.latestEvents({ task: id }, 1000);
+        replace(p, eventList(evs, { showTask: false, id: 'task-timeline' }));
       } else if (k === 'logs') {
         if (!task.attempts.some(a => a.job_id)) { replace(p, emptyState('No job submitted yet: logs appear once a site accepts the job.')); return; }
-        const l = await api.get(`/api/tasks/${api.enc(id)}/logs?tail=65536`);
-        replace(p, h('div', { class: 'toolbar' }, h('span', { class: 'muted' }, `job ${l.job_id}${l.truncated ? ' · tails only' : ''}`), h('span', { class: 'spacer' }),
-          h('button', { class: 'btn', type: 'button', onclick: () => fill('logs') }, 'Refresh')),
+        const refresh = h('button', { class: 'btn', type: 'button', onclick: () => fill('logs') }, 'Refresh');
+        let l;
+        try {
+          l = await api.get(`/api/tasks/${api.enc(id)}/logs?tail=65536`);
+        } catch (e) {
+          // 404: no job yet or the files are gone; 503: the site is unreachable. The
+          // core says which, and what to do; show it as a state, not a failure.
+          if (e.status === 404 || e.status === 503) {
+            replace(p, emptyState(e.status === 503 ? 'Logs are unavailable right now.' : 'No logs to show.',
+              h('p', { class: 'muted', id: 'logs-why' }, e.message), refresh));
+            return;
+          }
+          throw e;
+        }
+        replace(p, h('div', { class: 'toolbar' }, h('span', { class: 'muted' }, `job ${l.job_id} · attempt ${l.attempt ?? '?'}${l.host ? ' · ' + l.host : ''}${l.truncated ? ' · tails only' : ''}`), h('span', { class: 'spacer' }),
+          refresh),
+        l.note ? h('p', { class: 'muted', id: 'logs-note', role: 'status' }, l.note) : null,
         h('h3', {}, 'stdout ', h('span', { class: 'muted small mono' }, l.stdout_path || '')), h('pre', { class: 'log', id: 'log-stdout', tabindex: '0' }, l.stdout || '(empty)'),
         h('h3', {}, 'stderr ', h('span', { class: 'muted small mono' }, l.stderr_path || '')), h('pre', { class: 'log', id: 'log-stderr', tabindex: '0' }, l.stderr || '(empty)'));
       } else if (k === 'attempts') {
