@@ -431,6 +431,7 @@ func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []
 		rec := &recs[a.w.rec]
 		var spec model.JobSpec
 		a.w.size.specInto(r, rec, &spec)
+		spec.Tag = estimateTag(r)
 		if t, err := h.Estimator.EstimateStart(ctx, rec.System, spec); err == nil && !t.IsZero() {
 			a.w.wait, a.w.src = model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second)), srcSite
 		}
@@ -481,6 +482,7 @@ func (h *HeuristicRanker) walltimeProbes(ctx context.Context, r *Request, recs [
 		z.wall = short
 		var spec model.JobSpec
 		z.specInto(r, rec, &spec)
+		spec.Tag = estimateTag(r)
 		t, err := h.Estimator.EstimateStart(ctx, rec.System, spec)
 		if err != nil || t.IsZero() {
 			continue
@@ -495,6 +497,17 @@ func (h *HeuristicRanker) walltimeProbes(ctx context.Context, r *Request, recs [
 		probes = append(probes, p)
 	}
 	return probes
+}
+
+// estimateTag is the job name a start estimate asks with: providers validate specs,
+// which need a tag, and the task's attempt 0 is never submitted. (Without one, every
+// estimate the simulated provider was asked failed and the queue model stood in.)
+func estimateTag(r *Request) string {
+	id := ""
+	if r.Task != nil {
+		id = r.Task.ID
+	}
+	return model.JobTag(id, 0)
 }
 
 // estimate fills the row's wait, its source and cost from queue history when known,
