@@ -478,16 +478,13 @@ func (r *runner) fromCandidate(js *jobState, c *scheduler.Candidate) (*placement
 
 // shape is what is really submitted for a placement: a job given fewer cores than its
 // maximum runs, and asks for, proportionally longer (its work is conserved), the
-// walltime capped by the partition. The walltime is the job's own at full size,
-// stretched: the envelope's walltime range only encodes that coupling of size and time
-// (see Job.Envelope), so the sized spec's walltime (the range's maximum since the
-// scheduler sizes walltime at walltime.max) is not stretched again.
+// walltime capped by the partition.
 func shape(js *jobState, pl *placement) (model.JobSpec, int, time.Duration) {
 	spec := pl.spec
 	cores := min(max(spec.TotalCores(), 1), js.MaxCores)
 	stretch := float64(js.MaxCores) / float64(cores)
 	run := time.Duration(math.Ceil(float64(js.Runtime)*stretch/float64(time.Second))) * time.Second
-	wall := time.Duration(math.Ceil(float64(js.Walltime)*stretch/float64(time.Second))) * time.Second
+	wall := time.Duration(math.Ceil(float64(spec.Walltime.D())*stretch/float64(time.Second))) * time.Second
 	if c := pl.unit.cfg.Partitions[0].MaxWalltime; c > 0 && wall > c {
 		wall = c
 	}
