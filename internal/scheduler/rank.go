@@ -424,6 +424,7 @@ func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []
 		}
 		return strings.Compare(a.key, b.key)
 	})
+	var tag string // one per placement
 	for _, a := range asks[:min(n, len(asks))] {
 		if ctx.Err() != nil {
 			return
@@ -431,7 +432,10 @@ func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []
 		rec := &recs[a.w.rec]
 		var spec model.JobSpec
 		a.w.size.specInto(r, rec, &spec)
-		spec.Tag = estimateTag(r)
+		if tag == "" {
+			tag = estimateTag(r)
+		}
+		spec.Tag = tag
 		if t, err := h.Estimator.EstimateStart(ctx, rec.System, spec); err == nil && !t.IsZero() {
 			a.w.wait, a.w.src = model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second)), srcSite
 		}
@@ -472,6 +476,7 @@ func (h *HeuristicRanker) walltimeProbes(ctx context.Context, r *Request, recs [
 		return compareRecordKeys(&recs[wa.rec], &recs[wb.rec])
 	})
 	probes := make([]wallProbe, 0, min(n, len(ask)))
+	tag := estimateTag(r)
 	for _, i := range ask[:min(n, len(ask))] {
 		if ctx.Err() != nil {
 			break
@@ -482,7 +487,7 @@ func (h *HeuristicRanker) walltimeProbes(ctx context.Context, r *Request, recs [
 		z.wall = short
 		var spec model.JobSpec
 		z.specInto(r, rec, &spec)
-		spec.Tag = estimateTag(r)
+		spec.Tag = tag
 		t, err := h.Estimator.EstimateStart(ctx, rec.System, spec)
 		if err != nil || t.IsZero() {
 			continue
@@ -507,7 +512,7 @@ func estimateTag(r *Request) string {
 	if r.Task != nil {
 		id = r.Task.ID
 	}
-	return model.JobTag(id, 0)
+	return "mosaic-" + id + "-0" // model.JobTag(id, 0) without fmt
 }
 
 // estimate fills the row's wait, its source and cost from queue history when known,

@@ -163,3 +163,32 @@ func TestHeuristicRankerRankMatchesPlaceWithProbes(t *testing.T) {
 		}
 	}
 }
+
+// tagEstimator records the tags start estimates are asked with.
+type tagEstimator struct{ tags []string }
+
+func (e *tagEstimator) EstimateStart(_ context.Context, _ string, spec model.JobSpec) (time.Time, error) {
+	e.tags = append(e.tags, spec.Tag)
+	if err := spec.Validate(); err != nil {
+		return time.Time{}, err
+	}
+	return fixedNow.Add(time.Hour), nil
+}
+
+// TestEstimateSpecsAreValid: every spec a start estimate is asked with (site estimates
+// and walltime probes) passes JobSpec.Validate, which providers apply, under the task's
+// attempt-0 tag (never submitted). Without a tag every simulated estimate failed.
+func TestEstimateSpecsAreValid(t *testing.T) {
+	est := &tagEstimator{}
+	if _, err := newTestScheduler(Options{Estimator: est}).Place(context.Background(), a100Task(), sixMachines(), PlaceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(est.tags) < 2 {
+		t.Fatalf("%d estimates asked", len(est.tags))
+	}
+	for _, tag := range est.tags {
+		if tag != model.JobTag("t-a100", 0) {
+			t.Fatalf("estimate tag %q, want %q", tag, model.JobTag("t-a100", 0))
+		}
+	}
+}
