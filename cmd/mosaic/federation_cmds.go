@@ -181,8 +181,12 @@ func newAboutCmd() *cobra.Command {
 				return j.print(cmd.OutOrStdout(), a)
 			}
 			tw := table(cmd.OutOrStdout())
+			clock := "real time (no simulated system)"
+			if a.Sim != nil {
+				clock = a.Sim.Summary
+			}
 			for _, kv := range [][2]string{{"url", c.URL()}, {"version", a.Version}, {"commit", dash(a.Commit)},
-				{"catalog", a.Catalog}, {"systems", strconv.Itoa(a.Systems)}, {"tick", a.Tick}, {"store", a.Store},
+				{"catalog", a.Catalog}, {"systems", strconv.Itoa(a.Systems)}, {"clock", clock}, {"tick", a.Tick}, {"store", a.Store},
 				{"ranker", a.Ranker}, {"started", a.Started.Format("2006-01-02 15:04:05 MST")}} {
 				fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
 			}

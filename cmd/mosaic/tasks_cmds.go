@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mosaic-hpc/mosaic/client"
+	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
 )
 
 // parseIntRange reads "4", "1..4" or "1-4".
@@ -190,7 +193,13 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 				return j.print(out, res)
 			}
 			if res.DryRun {
-				return res.Decision.Table(out)
+				if err := res.Decision.Table(out); err != nil {
+					return err
+				}
+				if a, err := c.About(cmd.Context()); err == nil {
+					printSimFooter(out, res.Decision, a.Sim)
+				}
+				return nil
 			}
 			t := res.Task
 			if !j.set {
@@ -416,6 +425,9 @@ func newTaskCmd() *cobra.Command {
 				}
 				tw.Flush()
 			}
+			if a, err := c.About(cmd.Context()); err == nil {
+				printSimTimes(out, t.Attempts, a.Sim, time.Now())
+			}
 			evs, err := c.Events(cmd.Context(), client.EventFilter{Task: t.ID, Limit: 50})
 			if err == nil && len(evs) > 0 {
 				fmt.Fprintln(out)
@@ -426,6 +438,70 @@ func newTaskCmd() *cobra.Command {
 	}
 	addJSONFlag(cmd, &j, client.TaskDetail{})
 	return cmd
+}
+
+// printSimFooter says, under a dry-run's candidate table, which candidates run on a
+// simulated clock and what the chosen walltime and wait mean in real time.
+func printSimFooter(w io.Writer, d *scheduler.Decision, sc *core.SimClock) {
+	if d == nil || sc == nil {
+		return
+	}
+	var sims []string
+	seen := map[string]bool{}
+	for _, c := range d.Candidates {
+		if _, ok := sc.Systems[c.System]; ok && c.Feasible && !seen[c.System] {
+			seen[c.System] = true
+			sims = append(sims, c.System)
+		}
+	}
+	if len(sims) == 0 {
+		return
+	}
+	sort.Strings(sims)
+	fmt.Fprintf(w, "simulated time: %s run at %s (1h of walltime takes %s real time); walltimes and waits above are simulated\n",
+		strings.Join(sims, ", "), core.SpeedText(sc.Speed), core.RealTime(time.Hour, sc.Speed))
+	ch := d.ChosenCandidate()
+	if ch == nil || d.Spec == nil {
+		return
+	}
+	if speed, ok := sc.Systems[ch.System]; ok {
+		fmt.Fprintf(w, "chosen on %s at %s: walltime %s takes %s real time, estimated wait %s takes %s\n", ch.System, core.SpeedText(speed),
+			d.Spec.Walltime, core.RealTime(d.Spec.Walltime.D(), speed), ch.EstWait, core.RealTime(ch.EstWait.D(), speed))
+	}
+}
+
+// printSimTimes gives, for each attempt on a simulated system, its walltime and
+// elapsed time in both clocks (the attempt's times are the wall clock's).
+func printSimTimes(w io.Writer, attempts []*model.Attempt, sc *core.SimClock, now time.Time) {
+	if sc == nil {
+		return
+	}
+	first := true
+	for _, a := range attempts {
+		speed, ok := sc.Systems[a.System]
+		if !ok || speed <= 0 {
+			continue
+		}
+		if first {
+			fmt.Fprintf(w, "\nsimulated time (%s):\n", sc.Summary)
+			first = false
+		}
+		line := fmt.Sprintf("  attempt %d on %s at %s: walltime %s takes %s real time", a.N, a.System, core.SpeedText(speed),
+			a.Spec.Walltime, core.RealTime(a.Spec.Walltime.D(), speed))
+		from, end, verb := a.StartedAt, now, "running for"
+		switch {
+		case a.StartedAt != nil && a.EndedAt != nil:
+			end, verb = *a.EndedAt, "ran"
+		case a.StartedAt == nil && a.State == model.JobPending:
+			from, verb = &a.CreatedAt, "queued for"
+		}
+		if from != nil && !from.IsZero() {
+			real := max(end.Sub(*from), 0)
+			line += fmt.Sprintf("; %s %s real time = %s simulated", verb, model.Duration(real.Round(time.Second)),
+				model.Duration(time.Duration(float64(real)*speed).Round(time.Second)))
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 func sizingText(s model.JobSpec) string {

@@ -124,7 +124,11 @@ func (e estimator) EstimateStart(ctx context.Context, system string, spec model.
 	if !ok {
 		return time.Time{}, fmt.Errorf("unknown system %s", system)
 	}
-	return p.EstimateStart(ctx, spec)
+	t, err := p.EstimateStart(ctx, spec)
+	if err != nil {
+		return t, err
+	}
+	return siteTime(p, e.c.clock(), t), nil
 }
 
 // Run probes every tick and, once the first snapshot exists, recovers what a previous
@@ -318,6 +322,7 @@ type About struct {
 	Drafter   string    `json:"drafter"` // envelope drafter: heuristic or llm:<provider/model>
 	Rules     []string  `json:"rules"`   // the rule chain in order
 	Started   time.Time `json:"started"`
+	Sim       *SimClock `json:"sim,omitempty"` // the simulated systems' clock; nil when none is simulated
 }
 
 // Version is set at build time with -ldflags "-X github.com/mosaic-hpc/mosaic/internal/core.Version=…".
@@ -326,7 +331,7 @@ var Version = "dev"
 // About reports version and configuration.
 func (c *Core) About() About {
 	a := About{Version: Version, Systems: len(c.cat.Systems), Tick: c.collector.Tick().String(), Ranker: c.sched.ActiveRanker(),
-		Drafter: c.drafter.Active(), Rules: c.sched.Rules(), Started: c.started}
+		Drafter: c.drafter.Active(), Rules: c.sched.Rules(), Started: c.started, Sim: c.SimClock()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		a.GoVersion = bi.GoVersion
 		for _, s := range bi.Settings {

@@ -3,11 +3,107 @@ package core
 import (
 	"fmt"
 	"io"
+	"math"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
+
+// SimClock says how fast the simulated systems' clock runs against the wall clock.
+// Walltimes, queue waits and estimates on a simulated system are in its time: at 60×
+// a job asking for 1h is killed after about a minute of real time.
+type SimClock struct {
+	// Speed is simulated seconds per real second (when the simulated systems run at
+	// different speeds, the fastest; Systems has each).
+	Speed float64 `json:"speed"`
+	// Systems maps each simulated system to its speed.
+	Systems map[string]float64 `json:"systems"`
+	// Summary is the sentence surfaces show, e.g. "simulated federation at 60× — 1h of
+	// walltime takes 1m real time".
+	Summary string `json:"summary"`
+}
+
+// speeder is implemented by providers whose clock runs faster than the wall clock.
+type speeder interface{ Speed() float64 }
+
+// SimClock reports the simulated systems' clock, or nil when no system is simulated.
+func (c *Core) SimClock() *SimClock {
+	var sc *SimClock
+	for _, p := range c.collector.Providers() {
+		s, ok := p.(speeder)
+		if !ok || s.Speed() <= 0 {
+			continue
+		}
+		if sc == nil {
+			sc = &SimClock{Systems: map[string]float64{}}
+		}
+		sc.Systems[p.System()] = s.Speed()
+		sc.Speed = max(sc.Speed, s.Speed())
+	}
+	if sc == nil {
+		return nil
+	}
+	what := "simulated federation"
+	if len(sc.Systems) < len(c.cat.Systems) {
+		names := make([]string, 0, len(sc.Systems))
+		for n := range sc.Systems {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		what = "simulated systems (" + strings.Join(names, ", ") + ")"
+	}
+	uniform := true
+	for _, v := range sc.Systems {
+		uniform = uniform && v == sc.Speed
+	}
+	at := "at " + SpeedText(sc.Speed)
+	if !uniform {
+		at = "at up to " + SpeedText(sc.Speed)
+	}
+	sc.Summary = what + " " + at + " — 1h of walltime takes " + RealTime(time.Hour, sc.Speed) + " real time"
+	return sc
+}
+
+// siteTime turns t, a wall-clock time a provider reported for the future (a start
+// estimate), into now plus the wait in the site's time: a simulated system answers in
+// wall-clock time, but the scheduler compares waits in the site's time (its queue model,
+// walltimes, max_queue_wait), so at 60× a 1m real wait is 1h. Other providers' times
+// are returned as they are.
+func siteTime(p any, now, t time.Time) time.Time {
+	s, ok := p.(speeder)
+	if !ok || s.Speed() <= 0 || t.IsZero() || !t.After(now) {
+		return t
+	}
+	const most = 30 * 24 * time.Hour // the scheduler caps waits far below this
+	wait := min(t.Sub(now), most)
+	return now.Add(time.Duration(min(float64(wait)*s.Speed(), float64(most))))
+}
+
+// SpeedText renders a speed-up factor: "60×", "2.5×".
+func SpeedText(speed float64) string {
+	return strconv.FormatFloat(speed, 'f', -1, 64) + "×"
+}
+
+// RealTime is how long simulated duration d takes on the wall clock at speed, rounded
+// to what a person reads: "1m", "2m30s", "1.2s", "<1ms".
+func RealTime(d time.Duration, speed float64) string {
+	if speed <= 0 || math.IsInf(speed, 0) || math.IsNaN(speed) {
+		return model.Duration(d).String()
+	}
+	r := time.Duration(float64(d) / speed)
+	switch {
+	case r <= 0 && d > 0, r > 0 && r < time.Millisecond:
+		return "<1ms"
+	case r < time.Second:
+		return r.Round(time.Millisecond).String()
+	case r < time.Minute:
+		return strconv.FormatFloat(math.Round(r.Seconds()*10)/10, 'f', -1, 64) + "s"
+	}
+	return model.Duration(r.Round(time.Second)).String()
+}
 
 // StatusRow is one partition in the queue-status view.
 type StatusRow struct {

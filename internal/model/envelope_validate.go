@@ -17,8 +17,10 @@ import (
 //   - Any range whose Max is 0 gets Max = Min ("max 0 means same as min").
 //   - nodes: Min 0 becomes 1, so the default is exactly one node (1..1). A multi-node
 //     job must say so (nodes.max > 1); Mosaic never spreads a job over nodes unasked.
-//   - cpu_cores: Min 0 becomes 1.
-//   - memory_gb: 0..0 means "the site's default memory".
+//   - cpu_cores: Min 0 becomes 1. Sizing gives a GPU job that asks for at most one
+//     core the node's share per GPU instead (scheduler.Size).
+//   - memory_gb: 0..0 means "the site's default memory" for a CPU job and the node's
+//     memory share per GPU for a GPU job (scheduler.Size).
 //   - gpus: 0..0 means a CPU-only job.
 //   - walltime: there is no default; walltime.min must be positive.
 //   - objective: empty becomes earliest_start.

@@ -28,19 +28,21 @@ type Job struct {
 // Moldable reports whether the job accepts fewer cores than its maximum.
 func (j Job) Moldable() bool { return j.MinCores < j.MaxCores }
 
-// Envelope is the job's envelope: cores [MinCores, MaxCores], walltime from Walltime
-// (at full size) to Walltime × MaxCores/MinCores (at the minimum), any node count,
-// objective earliest_start. rigid gives MinCores = MaxCores (what users submit today).
+// Envelope is the job's envelope: cores [MinCores, MaxCores], walltime Walltime (its
+// need at full size), any node count, objective earliest_start. rigid gives MinCores =
+// MaxCores (what users submit today). A job given fewer cores needs proportionally
+// longer; an envelope cannot couple size and time, so the replay stretches the
+// walltime it submits itself (see shape). A walltime range here would be wrong both
+// ways: sizing asks for walltime.max, which shape would stretch again.
 func (j Job) Envelope(rigid bool) model.Envelope {
 	lo := j.MinCores
 	if rigid {
 		lo = j.MaxCores
 	}
-	wmax := time.Duration(math.Ceil(float64(j.Walltime) * float64(j.MaxCores) / float64(lo)))
 	return model.Envelope{
 		CPUCores:  model.IntRange{Min: lo, Max: j.MaxCores},
 		Nodes:     model.IntRange{Min: 1, Max: j.MaxCores},
-		Walltime:  model.DurationRange{Min: model.Duration(j.Walltime), Max: model.Duration(wmax.Round(time.Second))},
+		Walltime:  model.DurationRange{Min: model.Duration(j.Walltime), Max: model.Duration(j.Walltime)},
 		Objective: model.ObjEarliestStart,
 		Source:    model.SourceUser,
 	}

@@ -63,6 +63,9 @@ type Candidate struct {
 
 	Sizing     *model.JobSpec `json:"sizing,omitempty"`
 	SizingNote string         `json:"sizing_note,omitempty"`
+	// WalltimeNote says why the walltime is what it is when the ranker compared the
+	// site's estimates for walltime.min and the longer walltime sizing chose.
+	WalltimeNote string `json:"walltime_note,omitempty"`
 
 	Scores     Scores         `json:"scores"`
 	EstWait    model.Duration `json:"est_wait"`

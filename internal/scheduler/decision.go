@@ -73,6 +73,7 @@ type lazyTrace struct {
 	rows    []row          // feasible candidates, until built (nil after)
 	order   []uint32       // rows' indices in rank order
 	minCost float64        // the least cost among the rows (for their scores)
+	probes  []wallProbe    // walltime comparisons the ranker made (usually none)
 	chosen  *Candidate     // the first in rank order, built by Place; build reuses it
 }
 
@@ -93,6 +94,9 @@ func (lz *lazyTrace) fill(c *Candidate, w *row, spec *model.JobSpec, hrank int) 
 	c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
 	c.HeuristicRank, c.Rank = hrank, hrank
 	c.keyOrd = w.keyOrd
+	if lz.probes != nil {
+		c.WalltimeNote = probeNote(lz.probes, w.rec)
+	}
 }
 
 // build turns the placement's rows into the feasible Candidates, in rank order, once.
@@ -216,6 +220,9 @@ func (d *Decision) Table(w io.Writer) error {
 				ai = strconv.Itoa(c.AIRank)
 			}
 			reason = c.SizingNote
+			if c.WalltimeNote != "" { // first: the table cuts long reasons
+				reason = c.WalltimeNote + "; " + reason
+			}
 			if c.AIReason != "" {
 				reason = c.AIReason
 			}

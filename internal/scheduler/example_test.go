@@ -42,11 +42,11 @@ func ExampleScheduler_Place() {
 	_ = d.Table(os.Stdout) // the `mosaic submit --dry-run` view
 	// Output:
 	// heuristic auto Delta@NCSA/gpuA100x4/bbka-delta-gpu 4 02:00:00
-	// RANK  SYSTEM      PARTITION  ACCOUNT         OK   NODES  GPUS    CPUS/N  MEM/N    TIME      EST_WAIT   SCORE  AI  REASON
-	// 1     Delta@NCSA  gpuA100x4  bbka-delta-gpu  yes  1      4xA100  1       default  02:00:00  0s(queue)  1.000  -   largest size fitting the idle GPUs
-	// -     Delta@NCSA  cpu        bbka-delta-cpu  no   -      -       -       -        -         -          -      -   accelerator: no GPUs on this partition; the task needs at least 1
+	// RANK  SYSTEM      PARTITION  ACCOUNT         OK   NODES  GPUS    CPUS/N  MEM/N  TIME      EST_WAIT   SCORE  AI  REASON
+	// 1     Delta@NCSA  gpuA100x4  bbka-delta-gpu  yes  1      4xA100  64      256G   02:00:00  0s(queue)  1.000  -   largest size fitting the idle GPUs
+	// -     Delta@NCSA  cpu        bbka-delta-cpu  no   -      -       -       -      -         -          -      -   accelerator: no GPUs on this partition; the task needs at least 1
 	//
 	// mode: auto   objective: earliest_start   ranker: heuristic
 	// chosen: Delta@NCSA/gpuA100x4/bbka-delta-gpu
-	// rationale: Delta@NCSA/gpuA100x4/bbka-delta-gpu: 1 node(s), 4xA100, 1 cpus/node, 2h; estimated wait 0s (queue), 8.0 SU, score 1.000. Best of 1 feasible among 2 candidates for earliest_start by heuristic ranking.
+	// rationale: Delta@NCSA/gpuA100x4/bbka-delta-gpu: 1 node(s), 4xA100, 64 cpus/node, 2h; estimated wait 0s (queue), 8.0 SU, score 1.000. Best of 1 feasible among 2 candidates for earliest_start by heuristic ranking.
 }

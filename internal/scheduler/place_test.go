@@ -185,14 +185,24 @@ func (c *countingEstimator) EstimateStart(context.Context, string, model.JobSpec
 }
 
 func TestEstimatorCallsAreBounded(t *testing.T) {
+	// The site estimates (MaxEstimates) and the walltime probes (WalltimeProbes: the
+	// estimator's 1h wait is long enough to ask whether walltime.min starts sooner)
+	// are bounded separately.
+	for _, tc := range []struct{ probes, want int }{{0, 2 + 2}, {1, 2 + 1}, {-1, 2}} {
+		est := &countingEstimator{}
+		s := newTestScheduler(Options{Estimator: est, MaxEstimates: 2, WalltimeProbes: tc.probes})
+		if _, err := s.Place(context.Background(), a100Task(), sixMachines(), PlaceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if est.calls != tc.want {
+			t.Errorf("WalltimeProbes %d: estimator called %d times, want %d", tc.probes, est.calls, tc.want)
+		}
+	}
 	est := &countingEstimator{}
 	s := newTestScheduler(Options{Estimator: est, MaxEstimates: 2})
 	d, err := s.Place(context.Background(), a100Task(), sixMachines(), PlaceOptions{})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if est.calls != 2 {
-		t.Errorf("estimator called %d times, want 2", est.calls)
 	}
 	site := 0
 	for _, c := range d.Feasible() {

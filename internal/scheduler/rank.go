@@ -42,6 +42,61 @@ type HeuristicRanker struct {
 	// sbatch --test-only): only the candidates with the shortest history/queue-model
 	// wait are asked (default 8).
 	MaxEstimates int
+	// WalltimeProbes bounds the extra Estimator calls per placement that ask whether
+	// walltime.min would start materially sooner than the walltime sizing chose (the
+	// envelope's maximum): default 2, negative for none. See ShorterWalltimeGain.
+	WalltimeProbes int
+}
+
+// A shorter walltime is requested only when the site says it starts materially sooner,
+// because a job cut short by its walltime costs a whole new attempt (and its queue
+// wait): at least ShorterWalltimeMinGain sooner and at least ShorterWalltimeGainShare of
+// the wait at the longer walltime. Both are in the site's (for a simulated system,
+// simulated) time.
+const (
+	ShorterWalltimeMinGain   = 15 * time.Minute
+	ShorterWalltimeGainShare = 0.25
+)
+
+// ShorterWalltimeGain is how much sooner walltime.min must start than the longer
+// walltime, whose wait is longWait, to be chosen instead.
+func ShorterWalltimeGain(longWait time.Duration) time.Duration {
+	return max(ShorterWalltimeMinGain, time.Duration(float64(longWait)*ShorterWalltimeGainShare).Round(time.Second))
+}
+
+// wallProbe is one walltime comparison of a placement: the site's start estimates for
+// the candidate of record rec at walltime long (what sizing chose) and short
+// (walltime.min), and whether short was taken.
+type wallProbe struct {
+	rec                 uint32
+	taken               bool
+	long, short         model.Duration
+	longWait, shortWait model.Duration
+}
+
+// note explains the comparison in a candidate's rationale.
+func (p *wallProbe) note() string {
+	gain := (p.longWait - p.shortWait).D()
+	if p.taken {
+		return "walltime " + p.short.String() + " instead of " + p.long.String() + ": starts " + model.Duration(gain).String() +
+			" sooner by backfill (site estimates " + p.shortWait.String() + " vs " + p.longWait.String() + ")"
+	}
+	need := model.Duration(ShorterWalltimeGain(p.longWait.D())).String()
+	if gain <= 0 {
+		return "walltime " + p.long.String() + ", the envelope's max: " + p.short.String() + " would start no sooner"
+	}
+	return "walltime " + p.long.String() + ", the envelope's max: " + p.short.String() + " would start only " +
+		model.Duration(gain).String() + " sooner (needs " + need + ")"
+}
+
+// probeNote is the note of the probe of record rec, or "".
+func probeNote(probes []wallProbe, rec uint32) string {
+	for i := range probes {
+		if probes[i].rec == rec {
+			return probes[i].note()
+		}
+	}
+	return ""
 }
 
 // Name implements Ranker.
@@ -111,11 +166,15 @@ func (h *HeuristicRanker) Rank(ctx context.Context, r *Request, feasible []*Cand
 			rows[i].size = sizingOf(c.Sizing)
 		}
 	}
-	order, minCost := h.rankRows(ctx, r, recs, rows)
+	order, minCost, probes := h.rankRows(ctx, r, recs, rows)
 	out := make([]*Candidate, len(feasible))
 	for pos, k := range order {
 		w, c := &rows[k], feasible[k]
 		c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
+		c.WalltimeNote = probeNote(probes, w.rec)
+		if c.Sizing != nil && c.Sizing.Walltime != w.size.wall {
+			c.Sizing.Walltime = w.size.wall // a probe chose walltime.min
+		}
 		c.Scores = roundedScores(&r.Envelope, &recs[k], w, minCost)
 		c.HeuristicRank = pos + 1
 		out[pos] = c
@@ -124,9 +183,9 @@ func (h *HeuristicRanker) Rank(ctx context.Context, r *Request, feasible []*Cand
 }
 
 // rankRows scores rows (recs[w.rec] is row w's record) and returns their order, best
-// first (the heuristic ranks), and the least cost among them (for roundedScores). The
-// heuristic ranker never fails.
-func (h *HeuristicRanker) rankRows(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) (order []uint32, minCost float64) {
+// first (the heuristic ranks), the least cost among them (for roundedScores) and the
+// walltime probes made (see WalltimeProbes). The heuristic ranker never fails.
+func (h *HeuristicRanker) rankRows(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) (order []uint32, minCost float64, probes []wallProbe) {
 	minCost = math.Inf(1)
 	for i := range rows {
 		w := &rows[i]
@@ -137,6 +196,16 @@ func (h *HeuristicRanker) rankRows(ctx context.Context, r *Request, recs []model
 	}
 	if h.Estimator != nil {
 		h.siteEstimates(ctx, r, recs, rows)
+		probes = h.walltimeProbes(ctx, r, recs, rows)
+		for i := range probes {
+			if p := &probes[i]; p.taken {
+				for k := range rows {
+					if w := &rows[k]; w.rec == p.rec {
+						minCost = min(minCost, w.cost)
+					}
+				}
+			}
+		}
 	}
 	mqw := r.Envelope.MaxQueueWait
 	for i := range rows {
@@ -144,7 +213,7 @@ func (h *HeuristicRanker) rankRows(ctx context.Context, r *Request, recs []model
 		w.setTotal(scores(&r.Envelope, &recs[w.rec], w, minCost).Total)
 		w.over = mqw > 0 && w.wait > mqw
 	}
-	return sortRows(r, recs, rows), minCost
+	return sortRows(r, recs, rows), minCost, probes
 }
 
 // noQ marks a row whose total is not a round4 value in [0,1] (NaN, say).
@@ -355,6 +424,7 @@ func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []
 		}
 		return strings.Compare(a.key, b.key)
 	})
+	var tag string // one per placement
 	for _, a := range asks[:min(n, len(asks))] {
 		if ctx.Err() != nil {
 			return
@@ -362,10 +432,87 @@ func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []
 		rec := &recs[a.w.rec]
 		var spec model.JobSpec
 		a.w.size.specInto(r, rec, &spec)
+		if tag == "" {
+			tag = estimateTag(r)
+		}
+		spec.Tag = tag
 		if t, err := h.Estimator.EstimateStart(ctx, rec.System, spec); err == nil && !t.IsZero() {
 			a.w.wait, a.w.src = model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second)), srcSite
 		}
 	}
+}
+
+// walltimeProbes asks the site, for at most WalltimeProbes candidates, whether
+// walltime.min would start materially sooner than the walltime sizing chose, and takes
+// it where it would (the row's walltime, wait and cost change). Only candidates with a
+// site estimate of at least ShorterWalltimeMinGain are asked (neither history nor the
+// queue model knows walltimes), those with the shortest such wait first.
+func (h *HeuristicRanker) walltimeProbes(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) []wallProbe {
+	n := h.WalltimeProbes
+	if n == 0 {
+		n = 2
+	}
+	short := r.Envelope.Walltime.Min
+	if n < 0 || short <= 0 {
+		return nil
+	}
+	var ask []uint32 // row indices
+	for i := range rows {
+		if w := &rows[i]; w.src == srcSite && w.size.wall > short && w.wait.D() >= ShorterWalltimeMinGain {
+			ask = append(ask, uint32(i))
+		}
+	}
+	if len(ask) == 0 {
+		return nil
+	}
+	slices.SortFunc(ask, func(a, b uint32) int {
+		wa, wb := &rows[a], &rows[b]
+		if wa.wait != wb.wait {
+			if wa.wait < wb.wait {
+				return -1
+			}
+			return 1
+		}
+		return compareRecordKeys(&recs[wa.rec], &recs[wb.rec])
+	})
+	probes := make([]wallProbe, 0, min(n, len(ask)))
+	tag := estimateTag(r)
+	for _, i := range ask[:min(n, len(ask))] {
+		if ctx.Err() != nil {
+			break
+		}
+		w := &rows[i]
+		rec := &recs[w.rec]
+		z := w.size
+		z.wall = short
+		var spec model.JobSpec
+		z.specInto(r, rec, &spec)
+		spec.Tag = tag
+		t, err := h.Estimator.EstimateStart(ctx, rec.System, spec)
+		if err != nil || t.IsZero() {
+			continue
+		}
+		p := wallProbe{rec: w.rec, long: w.size.wall, short: short, longWait: w.wait,
+			shortWait: model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second))}
+		if gain := (p.longWait - p.shortWait).D(); gain >= ShorterWalltimeGain(p.longWait.D()) {
+			p.taken = true
+			w.size.wall, w.wait = short, p.shortWait
+			w.cost = cost(rec, &w.size)
+		}
+		probes = append(probes, p)
+	}
+	return probes
+}
+
+// estimateTag is the job name a start estimate asks with: providers validate specs,
+// which need a tag, and the task's attempt 0 is never submitted. (Without one, every
+// estimate the simulated provider was asked failed and the queue model stood in.)
+func estimateTag(r *Request) string {
+	id := ""
+	if r.Task != nil {
+		id = r.Task.ID
+	}
+	return "mosaic-" + id + "-0" // model.JobTag(id, 0) without fmt
 }
 
 // estimate fills the row's wait, its source and cost from queue history when known,

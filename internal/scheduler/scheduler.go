@@ -60,14 +60,17 @@ func (e *PlacementError) Unwrap() error { return ErrNoFeasible }
 
 // Options configure a Scheduler. Every field is optional.
 type Options struct {
-	Rules        []Rule        // nil = DefaultRules()
-	Estimator    Estimator     // site start estimates for the heuristic ranker
-	MaxEstimates int           // Estimator calls per placement (default 8)
-	History      History       // queue-wait history for the heuristic ranker
-	LLM          Ranker        // optional second ranker (see NewLLMRanker); nil = heuristics only
-	LLMTimeout   time.Duration // per placement; default 20s
-	Now          func() time.Time
-	Logger       *slog.Logger
+	Rules        []Rule    // nil = DefaultRules()
+	Estimator    Estimator // site start estimates for the heuristic ranker
+	MaxEstimates int       // Estimator calls per placement (default 8)
+	// WalltimeProbes: extra Estimator calls per placement asking whether walltime.min
+	// starts materially sooner (default 2, negative for none; see ShorterWalltimeGain).
+	WalltimeProbes int
+	History        History       // queue-wait history for the heuristic ranker
+	LLM            Ranker        // optional second ranker (see NewLLMRanker); nil = heuristics only
+	LLMTimeout     time.Duration // per placement; default 20s
+	Now            func() time.Time
+	Logger         *slog.Logger
 }
 
 // Scheduler places tasks. It is safe for concurrent use.
@@ -86,7 +89,7 @@ type Scheduler struct {
 func New(opts Options) *Scheduler {
 	s := &Scheduler{
 		rules: opts.Rules,
-		heur:  &HeuristicRanker{Estimator: opts.Estimator, History: opts.History, MaxEstimates: opts.MaxEstimates},
+		heur:  &HeuristicRanker{Estimator: opts.Estimator, History: opts.History, MaxEstimates: opts.MaxEstimates, WalltimeProbes: opts.WalltimeProbes},
 		llm:   opts.LLM,
 		llmTO: opts.LLMTimeout,
 		now:   opts.Now,
@@ -212,7 +215,7 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 		return d, s.noFeasible(task.ID, d, req)
 	}
 
-	lz.order, lz.minCost = s.heur.rankRows(ctx, req, snap.Records, rows)
+	lz.order, lz.minCost, lz.probes = s.heur.rankRows(ctx, req, snap.Records, rows)
 	lz.rows = rows
 	if s.llm != nil && !opts.NoLLM && len(rows) > 1 {
 		ranked := d.Feasible() // heuristic order
@@ -405,6 +408,10 @@ func rationale(d *Decision, c *Candidate, nFeasible, nAll int) string {
 	buf = append(buf, " by "...)
 	buf = append(buf, d.Ranker...)
 	buf = append(buf, " ranking"...)
+	if c.WalltimeNote != "" {
+		buf = append(buf, "; "...)
+		buf = append(buf, c.WalltimeNote...)
+	}
 	if c.AIReason != "" {
 		buf = append(buf, "; AI: "...)
 		buf = append(buf, c.AIReason...)

@@ -49,11 +49,22 @@ func clamp(v, lo, hi int) int {
 // objective:
 //
 //   - earliest_start: the largest size that fits what is idle now (free GPUs on GPU
-//     partitions, free cores otherwise), never below the minimum; walltime.min, since
-//     short requests backfill sooner.
-//   - max_throughput, fastest_finish: the maximum useful size the partition allows, and
-//     the longest walltime up to the partition cap.
-//   - min_cost: the minimum size and walltime.min.
+//     partitions, free cores otherwise), never below the minimum.
+//   - max_throughput, fastest_finish: the maximum useful size the partition allows.
+//   - min_cost: the minimum size.
+//
+// Cores and memory per node: a GPU job that does not say how many cores it wants (no
+// cpu_cores, which Normalize makes [1,1]) gets the node's share per GPU, cores/GPUs ×
+// its GPUs on the node (16 cores per GPU on a 64-core node with 4 A100; the whole node
+// on exclusive partitions, where it is charged anyway); without memory_gb it gets the
+// node's memory per GPU likewise (site default when the node's memory is unknown). Otherwise the envelope's request:
+// a GPU job's cores are its GPU share clamped to cpu_cores, a CPU job's follow the
+// objective, memory is memory_gb.max (min for min_cost) spread over the nodes.
+//
+// Walltime is the envelope's maximum (capped by the partition) whatever the objective:
+// a job cut short costs a whole new attempt. The ranker may then choose walltime.min
+// for a candidate whose site estimate says it starts materially sooner (see
+// WalltimeProbes); Size itself never does.
 //
 // Work is spread evenly over the nodes (Slurm's --gpus-per-node is uniform); on
 // exclusive partitions, where whole nodes are charged anyway, each node gets as many
@@ -197,16 +208,23 @@ func sizeCompact(r *Request, rec *model.ResourceRecord, out *sizing) (note uint8
 	}
 
 	// Cores per node: GPU jobs take a share of the node in proportion to their GPUs
-	// (whole node when exclusive) within the envelope; CPU jobs spread the target.
+	// (whole node when exclusive) within the envelope, or exactly that share when the
+	// envelope does not ask for cores; CPU jobs spread the target.
 	cpn := rec.CPUCoresPerNode
+	gpuJob := rec.IsGPU() && gpn > 0
 	var cores int
 	switch {
+	case gpuJob && env.CPUCores.Max <= 1 && cpn > 0: // no cpu_cores asked: the GPUs' share of the node
+		cores = cpn
+		if !rec.Exclusive {
+			cores = cpn * gpn / rec.GPUsPerNode
+		}
 	case obj == model.ObjMinCost:
 		cores = ceilDiv(env.CPUCores.Min, nodes)
-	case rec.IsGPU() && gpn > 0 && !big && !rec.Exclusive && cpn > 0:
+	case gpuJob && !big && !rec.Exclusive && cpn > 0:
 		share := cpn * gpn / rec.GPUsPerNode
 		cores = clamp(share, ceilDiv(env.CPUCores.Min, nodes), max(1, divNodes(env.CPUCores.Max, nodes)))
-	case rec.IsGPU() && gpn > 0:
+	case gpuJob:
 		cores = max(ceilDiv(env.CPUCores.Min, nodes), divNodes(env.CPUCores.Max, nodes))
 	default:
 		tgt := env.CPUCores.Max
@@ -224,21 +242,24 @@ func sizeCompact(r *Request, rec *model.ResourceRecord, out *sizing) (note uint8
 	cores = max(cores, 1)
 
 	mem := 0 // 0 = site default
-	if env.MemoryGB.Max > 0 {
+	switch m := rec.MemoryPerNodeGB; {
+	case env.MemoryGB.Max > 0:
 		total := env.MemoryGB.Max
 		if obj == model.ObjMinCost {
 			total = env.MemoryGB.Min
 		}
 		mem = max(ceilDiv(total, nodes), ceilDiv(env.MemoryGB.Min, nodes))
-		if m := rec.MemoryPerNodeGB; m > 0 && mem > m {
+		if m > 0 && mem > m {
 			mem = m
+		}
+	case gpuJob && m > 0: // no memory_gb asked: the GPUs' share of the node
+		mem = m
+		if !rec.Exclusive {
+			mem = m * gpn / rec.GPUsPerNode
 		}
 	}
 
-	wall := env.Walltime.Min
-	if big {
-		wall = env.Walltime.Max
-	}
+	wall := env.Walltime.Max
 	if c := rec.WalltimeCap; c > 0 && wall > c {
 		wall = c
 	}

@@ -5,6 +5,7 @@ import { h, replace, ago, healthDot, partitions, gating, toast, errorBox, announ
 import * as api from './api.js';
 import { applyTheme, currentTheme, setTheme } from './theme.js';
 import * as globus from './globus.js';
+import { showBadge as showSimClock } from './simclock.js';
 import { openLaunch } from './views/launch.js';
 import * as overview from './views/overview.js';
 import * as idle from './views/idle.js';
@@ -275,6 +276,7 @@ async function boot() {
   if (!sess) { signedOut(); return; }
   document.getElementById('launch-btn').addEventListener('click', () => app.openLaunch({}));
   try { app.about = await api.get('/api/about'); } catch (e) { toast(e.message, true); }
+  showSimClock(app.about);
   await globus.start();
   await pollSnapshot();
   countActive();

@@ -2,9 +2,10 @@
 // drafted by the agent, with its source and confidence), run location (Auto: the
 // meta-scheduler; Pin: a system and optional partition) — and the dry-run candidate
 // table before anything is submitted.
-import { h, replace, toast, errorBox } from '../dom.js';
+import { h, replace, toast, errorBox, dur } from '../dom.js';
 import * as api from '../api.js';
 import { candidateTable } from './candidates.js';
+import { speedOf, speedText, realTime } from '../simclock.js';
 
 const OBJECTIVES = [['earliest_start', 'Earliest start'], ['fastest_finish', 'Fastest finish'], ['max_throughput', 'Max throughput'], ['min_cost', 'Min cost (SU)']];
 
@@ -165,7 +166,7 @@ export function openLaunch(app, opts = {}) {
     try {
       const r = await api.post('/api/tasks', request(true));
       st.dry = r.decision;
-      replace(dryOut, candidateTable(r.decision));
+      replace(dryOut, candidateTable(r.decision), simNote(app.about, r.decision));
       submit.disabled = false;
     } catch (x) {
       st.dry = null; submit.disabled = true;
@@ -204,4 +205,15 @@ export function openLaunch(app, opts = {}) {
   dlg.addEventListener('close', () => document.getElementById('launch-btn')?.focus(), { once: true });
   dlg.showModal();
   show();
+}
+
+// simNote says, under the dry-run table, what the chosen walltime and wait mean in real
+// time when the chosen system is simulated (at 60× a 1h walltime ends after a minute).
+function simNote(about, d) {
+  const ch = (d?.candidates || []).find(c => `${c.system}/${c.partition}/${c.account}` === d.chosen);
+  const speed = speedOf(about, ch?.system);
+  if (!speed || !d.spec) return null;
+  return h('p', { class: 'muted small', id: 'dry-sim-note' },
+    `${ch.system} is simulated at ${speedText(speed)}: walltime ${dur(d.spec.walltime)} takes ${realTime(d.spec.walltime, speed)} real time, `,
+    `estimated wait ${dur(ch.est_wait) === '—' ? '0s' : dur(ch.est_wait)} takes ${realTime(ch.est_wait, speed)}.`);
 }

@@ -23,6 +23,7 @@ export async function render(ctx) {
           h('dt', {}, 'Go'), h('dd', {}, a.go_version || '—'),
           h('dt', {}, 'Ranker'), h('dd', { id: 'about-ranker' }, a.ranker),
           h('dt', {}, 'Envelope drafter'), h('dd', {}, a.drafter),
+          h('dt', {}, 'Clock'), h('dd', { id: 'about-clock' }, a.sim ? a.sim.summary : 'real time (no simulated system)'),
           h('dt', {}, 'Probe tick'), h('dd', {}, a.tick),
           h('dt', {}, 'Catalog'), h('dd', { class: 'mono' }, a.catalog),
           h('dt', {}, 'Systems'), h('dd', {}, String(a.systems)),

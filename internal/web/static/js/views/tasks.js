@@ -5,6 +5,7 @@ import { h, replace, clock, ago, stateChip, emptyState, errorBox, toast, dur, ke
 import * as api from '../api.js';
 import { candidateTable } from './candidates.js';
 import { eventList } from './activity.js';
+import { speedOf, speedText, realTime, human } from '../simclock.js';
 
 const FINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
@@ -96,6 +97,8 @@ async function detail(ctx, id) {
     const last = task.attempts[task.attempts.length - 1];
     const env = task.envelope || {};
     const final = FINAL.has(task.state);
+    const speed = speedOf(ctx.app.about, last?.system);
+    const elapsed = speed ? simElapsed(last, speed) : '';
     replace(head,
       h('div', { class: 'view-head' }, h('h1', {}, task.name), stateChip(task.state), h('span', { class: 'mono muted' }, task.id),
         task.target ? h('span', { class: 'chip warn' }, `pinned to ${task.target.system}${task.target.partition ? ':' + task.target.partition : ''}`) : h('span', { class: 'chip' }, 'auto')),
@@ -105,7 +108,9 @@ async function detail(ctx, id) {
           h('dt', {}, 'Command'), h('dd', { class: 'mono' }, task.command || '(script)'),
           h('dt', {}, 'Placement'), h('dd', { id: 'task-placement' }, last ? `${last.system} · ${last.partition}${last.account ? ' · ' + last.account : ''}` : '—'),
           h('dt', {}, 'Job'), h('dd', { class: 'mono' }, last?.job_id || '—', last ? ` (${last.state})` : ''),
-          h('dt', {}, 'Sizing'), h('dd', {}, last ? `${last.spec.nodes} node(s), ${last.spec.gpus} GPU, ${last.spec.ntasks * last.spec.cpus_per_task} cores, ${last.spec.memory_gb || 'default'} GB/node, ${dur(last.spec.walltime)}` : '—'),
+          h('dt', {}, 'Sizing'), h('dd', {}, last ? `${last.spec.nodes} node(s), ${last.spec.gpus} GPU, ${last.spec.ntasks * last.spec.cpus_per_task} cores, ${last.spec.memory_gb || 'default'} GB/node, ${dur(last.spec.walltime)}` : '—',
+            speed ? h('span', { class: 'muted', id: 'task-walltime-real' }, ` (simulated at ${speedText(speed)}: takes ${realTime(last.spec.walltime, speed)} real time)`) : null),
+          elapsed ? h('dt', {}, 'Time') : null, elapsed ? h('dd', { id: 'task-elapsed' }, elapsed) : null,
           h('dt', {}, 'Envelope'), h('dd', {}, `GPUs ${rng(env.gpus)} · cores ${rng(env.cpu_cores)} · memory ${rng(env.memory_gb)} GB · walltime ${rng(env.walltime)} · ${env.objective || 'earliest_start'} · source ${env.source || 'user'}${env.confidence ? ` (${Math.round(env.confidence * 100)}%)` : ''}`),
           h('dt', {}, 'Attempts'), h('dd', {}, `${task.attempts.length} of at most ${task.policy?.max_attempts ?? '?'}`),
           h('dt', {}, 'Created'), h('dd', {}, clock(task.created_at))),
@@ -162,6 +167,18 @@ async function detail(ctx, id) {
     clearTimeout(pending);
     pending = setTimeout(async () => { try { await loadTask(); if (current !== 'logs') fill(current); } catch (e) { console.warn(e.message); } }, 200);
   });
+}
+
+// simElapsed is an attempt's queued or run time on a simulated system in both clocks
+// (its times are the wall clock's): "ran 2s real time = 4m simulated".
+function simElapsed(a, speed) {
+  let from = a.started_at, verb = 'running for';
+  if (a.started_at && a.ended_at) verb = 'ran';
+  else if (!a.started_at && a.state === 'pending') { from = a.created_at; verb = 'queued for'; }
+  if (!from) return '';
+  const end = a.started_at && a.ended_at ? new Date(a.ended_at) : new Date();
+  const real = Math.max(0, (end - new Date(from)) / 1000);
+  return `${verb} ${human(Math.round(real))} real time = ${human(Math.round(real * speed))} simulated (at ${speedText(speed)})`;
 }
 
 function rng(r) {
