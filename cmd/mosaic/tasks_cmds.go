@@ -428,8 +428,10 @@ func newTaskCmd() *cobra.Command {
 			if a, err := c.About(cmd.Context()); err == nil {
 				printSimTimes(out, t.Attempts, a.Sim, time.Now())
 			}
+			// The newest 50 events, printed in the order they happened.
 			evs, err := c.Events(cmd.Context(), client.EventFilter{Task: t.ID, Limit: 50})
 			if err == nil && len(evs) > 0 {
+				slices.Reverse(evs)
 				fmt.Fprintln(out)
 				printEvents(out, evs)
 			}
