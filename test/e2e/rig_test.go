@@ -320,7 +320,7 @@ func TestRigCrashRecovery(t *testing.T) {
 				// made a task, and that task's run is not the same command run twice.
 				name := fmt.Sprintf("crash%02d-%02d", i, try)
 				out, _, rc := e.run("submit", "--json=task", "--name", name, "--cpus", "1",
-					"--walltime", "5m", "--command", fmt.Sprintf("echo %s >> %s; sleep %d", name, side, 1+i%3))
+					"--walltime", "5m", "--command", fmt.Sprintf("echo %s job=$SLURM_JOB_ID restarts=${SLURM_RESTART_COUNT:-0} host=$(hostname) >> %s; sleep %d", name, side, 1+i%3))
 				if rc == 0 {
 					var res struct {
 						Task struct{ ID string } `json:"task"`
@@ -405,7 +405,14 @@ func TestRigCrashRecovery(t *testing.T) {
 	for _, x := range tasks {
 		names[x.Name] = true
 		if n := ran[x.Name]; n != 1 && x.State == "succeeded" {
-			t.Errorf("task %s (%s) succeeded but its command ran %d times, want once", x.ID, x.Name, n)
+			var lines []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, x.Name+" ") {
+					lines = append(lines, l)
+				}
+			}
+			detail, _, _ := e.run("task", x.ID)
+			t.Errorf("task %s (%s) succeeded but its command ran %d times, want once: %q\n%s", x.ID, x.Name, n, lines, detail)
 		}
 	}
 	for name, n := range ran {
