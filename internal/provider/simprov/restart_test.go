@@ -347,3 +347,34 @@ func TestWorkDirLockedByAnotherProvider(t *testing.T) {
 		t.Fatalf("job killed by Close, seen after a restart: %+v", m[id])
 	}
 }
+
+// TestRestartKillsJobWithDamagedRecord: a job still running whose record cannot be
+// read cannot be followed; it is killed so that it does not run beside its retry.
+func TestRestartKillsJobWithDamagedRecord(t *testing.T) {
+	dir := t.TempDir()
+	jd := filepath.Join(dir, safeName(testSystem().Name), "1000")
+	if err := os.MkdirAll(jd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The job as the wrapper runs it: its own group, the job directory in its arguments.
+	job := exec.Command("/bin/sh", "-c", "sleep 30", "mosaic-sim-job", "sh", filepath.Join(jd, "job.sh"), jd)
+	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = job.Process.Kill(); _ = job.Wait() })
+	if err := os.WriteFile(filepath.Join(jd, pidFile), []byte(strconv.Itoa(job.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jd, recordFile), []byte(`{"v":1,"id":1000,"state":"RUNN`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newProvider(t, testSystem(), Options{Speed: 60, WorkDir: dir, Configure: noLoad})
+	done := make(chan error, 1)
+	go func() { done <- job.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the job with a damaged record still runs after the restart")
+	}
+}

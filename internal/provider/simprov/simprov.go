@@ -192,7 +192,7 @@ func New(sys site.System, g site.SimGlobal, opts Options) (*Provider, error) {
 	} else {
 		p.lock = f
 	}
-	recs, maxID := p.scanRecords()
+	recs, maxID, damaged := p.scanRecords()
 	cfg.FirstJobID = max(firstJobID(now), maxID+1) // never reissue an id found on disk
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
@@ -210,7 +210,7 @@ func New(sys site.System, g site.SimGlobal, opts Options) (*Provider, error) {
 	}
 	p.c = c
 	if p.lock != nil {
-		p.recover(recs)
+		p.recover(recs, damaged)
 	}
 	return p, nil
 }

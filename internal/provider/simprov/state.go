@@ -43,7 +43,10 @@ import (
 //     kills its group;
 //   - RUNNING and the process is gone: final from .mosaic-exit, or, if it left
 //     none, "lost" with the reason; any survivors of its process group are killed
-//     first, so nothing of it runs beside a retry.
+//     first, so nothing of it runs beside a retry;
+//   - a record that cannot be read: the job cannot be followed, so its process (found
+//     by the wrapper's pid file and checked like above) is killed; the engine then
+//     sees the job vanish and retries it.
 //
 // Final records keep answering Status, FindByTag and Logs (like sacct), so nothing
 // looks "running" for minutes after a restart with nobody watching it.
@@ -212,7 +215,8 @@ func (p *Provider) saveLocked(r *jobRecord) error {
 // recover reconciles the records a previous provider left in the work directory
 // (see the comment at the top of this file). It runs in New before the provider is
 // returned, after the work directory's lock was taken.
-func (p *Provider) recover(recs []*jobRecord) {
+func (p *Provider) recover(recs []*jobRecord, damaged []string) {
+	p.stopUnfollowable(damaged)
 	now := p.clock()
 	for _, r := range recs {
 		p.recs[r.ID] = r
@@ -389,18 +393,17 @@ func ours(pid int, start uint64, dir string) bool {
 	return slices.Contains(strings.Split(string(cl), "\x00"), dir)
 }
 
-// scanRecords reads every job record under the work directory; unreadable ones are
-// reported and skipped (their job is left alone).
-func (p *Provider) scanRecords() ([]*jobRecord, int64) {
+// scanRecords reads every job record under the work directory. Unreadable ones are
+// reported and skipped; the directories of those that exist are returned as damaged.
+func (p *Provider) scanRecords() (recs []*jobRecord, maxID int64, damaged []string) {
 	ents, err := os.ReadDir(p.workdir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			p.log.Warn("sim work directory unreadable; jobs of an earlier run are not recovered", "dir", p.workdir, "err", err)
 		}
-		return nil, 0
+		return nil, 0, nil
 	}
 	var out []*jobRecord
-	var maxID int64
 	for _, e := range ents {
 		id, err := strconv.ParseInt(e.Name(), 10, 64)
 		if err != nil || !e.IsDir() || id <= 0 {
@@ -411,6 +414,7 @@ func (p *Provider) scanRecords() ([]*jobRecord, int64) {
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				p.log.Warn("sim job record unreadable; the job is not recovered", "job", id, "err", err)
+				damaged = append(damaged, filepath.Join(p.workdir, e.Name()))
 			}
 			continue
 		}
@@ -421,5 +425,19 @@ func (p *Provider) scanRecords() ([]*jobRecord, int64) {
 		out = append(out, r)
 	}
 	slices.SortFunc(out, func(a, b *jobRecord) int { return cmp.Compare(a.ID, b.ID) })
-	return out, maxID
+	return out, maxID, damaged
+}
+
+// stopUnfollowable kills the still-running process of a job whose record is damaged:
+// it cannot be followed, and left alone it would run beside the retry that follows
+// once the job is reported lost.
+func (p *Provider) stopUnfollowable(dirs []string) {
+	for _, dir := range dirs {
+		pid, ok := readSmallInt(filepath.Join(dir, pidFile))
+		if !ok || !ours(pid, 0, dir) {
+			continue
+		}
+		killGroup(pid)
+		p.log.Warn("sim job killed: its record is damaged, so it cannot be followed after the restart; it will be reported lost and retried", "dir", dir, "pid", pid)
+	}
 }
