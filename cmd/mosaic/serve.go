@@ -114,7 +114,9 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 	}
 	getenv := func(k string) string { v, _ := env(k); return v }
 	fresh, _ := cmd.Flags().GetBool("fresh")
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv, FreshStore: fresh})
+	// Open takes the store's lease: a second core on the same MOSAIC_DB stops here
+	// with an error naming the owner's PID and address and what to do.
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv, FreshStore: fresh, ListenAddr: ln.Addr().String()})
 	if err != nil {
 		ln.Close()
 		return err

@@ -64,6 +64,7 @@ type Core struct {
 
 	runOnce   sync.Once
 	ownsStore bool
+	lease     store.Lease // the store's owner lease (Open takes it, Close releases it); nil if none
 }
 
 // New assembles a core; call Run to start probing.
@@ -363,6 +364,9 @@ func (c *Core) Close() error {
 	}
 	if c.ownsStore && c.store != nil {
 		errs = append(errs, c.store.Close())
+	}
+	if c.lease != nil {
+		errs = append(errs, c.lease.Release())
 	}
 	return errors.Join(errs...)
 }

@@ -32,18 +32,35 @@ type OpenOptions struct {
 	// FreshStore moves a database file that fails the integrity check aside
 	// (<path>.bad-<time>) and starts an empty store (mosaic serve --fresh).
 	FreshStore bool
+	// ListenAddr is the API's address, recorded in the store's lease so that a second
+	// core on the same store can say who owns it ("" when there is no API).
+	ListenAddr string
 }
 
-// Open loads the catalog (the sites file, or the embedded simulated federation), opens
-// the store, builds one provider per system and returns a core ready to Run.
+// Open loads the catalog (the sites file, or the embedded simulated federation), takes
+// the store's lease, opens the store, builds one provider per system and returns a
+// core ready to Run. A store owned by another live core is refused with an error
+// wrapping store.ErrLeaseHeld that names the owner; Close releases the lease.
 func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	cfg := o.Config
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The lease comes first: the simulated providers adopt or kill the job processes a
+	// previous core left behind, and the store's --fresh may move the file aside;
+	// neither may happen under a core that is still running.
+	lease, err := acquireLease(ctx, cfg.DBPath, o.ListenAddr)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok && lease != nil {
+			_ = lease.Release()
+		}
+	}()
 	var cat *site.Catalog
-	var err error
 	if cfg.SitesFile != "" {
 		cat, err = site.Load(cfg.SitesFile)
 		if err != nil {
@@ -99,7 +116,48 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 		return nil, err
 	}
 	c.ownsStore = true
+	c.lease = lease
+	if lease != nil {
+		log.Debug("store lease taken", "lock", store.LockPath(cfg.DBPath), "generation", lease.Owner().Generation)
+		go watchLease(ctx, lease, log)
+	}
+	ok = true
 	return c, nil
+}
+
+// leaseCheckEvery is how often a running core confirms it still owns its store.
+const leaseCheckEvery = 30 * time.Second
+
+// watchLease renews the lease until ctx ends or the lease is released, and says
+// loudly when it was lost (the lock file removed or replaced under a running core).
+func watchLease(ctx context.Context, l store.Lease, log *slog.Logger) {
+	t := time.NewTicker(leaseCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := l.Renew(ctx); err != nil {
+				if ctx.Err() == nil && !errors.Is(err, store.ErrLeaseReleased) {
+					log.Error("this core may no longer own its store; stop it and start one core per store", "err", err)
+				}
+				return
+			}
+		}
+	}
+}
+
+// acquireLease takes the lease of the store at dbPath (none for ":memory:").
+func acquireLease(ctx context.Context, dbPath, addr string) (store.Lease, error) {
+	if dbPath == "" || dbPath == ":memory:" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return nil, fmt.Errorf("store %s: create its directory: %w (set MOSAIC_DB to use another file)", dbPath, err)
+	}
+	host, _ := os.Hostname()
+	return store.FileLeaser{DBPath: dbPath}.Acquire(ctx, store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()})
 }
 
 func allSim(cat *site.Catalog) bool {

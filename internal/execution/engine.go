@@ -64,6 +64,9 @@ type Engine struct {
 	mu sync.Mutex
 	// missing records when an active job was first absent from its site's answer.
 	missing map[string]time.Time
+	// started is when this engine was made: tasks created later belong to this
+	// process's own in-flight submits, not to a crash (Recover leaves them alone).
+	started time.Time
 }
 
 // New makes an engine.
@@ -83,7 +86,7 @@ func New(o Options) *Engine {
 	if o.Snapshot == nil {
 		o.Snapshot = func() *model.ResourceSnapshot { return nil }
 	}
-	return &Engine{o: o, missing: map[string]time.Time{}}
+	return &Engine{o: o, missing: map[string]time.Time{}, started: o.Clock().UTC()}
 }
 
 func (e *Engine) now() time.Time { return e.o.Clock().UTC() }

@@ -16,6 +16,8 @@ import (
 //     tag: adopted if the job exists, submitted exactly once if it does not;
 //   - a task that is not final but has no open attempt is carried on: placed and
 //     dispatched if it never had one, else its last attempt goes through the policy.
+//     Only tasks an earlier process created: one this engine's process created after
+//     it started is still being dispatched by its submit call.
 //
 // Sites that cannot be reached are left for a later call (the monitor calls it too).
 func (e *Engine) Recover(ctx context.Context) error {
@@ -47,6 +49,12 @@ func (e *Engine) recoverLocked(ctx context.Context) error {
 	}
 	for _, t := range tasks {
 		if openTask[t.ID] {
+			continue
+		}
+		if t.CreatedAt.After(e.started) {
+			// Created by this process: its submit call is between storing the task and
+			// dispatching it. Resuming it here would dispatch a second attempt beside
+			// that call's, and the command would run twice.
 			continue
 		}
 		errs = append(errs, e.resume(ctx, t))

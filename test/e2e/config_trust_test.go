@@ -259,8 +259,10 @@ func TestWorkDirSitesCannotRunCommands(t *testing.T) {
 	}
 
 	// Named explicitly, it is the user's own catalog, with every ssh option.
+	// (A second core beside the first needs its own store: one core per MOSAIC_DB.)
 	addr2 := freeAddr(t)
-	serveIn(t, repo, vars, addr2, "--tick", "200ms", "--env-file", "./.env")
+	vars2 := append(append([]string{}, vars...), "MOSAIC_DB="+filepath.Join(t.TempDir(), "second.db"))
+	serveIn(t, repo, vars2, addr2, "--tick", "200ms", "--env-file", "./.env")
 	if cat, n := aboutCatalog(t, addr2, e.token()); n != 1 || !strings.HasSuffix(cat, "sites.yaml") {
 		t.Fatalf("serve --env-file ./.env runs catalog %q (%d systems), want the named sites.yaml", cat, n)
 	}

@@ -136,6 +136,7 @@ func (r *rig) startCtld(cluster string) {
 
 type taskJSON struct {
 	ID       string `json:"id"`
+	Name     string `json:"name"`
 	State    string `json:"state"`
 	Reason   string `json:"reason"`
 	Attempts []struct {
@@ -289,13 +290,20 @@ func TestRigCancelLeavesNothingQueued(t *testing.T) {
 	t.Fatal("cancelled tasks still have jobs queued")
 }
 
-// TestRigCrashRecovery kills the core with SIGKILL at random points while 50 tasks are
-// being submitted and run, restarts it, and checks that every task reaches a final
-// state with exactly one batch job per attempt — no duplicates, none orphaned.
+// TestRigCrashRecovery kills the core with SIGKILL at random points (at least four
+// times) while 50 tasks are being submitted and run, restarts it, and checks that
+// every task reaches a final state with exactly one batch job per attempt — no
+// duplicates, none orphaned — and, from a side-effect file every command appends
+// to, that each command ran exactly once.
 func TestRigCrashRecovery(t *testing.T) {
 	r := needRig(t)
 	e := newEnv(t)
 	sites := r.sites()
+	// The rig's jobs run on this machine, so they can append to a file of the test's.
+	side := filepath.Join(t.TempDir(), "side-effects")
+	if err := os.WriteFile(side, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
@@ -308,8 +316,11 @@ func TestRigCrashRecovery(t *testing.T) {
 		defer close(submitted)
 		for i := 0; i < 50; i++ {
 			for try := 0; try < 40; try++ { // the core may be down: retry (bounded)
-				out, _, rc := e.run("submit", "--json=task", "--name", fmt.Sprintf("crash%02d", i), "--cpus", "1",
-					"--walltime", "5m", "--command", fmt.Sprintf("sleep %d", 1+i%3))
+				// Each try has its own name: a try whose answer was lost may still have
+				// made a task, and that task's run is not the same command run twice.
+				name := fmt.Sprintf("crash%02d-%02d", i, try)
+				out, _, rc := e.run("submit", "--json=task", "--name", name, "--cpus", "1",
+					"--walltime", "5m", "--command", fmt.Sprintf("echo %s job=$SLURM_JOB_ID restarts=${SLURM_RESTART_COUNT:-0} host=$(hostname) >> %s; sleep %d", name, side, 1+i%3))
 				if rc == 0 {
 					var res struct {
 						Task struct{ ID string } `json:"task"`
@@ -322,8 +333,9 @@ func TestRigCrashRecovery(t *testing.T) {
 			}
 		}
 	}()
-	// Three SIGKILLs at random moments, each followed by a restart.
-	for k := 0; k < 3; k++ {
+	// Four or five SIGKILLs at random moments, each followed by a restart.
+	kills := 4 + rng.IntN(2)
+	for k := 0; k < kills; k++ {
 		time.Sleep(time.Duration(300+rng.IntN(2500)) * time.Millisecond)
 		serve.Process.Signal(syscall.SIGKILL)
 		serve.Wait()
@@ -382,6 +394,32 @@ func TestRigCrashRecovery(t *testing.T) {
 	since := start.Add(-5 * time.Second).Format("2006-01-02T15:04:05")
 	ours := map[string]bool{}
 	attempts := map[string]string{}
+	// Each command ran exactly once: one line per task in the side-effect file, and
+	// no line from a command no task owns.
+	b, err := os.ReadFile(side)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := sideEffects(string(b))
+	names := map[string]bool{}
+	for _, x := range tasks {
+		names[x.Name] = true
+		if n := ran[x.Name]; n != 1 && x.State == "succeeded" {
+			var lines []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, x.Name+" ") {
+					lines = append(lines, l)
+				}
+			}
+			detail, _, _ := e.run("task", x.ID)
+			t.Errorf("task %s (%s) succeeded but its command ran %d times, want once: %q\n%s", x.ID, x.Name, n, lines, detail)
+		}
+	}
+	for name, n := range ran {
+		if !names[name] {
+			t.Errorf("command %s ran %d times but no task owns it", name, n)
+		}
+	}
 	for _, x := range tasks {
 		ours[x.ID] = true
 		if x.State != "succeeded" {

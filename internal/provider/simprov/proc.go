@@ -18,6 +18,17 @@ type proc struct {
 	reason sim.State // why the provider killed it (TIMEOUT, NODE_FAIL, CANCELLED), "" if it exited
 }
 
+// wrapper runs the job script and leaves what a restarted provider needs to follow
+// a job it did not start (state.go): its own pid first, the job's exit status last.
+// Arguments: $1 "exec" (run the script itself: it names another interpreter) or
+// "sh", $2 the script, $3 the job directory. Each echo is one write(2), so a reader
+// sees the whole number or an empty file.
+const wrapper = `echo $$ > "$3/` + pidFile + `"
+if [ "$1" = exec ]; then "$2"; else /bin/sh "$2"; fi
+c=$?
+echo $c > "$3/` + exitFile + `"
+exit $c`
+
 // launch runs a job the model just started; the caller holds p.mu. A job whose
 // process cannot be started ends FAILED with exit code 127 and the reason in its
 // stderr file.
@@ -27,7 +38,8 @@ func (p *Provider) launch(ev sim.Event) {
 		return // not submitted through this provider (cannot happen) or shutting down
 	}
 	j, _ := p.c.Job(ev.JobID)
-	dir := p.jobDir(ev.JobID)
+	ext := p.ext(ev.JobID)
+	dir := p.jobDir(ext)
 	fail := func(err error) {
 		p.log.Warn("sim job could not start", "job", ev.JobID, "err", err)
 		if f, ferr := os.OpenFile(filepath.Join(dir, "stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); ferr == nil {
@@ -65,12 +77,13 @@ func (p *Provider) launch(ev sim.Event) {
 	if spec.Container != nil {
 		fmt.Fprintf(stderr, "mosaic-sim: simulated site: image %s is not pulled; running the command directly\n", spec.Container.Image)
 	}
-	var cmd *exec.Cmd
+	mode := "sh"
 	if strings.HasPrefix(body, "#!") && !strings.HasPrefix(body, "#!/bin/sh") {
-		cmd = exec.Command(script) // honour another interpreter
-	} else {
-		cmd = exec.Command("/bin/sh", script)
+		mode = "exec" // honour another interpreter
 	}
+	_ = os.Remove(filepath.Join(dir, exitFile)) // a leftover would end the job at once after a restart
+	_ = os.Remove(filepath.Join(dir, pidFile))
+	cmd := exec.Command("/bin/sh", "-c", wrapper, "mosaic-sim-job", mode, script, dir)
 	cmd.Dir = dir
 	if spec.WorkDir != "" {
 		if fi, err := os.Stat(spec.WorkDir); err == nil && fi.IsDir() {
@@ -78,7 +91,7 @@ func (p *Provider) launch(ev sim.Event) {
 		}
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.Env = p.jobEnv(j, spec.Env, dir)
+	cmd.Env = p.jobEnv(j, ext, spec.Env, dir)
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		fail(err)
@@ -86,6 +99,17 @@ func (p *Provider) launch(ev sim.Event) {
 	}
 	pr := &proc{cmd: cmd}
 	p.procs[ev.JobID] = pr
+	if r := p.recs[ext]; r != nil {
+		// Right after the start: pid, process start time (a reused pid is not the job)
+		// and output; the wrapper's pid file covers a crash before this is written.
+		r.State, r.Started, r.PID = sim.Running, p.toReal(j.Start), cmd.Process.Pid
+		r.ProcStart, _ = procStartTime(cmd.Process.Pid)
+		r.Stdout, r.Stderr = stdout.Name(), stderr.Name()
+		r.NodeList = p.status(j).NodeList
+		if err := p.saveLocked(r); err != nil {
+			p.log.Warn("sim job record", "job", ext, "err", err)
+		}
+	}
 	p.log.Debug("sim job started", "job", ev.JobID, "pid", cmd.Process.Pid, "dir", dir)
 	p.waiters.Add(1)
 	go p.wait(ev.JobID, pr)
@@ -107,8 +131,20 @@ func (p *Provider) wait(id int64, pr *proc) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.procs, id)
-	if p.closed || pr.reason != "" {
-		return // the model already ended it (timeout, node failure, cancel) or we are closing
+	if pr.reason != "" {
+		return // the model already ended it (timeout, node failure, cancel)
+	}
+	if p.closed {
+		// Close killed it: say so durably, so the next run reports it ended instead
+		// of waiting for a job that is gone.
+		if r := p.recs[p.ext(id)]; r != nil && !r.final() {
+			r.State, r.ExitCode, r.Ended = sim.NodeFail, code, p.clock().UTC()
+			r.Reason = "Mosaic stopped: a simulated site's jobs stop with the core"
+			if err := p.saveLocked(r); err != nil {
+				p.log.Warn("sim job record", "job", r.ID, "err", err)
+			}
+		}
+		return
 	}
 	p.advanceLocked()
 	if err := p.c.Finish(id, code); err != nil && !errors.Is(err, sim.ErrNotRunning) {
@@ -124,7 +160,7 @@ var jobPassthrough = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL
 
 // jobEnv is the process environment: PATH, HOME and the other jobPassthrough
 // variables, the MOSAIC_* variables, then the spec's (what the task asks for).
-func (p *Provider) jobEnv(j sim.Job, extra map[string]string, dir string) []string {
+func (p *Provider) jobEnv(j sim.Job, ext int64, extra map[string]string, dir string) []string {
 	gpus := make([]string, j.GPUsPerNode)
 	for i := range gpus {
 		gpus[i] = strconv.Itoa(i)
@@ -138,7 +174,7 @@ func (p *Provider) jobEnv(j sim.Job, extra map[string]string, dir string) []stri
 		}
 	}
 	env = append(env,
-		"MOSAIC_JOB_ID="+strconv.FormatInt(j.ID, 10),
+		"MOSAIC_JOB_ID="+strconv.FormatInt(ext, 10),
 		"MOSAIC_SYSTEM="+p.sys.Name,
 		"MOSAIC_PARTITION="+j.Partition,
 		"MOSAIC_NODES="+strconv.Itoa(j.Nodes),

@@ -2,7 +2,10 @@
 
 package simprov
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 func setProcessGroup(*exec.Cmd) {}
 
@@ -12,4 +15,14 @@ func (pr *proc) kill() {
 	}
 }
 
+func killGroup(int) {}
+
+func pidAlive(int) bool { return false }
+
 func exitCode(ee *exec.ExitError) int { return ee.ExitCode() }
+
+// lockWorkDir: no flock(2) here; the work directory is not protected.
+func lockWorkDir(path string) (*os.File, bool, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	return f, err == nil, err
+}

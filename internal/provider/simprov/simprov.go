@@ -17,7 +17,8 @@
 //	defer p.Close() // stops the goroutine and kills job processes
 //
 // Each started job runs `/bin/sh <workdir>/<system>/<jobid>/job.sh` (a script with
-// its own #! line other than /bin/sh is executed directly) in its own process group,
+// its own #! line other than /bin/sh is executed directly), under a small /bin/sh
+// wrapper that records its pid and the job's exit status, in its own process group,
 // with stdout and stderr in files next to it, in a clean environment: PATH, HOME,
 // USER, LOGNAME, LANG, LC_ALL, TZ and TMPDIR from the core's (none of its keys),
 // MOSAIC_JOB_ID, MOSAIC_SYSTEM, MOSAIC_PARTITION, MOSAIC_NODES, MOSAIC_GPUS,
@@ -25,6 +26,15 @@
 // then the spec's Env. Its exit code
 // decides COMPLETED (0) or FAILED; the model's walltime, node failures, injected
 // failures and cancels kill the whole group (TIMEOUT, NODE_FAIL, CANCELLED).
+//
+// Restarts: every job has a record in its directory (mosaic-job.json), written before
+// its id is returned and right after its process starts. A core killed with SIGKILL
+// leaves its jobs running; the next provider on the same work directory re-adopts
+// them (follows them to the end, enforces their walltime), queues never-started ones
+// again under the same ids, and reports those that ended meanwhile, so nothing runs
+// twice and nothing looks running unwatched. See state.go. One provider owns a
+// system's work directory at a time (flock on .mosaic-sim.lock); another one started
+// on it leaves the earlier jobs alone.
 package simprov
 
 import (
@@ -91,9 +101,18 @@ type Provider struct {
 
 	mu     sync.Mutex
 	c      *sim.Cluster
-	specs  map[int64]*model.JobSpec
-	procs  map[int64]*proc
+	specs  map[int64]*model.JobSpec // by model id
+	procs  map[int64]*proc          // by model id
 	closed bool
+	// recs are the durable job records (state.go), by the id callers know; adopted
+	// the jobs of an earlier run still running, followed without the model.
+	recs    map[int64]*jobRecord
+	adopted map[int64]*jobRecord
+	// alias maps the id of a job queued again after a restart to its id in this
+	// run's model, extOf the reverse; ids that are not there are the same in both.
+	alias map[int64]int64
+	extOf map[int64]int64
+	lock  *os.File // the work directory's lock; nil if another provider holds it
 
 	startOnce sync.Once
 	stop      chan struct{}
@@ -142,12 +161,39 @@ func New(sys site.System, g site.SimGlobal, opts Options) (*Provider, error) {
 		}
 		wd = filepath.Join(base, "mosaic", "sim")
 	}
+	if abs, err := filepath.Abs(wd); err == nil {
+		wd = abs // the job's directory is matched in its command line after a restart
+	}
 	now := opts.Clock()
 	cfg, err := sim.ConfigFromSite(sys, now)
 	if err != nil {
 		return nil, err
 	}
-	cfg.FirstJobID = firstJobID(now)
+	p := &Provider{
+		sys: sys, parts: map[string]site.Partition{}, speed: speed, clock: opts.Clock,
+		realStart: now, simStart: now, workdir: filepath.Join(wd, safeName(sys.Name)),
+		log: opts.Logger.With("system", sys.Name), tick: opts.Tick, simTimes: opts.SimTimestamps,
+		specs: map[int64]*model.JobSpec{}, procs: map[int64]*proc{},
+		recs: map[int64]*jobRecord{}, adopted: map[int64]*jobRecord{}, alias: map[int64]int64{}, extOf: map[int64]int64{},
+		stop: make(chan struct{}), loopDone: make(chan struct{}),
+	}
+	for _, pt := range sys.Partitions {
+		p.parts[pt.Name] = pt
+	}
+	// The jobs of an earlier run are this provider's once it holds the work
+	// directory's lock; without it (another provider runs on the directory) they are
+	// left alone.
+	if err := os.MkdirAll(p.workdir, 0o755); err != nil {
+		p.log.Warn("sim work directory cannot be created; jobs will fail to start", "dir", p.workdir, "err", err)
+	} else if f, ok, err := lockWorkDir(filepath.Join(p.workdir, lockFile)); err != nil {
+		p.log.Warn("sim work directory cannot be locked; jobs of an earlier run are not recovered", "dir", p.workdir, "err", err)
+	} else if !ok {
+		p.log.Warn("another simulated provider uses this work directory; its jobs are left alone (give each core its own state directory)", "dir", p.workdir)
+	} else {
+		p.lock = f
+	}
+	recs, maxID, damaged := p.scanRecords()
+	cfg.FirstJobID = max(firstJobID(now), maxID+1) // never reissue an id found on disk
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
@@ -157,17 +203,14 @@ func New(sys site.System, g site.SimGlobal, opts Options) (*Provider, error) {
 	}
 	c, err := sim.New(cfg, seed)
 	if err != nil {
+		if p.lock != nil {
+			p.lock.Close()
+		}
 		return nil, err
 	}
-	p := &Provider{
-		sys: sys, parts: map[string]site.Partition{}, speed: speed, clock: opts.Clock,
-		realStart: now, simStart: now, workdir: filepath.Join(wd, safeName(sys.Name)),
-		log: opts.Logger.With("system", sys.Name), tick: opts.Tick, simTimes: opts.SimTimestamps,
-		c: c, specs: map[int64]*model.JobSpec{}, procs: map[int64]*proc{},
-		stop: make(chan struct{}), loopDone: make(chan struct{}),
-	}
-	for _, pt := range sys.Partitions {
-		p.parts[pt.Name] = pt
+	p.c = c
+	if p.lock != nil {
+		p.recover(recs, damaged)
 	}
 	return p, nil
 }
@@ -254,8 +297,10 @@ func (p *Provider) Start() {
 	})
 }
 
-// Close stops the background goroutine and kills every job process still running.
-// The model keeps their jobs as they were.
+// Close stops the background goroutine and kills every job process still running;
+// their records say NODE_FAIL ("Mosaic stopped"), so the next run reports them ended.
+// A core killed without Close leaves its jobs running: the next provider on the work
+// directory re-adopts them (state.go).
 func (p *Provider) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -267,17 +312,33 @@ func (p *Provider) Close() error {
 	for _, pr := range p.procs {
 		pr.kill()
 	}
+	for id, r := range p.adopted { // an earlier run's jobs stop with this one too
+		killGroup(r.PID)
+		r.State, r.Ended = sim.NodeFail, p.clock().UTC()
+		r.Reason = "Mosaic stopped: a simulated site's jobs stop with the core"
+		delete(p.adopted, id)
+		if err := p.saveLocked(r); err != nil {
+			p.log.Warn("sim job record", "job", id, "err", err)
+		}
+	}
 	p.mu.Unlock()
 	p.startOnce.Do(func() { close(p.loopDone) }) // never started: nothing to wait for
 	<-p.loopDone
 	done := make(chan struct{})
 	go func() { p.waiters.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		return nil
 	case <-time.After(5 * time.Second):
-		return fmt.Errorf("sim %s: job processes did not exit within 5s of being killed", p.sys.Name)
+		err = fmt.Errorf("sim %s: job processes did not exit within 5s of being killed", p.sys.Name)
 	}
+	p.mu.Lock()
+	if p.lock != nil {
+		p.lock.Close() // after the records of the killed jobs are written
+		p.lock = nil
+	}
+	p.mu.Unlock()
+	return err
 }
 
 // advanceLocked moves the model to now and acts on user jobs that started or ended.
@@ -292,9 +353,66 @@ func (p *Provider) advanceLocked() time.Time {
 				pr.reason = ev.State
 				pr.kill()
 			}
+			p.recordEnd(ev.JobID)
 		}
 	}
+	p.followAdopted()
 	return now
+}
+
+// ext is the id callers know for a model job; modelID the reverse.
+func (p *Provider) ext(modelID int64) int64 {
+	if e, ok := p.extOf[modelID]; ok {
+		return e
+	}
+	return modelID
+}
+
+func (p *Provider) modelID(ext int64) int64 {
+	if m, ok := p.alias[ext]; ok {
+		return m
+	}
+	return ext
+}
+
+// recordEnd persists the final state of a model job that just ended.
+func (p *Provider) recordEnd(modelID int64) {
+	r := p.recs[p.ext(modelID)]
+	j, ok := p.c.Job(modelID)
+	if r == nil || !ok {
+		return
+	}
+	r.State, r.ExitCode, r.Reason, r.Ended = j.State, j.ExitCode, j.Reason, p.toReal(j.End)
+	if r.Reason == sim.ReasonNone {
+		r.Reason = ""
+	}
+	if !j.Start.IsZero() && r.Started.IsZero() {
+		r.Started = p.toReal(j.Start)
+	}
+	if err := p.saveLocked(r); err != nil {
+		p.log.Warn("sim job record", "job", r.ID, "err", err)
+	}
+}
+
+// lookup is the status of a job by the id callers know (caller holds p.mu).
+func (p *Provider) lookup(ext int64) (model.JobStatus, bool) {
+	if r, ok := p.adopted[ext]; ok {
+		return r.status(p.clock()), true
+	}
+	if m, ok := p.alias[ext]; ok {
+		if j, ok := p.c.Job(m); ok {
+			st := p.status(j)
+			st.JobID = strconv.FormatInt(ext, 10)
+			return st, true
+		}
+	}
+	if j, ok := p.c.Job(ext); ok {
+		return p.status(j), true
+	}
+	if r, ok := p.recs[ext]; ok && r.final() {
+		return r.status(p.clock()), true // a job of an earlier run, like sacct's history
+	}
+	return model.JobStatus{}, false
 }
 
 // begin checks the context and the provider and advances the model; the caller holds p.mu.
@@ -443,6 +561,19 @@ func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, erro
 	if err != nil {
 		return "", p.refusal(err)
 	}
+	// Persist before the id is handed out: a restarted provider finds the job by it.
+	r := &jobRecord{ID: id, System: p.sys.Name, Spec: spec, Speed: p.speed, Submitted: p.clock().UTC(), State: sim.Pending}
+	dir := p.jobDir(id)
+	err = os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = saveRecord(dir, r)
+	}
+	if err != nil {
+		_ = p.c.Cancel(id)
+		p.advanceLocked()
+		return "", fmt.Errorf("sim %s: cannot record the job in %s: %w; free disk space or set sim.workdir to a writable directory", p.sys.Name, dir, err)
+	}
+	p.recs[id] = r
 	s := spec
 	p.specs[id] = &s
 	p.advanceLocked() // it may start right away
@@ -465,8 +596,8 @@ func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]mode
 		if err != nil {
 			continue
 		}
-		if j, ok := p.c.Job(id); ok {
-			out[s] = p.status(j)
+		if st, ok := p.lookup(id); ok {
+			out[s] = st
 		}
 	}
 	return out, nil
@@ -511,7 +642,10 @@ func (p *Provider) Cancel(ctx context.Context, jobIDs []string) error {
 		if err != nil {
 			continue
 		}
-		if err := p.c.Cancel(id); err != nil && !errors.Is(err, sim.ErrUnknownJob) {
+		if p.cancelAdopted(id) {
+			continue
+		}
+		if err := p.c.Cancel(p.modelID(id)); err != nil && !errors.Is(err, sim.ErrUnknownJob) {
 			return fmt.Errorf("sim %s: cancel %s: %w", p.sys.Name, s, err)
 		}
 	}
@@ -555,10 +689,26 @@ func (p *Provider) FindByTag(ctx context.Context, tags []string) (map[string]mod
 	for _, t := range tags {
 		want[t] = true
 	}
-	out := map[string]model.JobStatus{}
-	for _, j := range p.c.Jobs() { // ascending ids: later ones overwrite
+	// This run's jobs and those of earlier runs (records), by the ids callers know;
+	// ascending ids, so later ones overwrite.
+	ids := make([]int64, 0, len(p.recs))
+	seen := map[int64]bool{}
+	for _, j := range p.c.Jobs() {
 		if want[j.Tag] {
-			out[j.Tag] = p.status(j)
+			ids = append(ids, p.ext(j.ID))
+			seen[p.ext(j.ID)] = true
+		}
+	}
+	for id, r := range p.recs {
+		if want[r.Spec.Tag] && !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	out := map[string]model.JobStatus{}
+	for _, id := range ids {
+		if st, ok := p.lookup(id); ok && want[st.Name] {
+			out[st.Name] = st
 		}
 	}
 	return out, nil
@@ -579,6 +729,9 @@ func (p *Provider) Logs(ctx context.Context, jobID string, tail int) (model.Logs
 	}
 	p.mu.Lock()
 	_, known := p.specs[id]
+	if _, ok := p.recs[id]; ok {
+		known = true // also a job of an earlier run: its files are still there
+	}
 	down := p.reachable("reading job output")
 	p.mu.Unlock()
 	if down != nil {

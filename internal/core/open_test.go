@@ -1,0 +1,49 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// TestOpenTakesTheStoreLease: a second Open on the same database is refused with the
+// owner's PID and address until the first core is closed; the generation grows.
+func TestOpenTakesTheStoreLease(t *testing.T) {
+	dir := t.TempDir()
+	sites := filepath.Join(dir, "sites.yaml")
+	cat := "systems:\n  - name: Solo\n    kind: sim\n    accounts: [a]\n    partitions:\n      - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: 1h}\n    sim:\n      load: {utilization: 0}\n"
+	if err := os.WriteFile(sites, []byte(cat), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{SitesFile: sites, DBPath: filepath.Join(dir, "state", "mosaic.db"), StateDir: filepath.Join(dir, "state")}
+	ctx := context.Background()
+	a, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8642"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8643"})
+	if !errors.Is(err, store.ErrLeaseHeld) || !strings.Contains(err.Error(), "PID "+strconv.Itoa(os.Getpid())) || !strings.Contains(err.Error(), "127.0.0.1:8642") {
+		t.Fatalf("second Open on the same store: %v", err)
+	}
+	if a.lease == nil || a.lease.Owner().Generation != 1 {
+		t.Fatalf("first core's lease: %+v", a.lease)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8643"})
+	if err != nil {
+		t.Fatalf("Open after the owner closed: %v", err)
+	}
+	defer b.Close()
+	if g := b.lease.Owner().Generation; g != 2 {
+		t.Fatalf("generation %d after a second owner, want 2", g)
+	}
+}
