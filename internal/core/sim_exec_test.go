@@ -192,8 +192,8 @@ func TestSimTransientFailureIsRetried(t *testing.T) {
 }
 
 func TestSimTimeoutIsResized(t *testing.T) {
-	// At 60× a 1-minute walltime is 1 s real: `sleep 3` times out, is resized to 2m
-	// (2 s: times out again), then 4m, and finishes.
+	// At 60× a 1-minute walltime is 1 s real: `sleep 3` times out and is resized
+	// straight to the envelope's maximum, 10m (not doubling step by step), and finishes.
 	w := newSimWorld(t, 60, [][2]string{{"A@X", ""}})
 	id := w.submit(SubmitRequest{Name: "slow", Command: "sleep 3", Envelope: gpuEnvelope("1m..10m")})
 	task := w.run(id, 40*time.Second)
@@ -204,13 +204,16 @@ func TestSimTimeoutIsResized(t *testing.T) {
 	for _, a := range task.Attempts {
 		walls = append(walls, fmt.Sprintf("%s:%s", a.Spec.Walltime, a.State))
 	}
-	if got := strings.Join(walls, " "); got != "1m:timeout 2m:timeout 4m:succeeded" {
+	if got := strings.Join(walls, " "); got != "1m:timeout 10m:succeeded" {
 		t.Fatalf("attempts %s", got)
 	}
 	for _, e := range w.events(id, "continuation") {
 		if !strings.Contains(e.Message, "resize") || !strings.Contains(e.Rationale, "walltime") {
 			t.Fatalf("continuation %+v", e)
 		}
+	}
+	if a := task.Attempts[0]; a.ExitCode != nil {
+		t.Fatalf("a timed-out attempt shows exit code %d; the site killed it, it has none", *a.ExitCode)
 	}
 }
 

@@ -176,6 +176,11 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	if err != nil {
 		return nil, err
 	}
+	if target != nil && env.MaxQueueWait > 0 {
+		return nil, fmt.Errorf("max_queue_wait %s cannot apply to a task pinned to %s: a pinned task is never moved, so the limit would be ignored; "+
+			"drop the pin (--target) to let Mosaic move the job when it has queued %s, or drop --max-queue-wait (Mosaic still logs when a pinned task's wait overruns its estimate): %w",
+			env.MaxQueueWait, target.System, env.MaxQueueWait, ErrInvalid)
+	}
 	now := c.clock().UTC()
 	task := &model.Task{ID: newTaskID(), Name: req.Name, Command: req.Command, Script: req.Script, Description: req.Description,
 		Envelope: env, Target: target, State: model.TaskPending, CreatedAt: now, UpdatedAt: now}

@@ -35,14 +35,20 @@ func TestDecide(t *testing.T) {
 		{name: "lost retries in place", a: att(model.JobLost), h: h1, want: ActRetry},
 		{name: "preempted retries", a: att(model.JobPreempted), h: h1, want: ActRetry},
 		{name: "transient retry off migrates", a: att(model.JobBootFail), pol: model.Policy{RetryTransient: new(bool)}, h: h1, want: ActMigrate},
-		{name: "timeout resizes walltime", a: att(model.JobTimeout), part: part, h: h1, want: ActResize, why: "resize to 2h",
+		{name: "timeout resizes straight to the envelope max", a: att(model.JobTimeout), h: h1, want: ActResize, why: "resize to 8h, the rest of the envelope",
 			check: func(t *testing.T, act Action) {
-				if act.Spec.Walltime != hours(2) {
+				if act.Spec.Walltime != hours(8) {
+					t.Errorf("walltime %s, want the envelope max 8h (not doubling)", act.Spec.Walltime)
+				}
+			}},
+		{name: "timeout resizes to the partition cap below the envelope max", a: att(model.JobTimeout), part: part, h: h1, want: ActResize, why: "resize to 4h, the most A:gpu allows",
+			check: func(t *testing.T, act Action) {
+				if act.Spec.Walltime != hours(4) {
 					t.Errorf("walltime %s", act.Spec.Walltime)
 				}
 			}},
 		{name: "timeout beyond partition cap migrates", a: func() *model.Attempt { a := att(model.JobTimeout); a.Spec.Walltime = hours(4); return a }(),
-			part: part, h: h1, want: ActMigrate, why: "more than A:gpu allows",
+			part: part, h: h1, want: ActMigrate, why: "the most A:gpu allows (4h); it moves",
 			check: func(t *testing.T, act Action) {
 				if act.Envelope.Walltime.Min != hours(8) {
 					t.Errorf("raised min %s", act.Envelope.Walltime.Min)
