@@ -215,10 +215,11 @@ func (e *Engine) current(ctx context.Context, a *model.Attempt) (*store.TaskRow,
 }
 
 // reread loads an attempt and its task again (the caller holds the task's lock); false
-// if the attempt is no longer the open job the round saw.
+// if the attempt is no longer the open job the round saw. The task may be final (a
+// cancelled task's jobs are followed until the site confirms).
 func (e *Engine) reread(ctx context.Context, a *model.Attempt) (*store.TaskRow, *model.Attempt, bool) {
 	t, err := e.o.Store.Task(ctx, a.TaskID)
-	if err != nil || t.State.Final() {
+	if err != nil {
 		return nil, nil, false
 	}
 	atts, err := e.o.Store.Attempts(ctx, a.TaskID)

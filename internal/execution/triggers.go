@@ -209,7 +209,7 @@ func (e *Engine) dueForWeighing(a *model.Attempt, kind string, pol model.Policy,
 // decision either way. The caller holds the task's lock.
 func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) error {
 	t, a, ok := e.reread(ctx, seen)
-	if !ok || a.State != model.JobPending {
+	if !ok || a.State != model.JobPending || t.State.Final() {
 		return nil
 	}
 	pol := policyOf(t)
