@@ -119,12 +119,33 @@ func New(opts Options) (*Core, error) {
 // the simulator's what-if), for the heuristic ranker.
 type estimator struct{ c *Core }
 
+//
+// A simulated site reports wall-clock times, but a wait is a duration in the site's own
+// time (like its walltimes and the queue model's waits): the answer is returned as now
+// plus the wait in site time, so the scheduler compares waits in one unit.
 func (e estimator) EstimateStart(ctx context.Context, system string, spec model.JobSpec) (time.Time, error) {
 	p, ok := e.c.collector.Provider(system)
 	if !ok {
 		return time.Time{}, fmt.Errorf("unknown system %s", system)
 	}
-	return p.EstimateStart(ctx, spec)
+	t, err := p.EstimateStart(ctx, spec)
+	if err != nil || t.IsZero() {
+		return t, err
+	}
+	if s := speedOf(p); s != 1 {
+		now := e.c.clock()
+		t = now.Add(time.Duration(float64(t.Sub(now)) * s))
+	}
+	return t, nil
+}
+
+// speedOf is a provider's clock rate relative to the wall clock (the simulator's
+// speed-up; 1 for real sites).
+func speedOf(p any) float64 {
+	if s, ok := p.(interface{ Speed() float64 }); ok && s.Speed() > 0 {
+		return s.Speed()
+	}
+	return 1
 }
 
 // Run probes every tick and, once the first snapshot exists, recovers what a previous

@@ -167,7 +167,7 @@ func (e *Engine) waitTrigger(t *store.TaskRow, a *model.Attempt, pol model.Polic
 	e.mu.Unlock()
 	fresh := !re.start.IsZero() && now.Sub(re.at) <= 2*e.wallOf(sys, pol.ReestimateEvery.D())
 	if waited > limit {
-		tr := &trigger{kind: trigWait, what: fmt.Sprintf("queued %s on %s, over %s %s", waited.Round(time.Second), sys, source, model.Duration(limit))}
+		tr := &trigger{kind: trigWait, what: fmt.Sprintf("queued %s on %s, over %s %s", model.Duration(waited.Round(time.Second)), sys, source, model.Duration(limit.Round(time.Second)))}
 		switch {
 		case fresh:
 			tr.outlook, tr.outlookWhy = re.start, sys+"'s own estimate"
@@ -176,33 +176,35 @@ func (e *Engine) waitTrigger(t *store.TaskRow, a *model.Attempt, pol model.Polic
 			if a.EstimatedStart != nil {
 				expected = *a.EstimatedStart
 			}
-			over := max(now.Sub(expected), 0)
-			tr.outlook = now.Add(time.Duration(pol.DownOutlookFactor * float64(over)))
-			if expected.After(tr.outlook) {
+			if over := now.Sub(expected); over > 0 {
+				tr.outlook = now.Add(time.Duration(pol.DownOutlookFactor * float64(over)))
+				tr.outlookWhy = fmt.Sprintf("no fresh estimate from %s: %s past the placement's estimate, so no sooner than %g× that from now", sys, e.span(sys, over), pol.DownOutlookFactor)
+			} else {
 				tr.outlook = expected
+				tr.outlookWhy = fmt.Sprintf("no fresh estimate from %s: the placement's estimate", sys)
 			}
-			tr.outlookWhy = fmt.Sprintf("no fresh estimate from %s: %s past its estimate, so no sooner than %g× that from now", sys, e.span(sys, over), pol.DownOutlookFactor)
 		}
 		return tr
 	}
 	if fresh && a.EstimatedStart != nil && t.Target == nil {
-		newWait := e.siteElapsed(sys, re.start.Sub(a.CreatedAt))
-		if dl := pol.WaitLimit(placedWait); newWait > dl {
+		// The site now says the job will start past its limit: act before the overrun.
+		if newWait := e.siteElapsed(sys, re.start.Sub(a.CreatedAt)); newWait > limit {
 			return &trigger{kind: trigDrift, outlook: re.start, outlookWhy: sys + "'s own estimate",
-				what: fmt.Sprintf("%s now expects the job to start %s after submission, not %s as placed (drift limit %s)",
-					sys, model.Duration(newWait.Round(time.Second)), model.Duration(placedWait.Round(time.Second)), model.Duration(dl))}
+				what: fmt.Sprintf("%s now expects the job to start %s after submission, not %s as placed, past %s %s",
+					sys, model.Duration(newWait.Round(time.Second)), model.Duration(placedWait.Round(time.Second)), source, model.Duration(limit.Round(time.Second)))}
 		}
 	}
 	return nil
 }
 
 // dueForWeighing: a job is weighed when a trigger first fires (or changes kind), then
-// at most every ReestimateEvery while it persists.
+// at most every MigrateMargin while it persists (a change smaller than the margin
+// cannot turn a stay into a move by itself).
 func (e *Engine) dueForWeighing(a *model.Attempt, kind string, pol model.Policy, now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n, ok := e.stays[a.Tag]
-	return !ok || n.trigger != kind || now.Sub(n.checked) >= e.wallOf(a.System, pol.ReestimateEvery.D())
+	return !ok || n.trigger != kind || now.Sub(n.checked) >= e.wallOf(a.System, pol.MigrateMargin.D())
 }
 
 // weigh decides, for one trigger, whether a pending job moves or stays, and logs the

@@ -21,10 +21,11 @@ import (
 //   - a pending job waits longer than the envelope's max_queue_wait, or else than
 //     WaitLimit(estimated wait) = max(WaitFactor × estimate, estimate + WaitSlack);
 //   - the site's own estimate for the job (asked again every ReestimateEvery) drifts
-//     past that same wait limit.
+//     past that same limit (max_queue_wait or WaitLimit): Mosaic acts before the overrun.
 //
 // A move happens only if the best alternative starts at least MigrateMargin before the
-// current outlook; otherwise the task stays and an event says why. A stay is logged
+// current outlook; otherwise the task stays and an event says why. While a trigger
+// persists the job is weighed again at most every MigrateMargin. A stay is logged
 // again only when the picture changes materially (the best alternative changes, or a
 // start moves by more than 2 × MigrateMargin) or after StayBackoff.
 type Policy struct {
