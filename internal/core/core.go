@@ -119,7 +119,6 @@ func New(opts Options) (*Core, error) {
 // the simulator's what-if), for the heuristic ranker.
 type estimator struct{ c *Core }
 
-//
 // A simulated site reports wall-clock times, but a wait is a duration in the site's own
 // time (like its walltimes and the queue model's waits): the answer is returned as now
 // plus the wait in site time, so the scheduler compares waits in one unit.
