@@ -119,9 +119,10 @@ func New(opts Options) (*Core, error) {
 // the simulator's what-if), for the heuristic ranker.
 type estimator struct{ c *Core }
 
-// A simulated site reports wall-clock times, but a wait is a duration in the site's own
-// time (like its walltimes and the queue model's waits): the answer is returned as now
-// plus the wait in site time, so the scheduler compares waits in one unit.
+// EstimateStart asks the site. A simulated site reports wall-clock times, but a wait is
+// a duration in the site's own time (like its walltimes and the queue model's waits):
+// the answer is returned as now plus the wait in site time, so the scheduler compares
+// waits in one unit.
 func (e estimator) EstimateStart(ctx context.Context, system string, spec model.JobSpec) (time.Time, error) {
 	p, ok := e.c.collector.Provider(system)
 	if !ok {
