@@ -108,3 +108,36 @@ func TestHistoryOf(t *testing.T) {
 		t.Fatalf("excluded %v", ex)
 	}
 }
+
+func TestKeepGrowth(t *testing.T) {
+	// A pending job that moves keeps the size its resizes gave it, within the envelope.
+	env := model.Envelope{MemoryGB: model.IntRange{Min: 16, Max: 128}, Walltime: model.DurationRange{Min: hours(0.5), Max: hours(8)}}
+	cases := []struct {
+		name     string
+		env      model.Envelope
+		spec     model.JobSpec
+		wantWall model.Duration
+		wantMem  int
+	}{
+		{"resized walltime is kept", env, model.JobSpec{Nodes: 1, Walltime: hours(8), MemoryGB: 16}, hours(8), 16},
+		{"resized memory is kept (total over nodes)", env, model.JobSpec{Nodes: 2, Walltime: hours(0.5), MemoryGB: 32}, hours(0.5), 64},
+		{"never past the envelope max", env, model.JobSpec{Nodes: 1, Walltime: hours(9), MemoryGB: 256}, hours(0.5), 16},
+		{"fixed walltime (no max) stays", model.Envelope{Walltime: model.DurationRange{Min: hours(1)}}, model.JobSpec{Nodes: 1, Walltime: hours(2)}, hours(1), 0},
+		{"site default memory (0) keeps the minimum", env, model.JobSpec{Nodes: 1, Walltime: hours(0.5)}, hours(0.5), 16},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			task := &model.Task{Envelope: c.env}
+			got := keepGrowth(task, &model.Attempt{Spec: c.spec})
+			if got.Envelope.Walltime.Min != c.wantWall || got.Envelope.MemoryGB.Min != c.wantMem {
+				t.Fatalf("walltime.min %s memory_gb.min %d, want %s %d", got.Envelope.Walltime.Min, got.Envelope.MemoryGB.Min, c.wantWall, c.wantMem)
+			}
+			if task.Envelope.Walltime.Min != c.env.Walltime.Min {
+				t.Fatal("the task itself must not change")
+			}
+			if err := got.Envelope.Validate(); err != nil && c.env.Validate() == nil {
+				t.Fatalf("raised envelope is invalid: %v", err)
+			}
+		})
+	}
+}

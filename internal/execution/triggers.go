@@ -242,7 +242,7 @@ func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) err
 			fmt.Sprintf("%s; the task's move budget is used up (%d of %d migrations, %d of %d attempts): waiting is better than failing",
 				tr.what, h.Migrations, pol.MaxMigrations, h.Attempts, pol.MaxAttempts))
 	}
-	pl, err := e.o.Placer.Place(ctx, &t.Task, excluded(atts, sys))
+	pl, err := e.o.Placer.Place(ctx, keepGrowth(&t.Task, a), excluded(atts, sys))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -270,6 +270,22 @@ func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) err
 		return err // the new job was not accepted: keep the old one
 	}
 	return e.cancelAttempt(ctx, a, "migrated to "+pl.System+" as attempt "+fmt.Sprint(na.N))
+}
+
+// keepGrowth is the task to replan when a pending job moves: an attempt that was resized
+// (more walltime or memory after a timeout or OOM) moves at that size, not back at the
+// envelope's minimum.
+func keepGrowth(t *model.Task, a *model.Attempt) *model.Task {
+	tt := *t
+	env := tt.Envelope
+	if w := a.Spec.Walltime; w > env.Walltime.Min && env.Walltime.Max > 0 && w <= env.Walltime.Max {
+		env.Walltime.Min = w
+	}
+	if m := a.Spec.MemoryGB * max(a.Spec.Nodes, 1); m > env.MemoryGB.Min && env.MemoryGB.Max > 0 && m <= env.MemoryGB.Max {
+		env.MemoryGB.Min = m
+	}
+	tt.Envelope = env
+	return &tt
 }
 
 func short(kind string) string {
