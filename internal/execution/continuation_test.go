@@ -141,3 +141,21 @@ func TestKeepGrowth(t *testing.T) {
 		})
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"no feasible placement\n  Alpha: down\n\n  Beta: full\n", 400, "no feasible placement; Alpha: down; Beta: full"},
+		{"", 400, ""},
+		{"   \n \n", 400, ""},
+		{"ünïcode " + strings.Repeat("x", 20), 10, "ünïcode xx…"}, // cut by characters, not bytes
+	}
+	for _, c := range cases {
+		if got := oneLine(c.in, c.n); got != c.want {
+			t.Errorf("oneLine(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -207,6 +208,30 @@ func (e *Engine) dueForWeighing(a *model.Attempt, kind string, pol model.Policy,
 	return !ok || n.trigger != kind || now.Sub(n.checked) >= e.wallOf(a.System, pol.MigrateMargin.D())
 }
 
+// family groups triggers about the same thing for hysteresis: a drift warning followed
+// by the overrun it predicted is one story, not two.
+func family(kind string) string {
+	if kind == trigDrift {
+		return trigWait
+	}
+	return kind
+}
+
+// oneLine joins a multi-line message into one line of at most n characters.
+func oneLine(s string, n int) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	out := strings.Join(parts, "; ")
+	if r := []rune(out); len(r) > n {
+		out = string(r[:n]) + "…"
+	}
+	return out
+}
+
 // weigh decides, for one trigger, whether a pending job moves or stays, and logs the
 // decision either way. The caller holds the task's lock.
 func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) error {
@@ -220,9 +245,10 @@ func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) err
 	e.mu.Lock()
 	n := e.stays[a.Tag]
 	n.checked = now
-	if n.trigger != tr.kind {
-		n = stayNote{trigger: tr.kind, checked: now}
+	if family(n.trigger) != family(tr.kind) {
+		n = stayNote{checked: now}
 	}
+	n.trigger = tr.kind
 	e.stays[a.Tag] = n
 	e.mu.Unlock()
 	if t.Target != nil {
@@ -247,7 +273,7 @@ func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) err
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return e.stay(ctx, a, tr, pol, "", time.Time{}, "stay on "+sys, tr.what+"; no other system can take it: "+firstLine(err.Error()))
+		return e.stay(ctx, a, tr, pol, "", time.Time{}, "stay on "+sys, tr.what+"; no other system can take it: "+oneLine(err.Error(), 400))
 	}
 	alt := pl.System + ":" + pl.Partition
 	altStart, altNote := pl.EstimatedStart, ""
@@ -306,7 +332,7 @@ func (e *Engine) stay(ctx context.Context, a *model.Attempt, tr trigger, pol mod
 	tol := 2 * e.wallOf(a.System, pol.MigrateMargin.D())
 	e.mu.Lock()
 	n := e.stays[a.Tag]
-	material := n.logged.IsZero() || n.trigger != tr.kind || n.alt != alt ||
+	material := n.logged.IsZero() || family(n.trigger) != family(tr.kind) || n.alt != alt ||
 		absDur(n.altStart.Sub(altStart)) > tol || absDur(n.outlook.Sub(tr.outlook)) > tol ||
 		now.Sub(n.logged) >= e.wallOf(a.System, pol.StayBackoff.D())
 	if material {
