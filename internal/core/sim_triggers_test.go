@@ -270,6 +270,7 @@ func TestSimPinnedTaskWaitOverrunIsExplained(t *testing.T) {
 		t.Fatalf("a pinned task moved: %+v", moves)
 	}
 	s := stays[0]
+	t.Logf("%s — %s", s.Message, s.Rationale)
 	if !strings.HasPrefix(s.Message, "pinned: staying despite wait overrun") || !strings.Contains(s.Rationale, "the default wait limit") ||
 		!strings.Contains(s.Rationale, "--clear-target") {
 		t.Fatalf("pinned stay event: %s — %s", s.Message, s.Rationale)

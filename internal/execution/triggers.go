@@ -343,7 +343,10 @@ func (e *Engine) stay(ctx context.Context, a *model.Attempt, tr trigger, pol mod
 	if !material {
 		return nil
 	}
-	return e.o.Store.AppendEventsErr(ctx, ev(a.TaskID, a.N, a.System, "continuation", msg+": "+tr.kind, why, model.ActorRules))
+	if !strings.HasPrefix(msg, "pinned") {
+		msg += ": " + tr.kind
+	}
+	return e.o.Store.AppendEventsErr(ctx, ev(a.TaskID, a.N, a.System, "continuation", msg, why, model.ActorRules))
 }
 
 // stayRunning logs (once per outage, or after StayBackoff) that a running job on a down
