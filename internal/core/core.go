@@ -160,9 +160,14 @@ func (c *Core) Run(ctx context.Context) {
 		if err := c.WaitReady(ctx); err != nil {
 			return
 		}
-		if err := c.engine.Recover(ctx); err != nil {
-			c.log.Warn("recovery after restart (will retry on the next ticks)", "err", err)
-		}
+		// Recovery runs beside the monitor, so a site that does not answer at start
+		// delays neither the monitor nor the other sites (both work task by task under
+		// the task's lock and re-read what they act on).
+		go func() {
+			if err := c.engine.Recover(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("recovery after restart (will retry on the next ticks)", "err", err)
+			}
+		}()
 		c.engine.Run(ctx, c.monitor)
 	})
 }

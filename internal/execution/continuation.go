@@ -244,7 +244,11 @@ func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string
 	}
 	p, err := e.provider(a.System)
 	if err == nil {
-		err = p.Cancel(ctx, []string{a.JobID})
+		// Bounded: an unreachable site must not hold the caller (a user's cancel); the
+		// attempt stays cancelling and the monitor asks again every tick.
+		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+		err = p.Cancel(cctx, []string{a.JobID})
+		cancel()
 	}
 	if err != nil {
 		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &why},

@@ -55,6 +55,9 @@ type Options struct {
 	// exponential backoff starting at SubmitBackoff (default 1s).
 	SubmitTries   int
 	SubmitBackoff time.Duration
+	// CancelTimeout bounds one cancel call made on behalf of a user or a migration
+	// (default 20s); an unconfirmed cancel is asked again by the monitor.
+	CancelTimeout time.Duration
 }
 
 // Engine runs tasks. Mutations of one task are serialised by that task's own lock, so
@@ -63,6 +66,9 @@ type Options struct {
 // site delays only its own round) and applies results task by task.
 type Engine struct {
 	o Options
+	// started is when this engine was made: recovery resumes only tasks created before
+	// it (a newer task without attempts is a submission still being dispatched).
+	started time.Time
 
 	tasks taskLocks
 
@@ -96,10 +102,13 @@ func New(o Options) *Engine {
 	if o.SubmitBackoff <= 0 {
 		o.SubmitBackoff = time.Second
 	}
+	if o.CancelTimeout <= 0 {
+		o.CancelTimeout = 20 * time.Second
+	}
 	if o.Snapshot == nil {
 		o.Snapshot = func() *model.ResourceSnapshot { return nil }
 	}
-	return &Engine{o: o, tasks: taskLocks{m: map[string]*taskLock{}}, missing: map[string]time.Time{}, rounds: map[string]bool{},
+	return &Engine{o: o, started: o.Clock().UTC(), tasks: taskLocks{m: map[string]*taskLock{}}, missing: map[string]time.Time{}, rounds: map[string]bool{},
 		busy: map[string]bool{}, stays: map[string]stayNote{}, estimated: map[string]reestimate{}}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
@@ -33,16 +34,29 @@ func (e *Engine) Recover(ctx context.Context) error {
 			bySystem[a.System] = append(bySystem[a.System], a)
 		}
 	}
-	var errs []error
+	// Sites in parallel: one that does not answer delays only its own jobs.
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
 	for sys, atts := range bySystem {
-		errs = append(errs, e.reconcileSystem(ctx, sys, atts, false))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := e.reconcileSystem(ctx, sys, atts, false)
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}()
 	}
+	wg.Wait()
 	tasks, err := e.o.Store.Tasks(ctx, []model.TaskState{model.TaskPending, model.TaskPlaced, model.TaskSubmitted, model.TaskQueued, model.TaskRunning}, 10000)
 	if err != nil {
 		return err
 	}
 	for _, t := range tasks {
-		if openTask[t.ID] {
+		if openTask[t.ID] || !t.CreatedAt.Before(e.started) {
 			continue
 		}
 		errs = append(errs, e.withTask(ctx, t.ID, func() error { return e.resume(ctx, t.ID) }))
