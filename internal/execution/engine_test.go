@@ -55,6 +55,9 @@ func (h *hungProvider) Submit(ctx context.Context, _ model.JobSpec) (string, err
 func (h *hungProvider) Status(ctx context.Context, _ []string) (map[string]model.JobStatus, error) {
 	return nil, h.hang(ctx, "status")
 }
+func (h *hungProvider) FindByTag(ctx context.Context, _ []string) (map[string]model.JobStatus, error) {
+	return nil, h.hang(ctx, "findbytag")
+}
 func (h *hungProvider) Cancel(ctx context.Context, _ []string) error { return h.hang(ctx, "cancel") }
 func (h *hungProvider) EstimateStart(ctx context.Context, _ model.JobSpec) (time.Time, error) {
 	return time.Time{}, h.hang(ctx, "estimate")
@@ -228,6 +231,52 @@ func TestHungSiteDelaysNoOtherSite(t *testing.T) {
 	// The hung site's round is still the one in flight: it was never re-entered.
 	if n := hung.count("status"); n != 1 {
 		t.Errorf("status calls to the hung site: %d; a site whose round is still running must not get another", n)
+	}
+}
+
+func TestRecoveryDoesNotWaitForAHungSite(t *testing.T) {
+	// After a restart, an attempt left "submitting" on the hung site H cannot be looked
+	// up; the orphan on A and a task that never got an attempt carry on meanwhile.
+	ctx, cancel := context.WithCancel(context.Background())
+	hung := &hungProvider{release: make(chan struct{}), calls: map[string]int{}}
+	a := newSimSite(t, "A")
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(hung.release); cancel(); wg.Wait() })
+	orphan := func(task, sys string) {
+		newTask(t, st, task, "echo hi")
+		spec := specFor(&model.Task{Command: "echo hi"})
+		spec.Tag, spec.System, spec.Partition, spec.Account, spec.Name = model.JobTag(task, 1), sys, "cpu", "acct", task
+		if err := st.CreateAttempt(ctx, &model.Attempt{TaskID: task, N: 1, Tag: spec.Tag, System: sys, Partition: "cpu", Account: "acct",
+			Spec: spec, State: model.JobSubmitting, CreatedAt: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orphan("onh", "H")
+	orphan("ona", "A")
+	newTask(t, st, "fresh", "echo hi") // placed before the crash, never dispatched
+	time.Sleep(5 * time.Millisecond)
+	e := New(Options{Store: st, Providers: provMap{"A": a, "H": hung}, Placer: fixedPlacer{"A"}})
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = e.Recover(ctx) }()
+	within(t, "recovery on A beside a hung H", 2*time.Second, func() error {
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			x, _ := st.Attempts(ctx, "ona")
+			y, _ := st.Attempts(ctx, "fresh")
+			if len(x) == 1 && x[0].JobID != "" && len(y) == 1 && y[0].JobID != "" {
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return errors.New("the orphan on A or the undispatched task is still waiting")
+	})
+	if hung.count("findbytag") != 1 {
+		t.Fatalf("H was asked %d times", hung.count("findbytag"))
 	}
 }
 

@@ -50,17 +50,22 @@ func (e *Engine) Recover(ctx context.Context) error {
 			mu.Unlock()
 		}()
 	}
-	wg.Wait()
+	// Meanwhile, tasks without an open attempt carry on (they have no orphan to wait for).
 	tasks, err := e.o.Store.Tasks(ctx, []model.TaskState{model.TaskPending, model.TaskPlaced, model.TaskSubmitted, model.TaskQueued, model.TaskRunning}, 10000)
 	if err != nil {
+		wg.Wait()
 		return err
 	}
 	for _, t := range tasks {
 		if openTask[t.ID] || !t.CreatedAt.Before(e.started) {
 			continue
 		}
-		errs = append(errs, e.withTask(ctx, t.ID, func() error { return e.resume(ctx, t.ID) }))
+		err := e.withTask(ctx, t.ID, func() error { return e.resume(ctx, t.ID) })
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
