@@ -141,10 +141,21 @@ type item struct {
 // each job's result is applied under its task's lock, and anything that needs another
 // site (a continuation, a migration) runs as a follow-up of its own.
 func (e *Engine) siteRound(ctx context.Context, wg *sync.WaitGroup, snap *model.ResourceSnapshot, sys string, atts, orphans []*model.Attempt) {
-	if len(orphans) > 0 {
-		if err := e.reconcileSystem(ctx, sys, orphans, true); err != nil {
-			e.o.Logger.Warn("reconciling after restart", "system", sys, "err", err)
+	// Attempts without a job id whose task is locked are submits in flight, not crash
+	// leftovers: only the others are looked up at the site (after its jobs are followed).
+	var leftovers []*model.Attempt
+	for _, a := range orphans {
+		if unlock, ok := e.tasks.tryLock(a.TaskID); ok {
+			unlock()
+			leftovers = append(leftovers, a)
 		}
+	}
+	if len(leftovers) > 0 {
+		defer func() {
+			if err := e.reconcileSystem(ctx, sys, leftovers, true); err != nil && ctx.Err() == nil {
+				e.o.Logger.Warn("reconciling after restart", "system", sys, "err", err)
+			}
+		}()
 	}
 	if len(atts) == 0 {
 		return
