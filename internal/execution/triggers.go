@@ -37,8 +37,10 @@ type stayNote struct {
 	alt      string
 	altStart time.Time
 	outlook  time.Time
-	logged   time.Time // when a stay was last written to the log
-	checked  time.Time // when the job was last weighed
+	gap      time.Duration // how far the logged decision was from a move
+	logged   time.Time     // when a stay was last written to the log
+	checked  time.Time     // when the job was last weighed
+	backoff  time.Duration // when an unchanged stay is logged again
 }
 
 // reestimate is the site's latest answer to "when would this job start".
@@ -276,7 +278,7 @@ func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) err
 		return e.stay(ctx, a, tr, pol, "", time.Time{}, "stay on "+sys, tr.what+"; no other system can take it: "+oneLine(err.Error(), 400))
 	}
 	alt := pl.System + ":" + pl.Partition
-	altStart, altNote := pl.EstimatedStart, ""
+	altStart, altNote := e.altEstimate(ctx, t, len(atts)+1, pl)
 	if altStart.IsZero() {
 		altStart, altNote = now, " (no estimate; taken as now)"
 	}
@@ -296,6 +298,28 @@ func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) err
 		return err // the new job was not accepted: keep the old one
 	}
 	return e.cancelAttempt(ctx, a, "migrated to "+pl.System+" as attempt "+fmt.Sprint(na.N))
+}
+
+// altEstimate is when the alternative would start: its own scheduler's answer when it
+// gives one (compared like with like against the current site's own estimate), else the
+// placement's.
+func (e *Engine) altEstimate(ctx context.Context, t *store.TaskRow, n int, pl *Placement) (time.Time, string) {
+	if p, ok := e.o.Providers.Provider(pl.System); ok {
+		spec := pl.Spec
+		spec.Tag, spec.Name = model.JobTag(t.ID, n), t.Name
+		spec.System, spec.Partition, spec.Account = pl.System, pl.Partition, pl.Account
+		spec.Command, spec.Script = t.Command, t.Script
+		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+		at, err := p.EstimateStart(cctx, spec)
+		cancel()
+		if err == nil && !at.IsZero() {
+			return at.UTC(), " (" + pl.System + "'s own estimate)"
+		}
+	}
+	if pl.EstimatedStart.IsZero() {
+		return time.Time{}, ""
+	}
+	return pl.EstimatedStart, " (placement estimate)"
 }
 
 // keepGrowth is the task to replan when a pending job moves: an attempt that was resized
@@ -330,17 +354,31 @@ func short(kind string) string {
 func (e *Engine) stay(ctx context.Context, a *model.Attempt, tr trigger, pol model.Policy, alt string, altStart time.Time, msg, why string) error {
 	now := e.now()
 	tol := 2 * e.wallOf(a.System, pol.MigrateMargin.D())
+	// gap is how far the decision is from a move: the alternative's start plus the
+	// margin, minus the current outlook (zero when there is no alternative).
+	var gap time.Duration
+	if !altStart.IsZero() {
+		gap = altStart.Add(e.wallOf(a.System, pol.MigrateMargin.D())).Sub(tr.outlook)
+	}
 	e.mu.Lock()
 	n := e.stays[a.Tag]
-	material := n.logged.IsZero() || family(n.trigger) != family(tr.kind) || n.alt != alt ||
-		absDur(n.altStart.Sub(altStart)) > tol || absDur(n.outlook.Sub(tr.outlook)) > tol ||
-		now.Sub(n.logged) >= e.wallOf(a.System, pol.StayBackoff.D())
-	if material {
-		n = stayNote{trigger: tr.kind, alt: alt, altStart: altStart, outlook: tr.outlook, logged: now, checked: now}
+	backoff := n.backoff
+	if backoff == 0 {
+		backoff = e.wallOf(a.System, pol.StayBackoff.D())
+	}
+	changed := n.logged.IsZero() || family(n.trigger) != family(tr.kind) || n.alt != alt ||
+		absDur(gap-n.gap) > max(tol, absDur(n.gap)/2)
+	late := !changed && now.Sub(n.logged) >= backoff
+	if changed || late {
+		next := e.wallOf(a.System, pol.StayBackoff.D())
+		if late {
+			next = 2 * backoff // an unchanged picture is repeated ever more rarely
+		}
+		n = stayNote{trigger: tr.kind, alt: alt, altStart: altStart, outlook: tr.outlook, gap: gap, logged: now, checked: now, backoff: next}
 		e.stays[a.Tag] = n
 	}
 	e.mu.Unlock()
-	if !material {
+	if !changed && !late {
 		return nil
 	}
 	if !strings.HasPrefix(msg, "pinned") {

@@ -26,8 +26,9 @@ import (
 // A move happens only if the best alternative starts at least MigrateMargin before the
 // current outlook; otherwise the task stays and an event says why. While a trigger
 // persists the job is weighed again at most every MigrateMargin. A stay is logged
-// again only when the picture changes materially (the best alternative changes, or a
-// start moves by more than 2 × MigrateMargin) or after StayBackoff.
+// again only when the picture changes materially (the best alternative changes, or the
+// distance from a move changes by more than max(2 × MigrateMargin, half of itself)),
+// or else after StayBackoff, doubling each time.
 type Policy struct {
 	MaxAttempts     int      `json:"max_attempts,omitempty" yaml:"max_attempts,omitempty"`           // total attempts, all sites; default 4
 	MaxMigrations   int      `json:"max_migrations,omitempty" yaml:"max_migrations,omitempty"`       // moves to another system; default 2
