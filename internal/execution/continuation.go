@@ -175,6 +175,16 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 	if err != nil {
 		return err
 	}
+	if a.State == model.JobSubmitError {
+		// A move (migration, replan) whose new job was refused: the old job is still
+		// open, so the task keeps it rather than failing or moving on.
+		for _, o := range atts {
+			if o.N != a.N && !o.State.Final() {
+				return e.o.Store.AppendEventsErr(ctx, ev(t.ID, o.N, o.System, "continuation", "stay on "+o.System+": the move was refused",
+					fmt.Sprintf("%s refused attempt %d (%s); job %s on %s stays", a.System, a.N, firstLine(a.Reason), o.JobID, o.System), model.ActorRules))
+			}
+		}
+	}
 	act := Decide(t.Envelope, policyOf(t), a, e.partition(a.System, a.Partition), historyOf(atts), transientSubmit)
 	next := len(atts) + 1
 	switch act.Kind {

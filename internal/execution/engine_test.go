@@ -2,8 +2,10 @@ package execution
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -310,4 +312,77 @@ func TestTaskLocks(t *testing.T) {
 		t.Fatal("a was released")
 	}
 	u3()
+}
+
+// refusingSite is a site whose scheduler refuses every submission (as sbatch does for
+// an account the user has no access to); everything else is the real simulator.
+type refusingSite struct{ *simprov.Provider }
+
+func (r refusingSite) Submit(context.Context, model.JobSpec) (string, error) {
+	return "", errors.New("sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified")
+}
+
+func TestRefusedMoveKeepsTheOldJob(t *testing.T) {
+	// The job overruns max_queue_wait on A (behind a blocker); the move to R is refused.
+	// The task must keep its pending job on A, not fail while that job is still queued.
+	ctx := context.Background()
+	a := newSimSite(t, "A")
+	r := refusingSite{newSimSite(t, "R")}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	blocker := model.JobSpec{Tag: "blocker", Name: "blocker", Partition: "cpu", Account: "acct", Nodes: 2, NTasks: 2, CPUsPerTask: 8,
+		Walltime: model.Duration(4 * time.Hour), Command: "sleep 300"}
+	blocker.Nodes, blocker.NTasks = 1, 1
+	for i := 0; i < 2; i++ {
+		if _, err := a.Submit(ctx, blocker); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := New(Options{Store: st, Providers: provMap{"A": a, "R": r}, Placer: fixedPlacer{"R"}})
+	pol, _ := json.Marshal(model.Policy{MigrateMargin: model.Duration(time.Second)}) // any sooner start is worth a move
+	now := time.Now().UTC()
+	if err := st.CreateTask(ctx, &store.TaskRow{Task: model.Task{ID: "moving", Name: "moving", Command: "echo hi", State: model.TaskPlaced,
+		Envelope: model.Envelope{CPUCores: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(time.Hour)},
+			MaxQueueWait: model.Duration(time.Minute)}, CreatedAt: now, UpdatedAt: now}, Policy: pol}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Dispatch(ctx, "moving", &Placement{System: "A", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: "echo hi"})}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := e.Tick(ctx); err != nil {
+			t.Fatal(err)
+		}
+		atts, _ := st.Attempts(ctx, "moving")
+		if len(atts) >= 2 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tr, _ := st.Task(ctx, "moving")
+	atts, _ := st.Attempts(ctx, "moving")
+	evs, _ := st.Events(ctx, store.EventQuery{TaskID: "moving", Limit: 100})
+	if len(atts) < 2 || atts[1].State != model.JobSubmitError {
+		for _, ev := range evs {
+			t.Logf("%s %s — %s", ev.Kind, ev.Message, ev.Rationale)
+		}
+		t.Fatalf("no refused move happened: %s", atts[0].State)
+	}
+	if tr.State.Final() || atts[0].State != model.JobPending {
+		for _, ev := range evs {
+			t.Logf("%s %s — %s", ev.Kind, ev.Message, ev.Rationale)
+		}
+		t.Fatalf("task %s, A's job %s: a refused move must keep the queued job", tr.State, atts[0].State)
+	}
+	found := false
+	for _, ev := range evs {
+		found = found || strings.HasPrefix(ev.Message, "stay on A: the move was refused")
+	}
+	if !found {
+		t.Fatal("no event says the task stays after the refused move")
+	}
 }

@@ -180,8 +180,12 @@ func (e *Engine) waitTrigger(t *store.TaskRow, a *model.Attempt, pol model.Polic
 				expected = *a.EstimatedStart
 			}
 			if over := now.Sub(expected); over > 0 {
+				since := "the placement's estimate"
+				if a.EstimatedStart == nil {
+					since = "submission (no estimate)"
+				}
 				tr.outlook = now.Add(time.Duration(pol.DownOutlookFactor * float64(over)))
-				tr.outlookWhy = fmt.Sprintf("no fresh estimate from %s: %s past the placement's estimate, so no sooner than %g× that from now", sys, e.span(sys, over), pol.DownOutlookFactor)
+				tr.outlookWhy = fmt.Sprintf("no fresh estimate from %s: %s past %s, so no sooner than %g× that from now", sys, e.span(sys, over), since, pol.DownOutlookFactor)
 			} else {
 				tr.outlook = expected
 				tr.outlookWhy = fmt.Sprintf("no fresh estimate from %s: the placement's estimate", sys)
