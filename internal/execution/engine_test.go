@@ -333,9 +333,9 @@ func TestRefusedMoveKeepsTheOldJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	blocker := model.JobSpec{Tag: "blocker", Name: "blocker", Partition: "cpu", Account: "acct", Nodes: 2, NTasks: 2, CPUsPerTask: 8,
+	// Two blockers fill A's two 8-core nodes.
+	blocker := model.JobSpec{Tag: "blocker", Name: "blocker", Partition: "cpu", Account: "acct", Nodes: 1, NTasks: 1, CPUsPerTask: 8,
 		Walltime: model.Duration(4 * time.Hour), Command: "sleep 300"}
-	blocker.Nodes, blocker.NTasks = 1, 1
 	for i := 0; i < 2; i++ {
 		if _, err := a.Submit(ctx, blocker); err != nil {
 			t.Fatal(err)
