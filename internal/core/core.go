@@ -120,6 +120,10 @@ func New(opts Options) (*Core, error) {
 // the simulator's what-if), for the heuristic ranker.
 type estimator struct{ c *Core }
 
+// EstimateStart asks the site. A simulated site reports wall-clock times, but a wait is
+// a duration in the site's own time (like its walltimes and the queue model's waits):
+// the answer is returned as now plus the wait in site time, so the scheduler compares
+// waits in one unit.
 func (e estimator) EstimateStart(ctx context.Context, system string, spec model.JobSpec) (time.Time, error) {
 	p, ok := e.c.collector.Provider(system)
 	if !ok {
@@ -144,9 +148,14 @@ func (c *Core) Run(ctx context.Context) {
 		if err := c.WaitReady(ctx); err != nil {
 			return
 		}
-		if err := c.engine.Recover(ctx); err != nil {
-			c.log.Warn("recovery after restart (will retry on the next ticks)", "err", err)
-		}
+		// Recovery runs beside the monitor, so a site that does not answer at start
+		// delays neither the monitor nor the other sites (both work task by task under
+		// the task's lock and re-read what they act on).
+		go func() {
+			if err := c.engine.Recover(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("recovery after restart (will retry on the next ticks)", "err", err)
+			}
+		}()
 		c.engine.Run(ctx, c.monitor)
 	})
 }

@@ -217,6 +217,24 @@ func TestSimTimeoutIsResized(t *testing.T) {
 	}
 }
 
+func TestSimTimeoutShowsNoExitCode(t *testing.T) {
+	// walltime 1m..1m: `sleep 3` (3 simulated minutes at 60×) times out and there is no
+	// room to resize. The site killed it, so the attempt has no exit code to show.
+	w := newSimWorld(t, 60, [][2]string{{"A@X", ""}})
+	id := w.submit(SubmitRequest{Name: "slow", Command: "sleep 3", Envelope: gpuEnvelope("1m..1m")})
+	task := w.run(id, 40*time.Second)
+	if len(task.Attempts) == 0 {
+		t.Fatalf("no attempts; state %s: %s", task.State, task.Reason)
+	}
+	a := task.Attempts[0]
+	if a.State != model.JobTimeout {
+		t.Fatalf("attempt 1 is %s, want timeout (task %s: %s)", a.State, task.State, task.Reason)
+	}
+	if a.ExitCode != nil {
+		t.Fatalf("a timed-out attempt shows exit code %d; the site killed it, it has none", *a.ExitCode)
+	}
+}
+
 func TestSimOutageMigratesPendingJob(t *testing.T) {
 	// B is down at first, so the task goes to A, where it queues behind a blocker. Then A
 	// goes down (1 simulated minute in) for an hour; after site_down_ticks bad probes the

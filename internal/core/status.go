@@ -82,6 +82,15 @@ func siteTime(p any, now, t time.Time) time.Time {
 	return now.Add(time.Duration(min(float64(wait)*s.Speed(), float64(most))))
 }
 
+// speedOf is a provider's clock rate relative to the wall clock (the simulator's
+// speed-up; 1 for real sites).
+func speedOf(p any) float64 {
+	if s, ok := p.(speeder); ok && s.Speed() > 0 {
+		return s.Speed()
+	}
+	return 1
+}
+
 // SpeedText renders a speed-up factor: "60×", "2.5×".
 func SpeedText(speed float64) string {
 	return strconv.FormatFloat(speed, 'f', -1, 64) + "×"

@@ -176,6 +176,11 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	if err != nil {
 		return nil, err
 	}
+	if target != nil && env.MaxQueueWait > 0 {
+		return nil, fmt.Errorf("max_queue_wait %s cannot apply to a task pinned to %s: a pinned task is never moved, so the limit would be ignored; "+
+			"drop the pin (--target) to let Mosaic move the job when it has queued %s, or drop --max-queue-wait (Mosaic still logs when a pinned task's wait overruns its estimate): %w",
+			env.MaxQueueWait, target.System, env.MaxQueueWait, ErrInvalid)
+	}
 	now := c.clock().UTC()
 	task := &model.Task{ID: newTaskID(), Name: req.Name, Command: req.Command, Script: req.Script, Description: req.Description,
 		Envelope: env, Target: target, State: model.TaskPending, CreatedAt: now, UpdatedAt: now}
@@ -216,7 +221,7 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
 		return nil, err
 	}
-	pl := placementOf(d, c.clock())
+	pl := c.placementOf(d)
 	if err := c.engine.Dispatch(ctx, task.ID, pl, d.Rationale); err != nil {
 		c.log.Error("dispatch", "task", task.ID, "err", err)
 	}
@@ -228,14 +233,21 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	return &SubmitResult{Task: detail, Decision: d}, nil
 }
 
-func placementOf(d *scheduler.Decision, now time.Time) *execution.Placement {
+// placementOf turns a decision into a placement. The candidate's wait is in the site's
+// time; the placement's estimated start is a wall-clock instant the monitor compares
+// with its clock.
+func (c *Core) placementOf(d *scheduler.Decision) *execution.Placement {
 	ch := d.ChosenCandidate()
 	pl := &execution.Placement{System: ch.System, Partition: ch.Partition, Account: ch.Account, Spec: *d.Spec, Rationale: d.Rationale}
 	if b, err := json.Marshal(d); err == nil {
 		pl.Decision = b
 	}
 	if ch.WaitSource != "" {
-		pl.EstimatedStart = now.Add(ch.EstWait.D())
+		speed := 1.0
+		if p, ok := c.collector.Provider(ch.System); ok {
+			speed = speedOf(p)
+		}
+		pl.EstimatedStart = c.clock().Add(time.Duration(float64(ch.EstWait.D()) / speed))
 	}
 	return pl
 }
@@ -252,7 +264,7 @@ func (p placer) Place(ctx context.Context, task *model.Task, exclude []string) (
 	if err != nil {
 		return nil, err
 	}
-	return placementOf(d, p.c.clock()), nil
+	return p.c.placementOf(d), nil
 }
 
 // Task returns one task with its attempts and decision trace.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/store"
@@ -76,6 +75,8 @@ func Decide(env model.Envelope, pol model.Policy, a *model.Attempt, part *model.
 		}
 		return migrate("the site refused the submission: "+firstLine(a.Reason), env)
 	case model.JobTimeout:
+		// Straight to what is left of the envelope: doubling step by step costs a queue
+		// wait per step, and the job has already shown it needs more than it had.
 		cur := spec.Walltime
 		if !*pol.ResizeOnTimeout {
 			return Action{Kind: ActFail, Rationale: "the job hit its walltime and resizing is off"}
@@ -87,17 +88,20 @@ func Decide(env model.Envelope, pol model.Policy, a *model.Attempt, part *model.
 		if cur >= max {
 			return Action{Kind: ActFail, Rationale: fmt.Sprintf("the job hit its walltime of %s, already the envelope's maximum; raise walltime.max to let Mosaic give it longer", cur)}
 		}
-		next := model.Duration(float64(cur) * pol.Growth)
-		if next > max {
-			next = max
-		}
+		next := max
 		if part != nil && part.WalltimeCap > 0 && next > part.WalltimeCap {
+			if cur < part.WalltimeCap {
+				spec.Walltime = part.WalltimeCap
+				return Action{Kind: ActResize, Spec: spec, Rationale: fmt.Sprintf("the job hit its walltime of %s: resize to %s, the most %s:%s allows (envelope max %s)",
+					cur, part.WalltimeCap, a.System, a.Partition, max)}
+			}
 			e := env
 			e.Walltime.Min = next
-			return migrate(fmt.Sprintf("the job hit its walltime of %s; it needs %s, more than %s:%s allows (%s)", cur, next, a.System, a.Partition, part.WalltimeCap), e)
+			return migrate(fmt.Sprintf("the job hit its walltime of %s, the most %s:%s allows (%s); it moves to a system that allows the envelope's maximum %s",
+				cur, a.System, a.Partition, part.WalltimeCap, next), e)
 		}
 		spec.Walltime = next
-		return Action{Kind: ActResize, Spec: spec, Rationale: fmt.Sprintf("the job hit its walltime of %s: resize to %s (envelope max %s)", cur, next, max)}
+		return Action{Kind: ActResize, Spec: spec, Rationale: fmt.Sprintf("the job hit its walltime of %s: resize to %s, the rest of the envelope (walltime.max)", cur, next)}
 	case model.JobOOM:
 		if !*pol.ResizeOnOOM {
 			return Action{Kind: ActFail, Rationale: "the job ran out of memory and resizing is off"}
@@ -171,6 +175,16 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 	if err != nil {
 		return err
 	}
+	if a.State == model.JobSubmitError {
+		// A move (migration, replan) whose new job was refused: the old job is still
+		// open, so the task keeps it rather than failing or moving on.
+		for _, o := range atts {
+			if o.N != a.N && !o.State.Final() {
+				return e.o.Store.AppendEventsErr(ctx, ev(t.ID, o.N, o.System, "continuation", "stay on "+o.System+": the move was refused",
+					fmt.Sprintf("%s refused attempt %d (%s); job %s on %s stays", a.System, a.N, firstLine(a.Reason), o.JobID, o.System), model.ActorRules))
+			}
+		}
+	}
 	act := Decide(t.Envelope, policyOf(t), a, e.partition(a.System, a.Partition), historyOf(atts), transientSubmit)
 	next := len(atts) + 1
 	switch act.Kind {
@@ -231,43 +245,6 @@ func (e *Engine) fail(ctx context.Context, t *store.TaskRow, a *model.Attempt, w
 		ev(t.ID, a.N, a.System, "failure", "task failed", reason, model.ActorRules))
 }
 
-// migratePending moves a pending job: place elsewhere, submit, and only once the new
-// job is accepted cancel the old one.
-func (e *Engine) migratePending(ctx context.Context, t *store.TaskRow, a *model.Attempt, why string) error {
-	atts, err := e.o.Store.Attempts(ctx, t.ID)
-	if err != nil {
-		return err
-	}
-	pol := policyOf(t)
-	h := historyOf(atts)
-	if h.Migrations >= pol.MaxMigrations || h.Attempts >= pol.MaxAttempts {
-		return nil // stay queued: waiting is better than failing
-	}
-	pl, err := e.o.Placer.Place(ctx, &t.Task, excluded(atts, a.System))
-	if err != nil {
-		return nil // nowhere better: stay
-	}
-	if !pl.EstimatedStart.IsZero() && a.EstimatedStart != nil {
-		// The current job has already overrun, so its own estimate says nothing about
-		// when it will start; move only if the alternative promises a wait no longer
-		// than the current site originally promised.
-		newWait := pl.EstimatedStart.Sub(e.now())
-		promised := max(a.EstimatedStart.Sub(a.CreatedAt), time.Minute)
-		if newWait > promised {
-			return nil
-		}
-	}
-	if err := e.o.Store.AppendEventsErr(ctx, ev(t.ID, a.N, a.System, "continuation",
-		fmt.Sprintf("migrate pending job %s: %s → %s:%s", a.JobID, a.System, pl.System, pl.Partition), why, model.ActorRules)); err != nil {
-		return err
-	}
-	na, err := e.dispatch(ctx, t, len(atts)+1, pl, why+"; "+pl.Rationale)
-	if err != nil || na == nil || na.JobID == "" {
-		return err // the new job was not accepted: keep the old one
-	}
-	return e.cancelAttempt(ctx, a, "migrated to "+pl.System+" as attempt "+fmt.Sprint(na.N))
-}
-
 // cancelAttempt asks the site to cancel; if it cannot be reached the attempt stays in
 // cancelling and the monitor asks again every tick until the site confirms.
 func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string) error {
@@ -277,7 +254,11 @@ func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string
 	}
 	p, err := e.provider(a.System)
 	if err == nil {
-		err = p.Cancel(ctx, []string{a.JobID})
+		// Bounded: an unreachable site must not hold the caller (a user's cancel); the
+		// attempt stays cancelling and the monitor asks again every tick.
+		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+		err = p.Cancel(cctx, []string{a.JobID})
+		cancel()
 	}
 	if err != nil {
 		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &why},
@@ -289,8 +270,10 @@ func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string
 
 // Cancel stops a task: every open attempt's job is cancelled at its site.
 func (e *Engine) Cancel(ctx context.Context, taskID, why string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	return e.withTask(ctx, taskID, func() error { return e.cancelTask(ctx, taskID, why) })
+}
+
+func (e *Engine) cancelTask(ctx context.Context, taskID, why string) error {
 	t, err := e.o.Store.Task(ctx, taskID)
 	if err != nil {
 		return err
@@ -317,8 +300,10 @@ func (e *Engine) Cancel(ctx context.Context, taskID, why string) error {
 // Replan places a task anew (optionally without its pin). A pending job is replaced
 // (new job first, old one cancelled after); a running task is refused.
 func (e *Engine) Replan(ctx context.Context, taskID string, clearTarget bool) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	return e.withTask(ctx, taskID, func() error { return e.replan(ctx, taskID, clearTarget) })
+}
+
+func (e *Engine) replan(ctx context.Context, taskID string, clearTarget bool) error {
 	t, err := e.o.Store.Task(ctx, taskID)
 	if err != nil {
 		return err

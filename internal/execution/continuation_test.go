@@ -35,14 +35,20 @@ func TestDecide(t *testing.T) {
 		{name: "lost retries in place", a: att(model.JobLost), h: h1, want: ActRetry},
 		{name: "preempted retries", a: att(model.JobPreempted), h: h1, want: ActRetry},
 		{name: "transient retry off migrates", a: att(model.JobBootFail), pol: model.Policy{RetryTransient: new(bool)}, h: h1, want: ActMigrate},
-		{name: "timeout resizes walltime", a: att(model.JobTimeout), part: part, h: h1, want: ActResize, why: "resize to 2h",
+		{name: "timeout resizes straight to the envelope max", a: att(model.JobTimeout), h: h1, want: ActResize, why: "resize to 8h, the rest of the envelope",
 			check: func(t *testing.T, act Action) {
-				if act.Spec.Walltime != hours(2) {
+				if act.Spec.Walltime != hours(8) {
+					t.Errorf("walltime %s, want the envelope max 8h (not doubling)", act.Spec.Walltime)
+				}
+			}},
+		{name: "timeout resizes to the partition cap below the envelope max", a: att(model.JobTimeout), part: part, h: h1, want: ActResize, why: "resize to 4h, the most A:gpu allows",
+			check: func(t *testing.T, act Action) {
+				if act.Spec.Walltime != hours(4) {
 					t.Errorf("walltime %s", act.Spec.Walltime)
 				}
 			}},
 		{name: "timeout beyond partition cap migrates", a: func() *model.Attempt { a := att(model.JobTimeout); a.Spec.Walltime = hours(4); return a }(),
-			part: part, h: h1, want: ActMigrate, why: "more than A:gpu allows",
+			part: part, h: h1, want: ActMigrate, why: "the most A:gpu allows (4h); it moves",
 			check: func(t *testing.T, act Action) {
 				if act.Envelope.Walltime.Min != hours(8) {
 					t.Errorf("raised min %s", act.Envelope.Walltime.Min)
@@ -100,5 +106,56 @@ func TestHistoryOf(t *testing.T) {
 	}
 	if ex := excluded(atts, "B"); len(ex) != 2 || ex[0] != "B" || ex[1] != "A" {
 		t.Fatalf("excluded %v", ex)
+	}
+}
+
+func TestKeepGrowth(t *testing.T) {
+	// A pending job that moves keeps the size its resizes gave it, within the envelope.
+	env := model.Envelope{MemoryGB: model.IntRange{Min: 16, Max: 128}, Walltime: model.DurationRange{Min: hours(0.5), Max: hours(8)}}
+	cases := []struct {
+		name     string
+		env      model.Envelope
+		spec     model.JobSpec
+		wantWall model.Duration
+		wantMem  int
+	}{
+		{"resized walltime is kept", env, model.JobSpec{Nodes: 1, Walltime: hours(8), MemoryGB: 16}, hours(8), 16},
+		{"resized memory is kept (total over nodes)", env, model.JobSpec{Nodes: 2, Walltime: hours(0.5), MemoryGB: 32}, hours(0.5), 64},
+		{"never past the envelope max", env, model.JobSpec{Nodes: 1, Walltime: hours(9), MemoryGB: 256}, hours(0.5), 16},
+		{"fixed walltime (no max) stays", model.Envelope{Walltime: model.DurationRange{Min: hours(1)}}, model.JobSpec{Nodes: 1, Walltime: hours(2)}, hours(1), 0},
+		{"site default memory (0) keeps the minimum", env, model.JobSpec{Nodes: 1, Walltime: hours(0.5)}, hours(0.5), 16},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			task := &model.Task{Envelope: c.env}
+			got := keepGrowth(task, &model.Attempt{Spec: c.spec})
+			if got.Envelope.Walltime.Min != c.wantWall || got.Envelope.MemoryGB.Min != c.wantMem {
+				t.Fatalf("walltime.min %s memory_gb.min %d, want %s %d", got.Envelope.Walltime.Min, got.Envelope.MemoryGB.Min, c.wantWall, c.wantMem)
+			}
+			if task.Envelope.Walltime.Min != c.env.Walltime.Min {
+				t.Fatal("the task itself must not change")
+			}
+			if err := got.Envelope.Validate(); err != nil && c.env.Validate() == nil {
+				t.Fatalf("raised envelope is invalid: %v", err)
+			}
+		})
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"no feasible placement\n  Alpha: down\n\n  Beta: full\n", 400, "no feasible placement; Alpha: down; Beta: full"},
+		{"", 400, ""},
+		{"   \n \n", 400, ""},
+		{"ünïcode " + strings.Repeat("x", 20), 10, "ünïcode xx…"}, // cut by characters, not bytes
+	}
+	for _, c := range cases {
+		if got := oneLine(c.in, c.n); got != c.want {
+			t.Errorf("oneLine(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
 	}
 }

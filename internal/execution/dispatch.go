@@ -12,20 +12,21 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
-// Dispatch submits the first (or next) attempt of a placed task.
+// Dispatch submits the first (or next) attempt of a placed task. It holds only the
+// task's own lock, so a slow site delays this task and no other.
 func (e *Engine) Dispatch(ctx context.Context, taskID string, pl *Placement, why string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t, err := e.o.Store.Task(ctx, taskID)
-	if err != nil {
+	return e.withTask(ctx, taskID, func() error {
+		t, err := e.o.Store.Task(ctx, taskID)
+		if err != nil {
+			return err
+		}
+		atts, err := e.o.Store.Attempts(ctx, taskID)
+		if err != nil {
+			return err
+		}
+		_, err = e.dispatch(ctx, t, len(atts)+1, pl, why)
 		return err
-	}
-	atts, err := e.o.Store.Attempts(ctx, taskID)
-	if err != nil {
-		return err
-	}
-	_, err = e.dispatch(ctx, t, len(atts)+1, pl, why)
-	return err
+	})
 }
 
 // dispatch writes attempt n (state submitting) BEFORE calling the site, submits, and
@@ -68,7 +69,8 @@ func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Plac
 	return a, e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskSubmitted), Reason: ptr("")})
 }
 
-// submit calls the provider, retrying transient errors with exponential backoff.
+// submit calls the provider, retrying transient errors with exponential backoff. The
+// caller holds only the task's lock: the backoff waits delay nothing else.
 func (e *Engine) submit(ctx context.Context, p provider.Provider, spec model.JobSpec) (string, error) {
 	var last error
 	wait := e.o.SubmitBackoff

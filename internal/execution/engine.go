@@ -55,18 +55,37 @@ type Options struct {
 	// exponential backoff starting at SubmitBackoff (default 1s).
 	SubmitTries   int
 	SubmitBackoff time.Duration
+	// CancelTimeout bounds one cancel call made on behalf of a user or a migration
+	// (default 20s); an unconfirmed cancel is asked again by the monitor.
+	CancelTimeout time.Duration
 }
 
-// Engine runs tasks. All task mutations are serialised by one mutex, so the monitor,
-// API calls and recovery never interleave on the same task.
+// Engine runs tasks. Mutations of one task are serialised by that task's own lock, so
+// the monitor, API calls and recovery never interleave on the same task; nothing shared
+// is held across a call to a site. The monitor runs one round per site (a slow or hung
+// site delays only its own round) and applies results task by task.
 type Engine struct {
-	o  Options
+	o Options
+	// started is when this engine was made: recovery resumes only tasks created before
+	// it (a newer task without attempts is a submission still being dispatched).
+	started time.Time
+
+	tasks taskLocks
+
+	// mu guards the small in-memory maps below; it is never held across I/O or the
+	// store.
 	mu sync.Mutex
 	// missing records when an active job was first absent from its site's answer.
 	missing map[string]time.Time
-	// started is when this engine was made: tasks created later belong to this
-	// process's own in-flight submits, not to a crash (Recover leaves them alone).
-	started time.Time
+	// rounds marks the sites whose monitor round is still running.
+	rounds map[string]bool
+	// busy marks tasks with a follow-up (migration, continuation) in flight.
+	busy map[string]bool
+	// stays remembers the last logged stay decision per attempt tag (hysteresis).
+	stays map[string]stayNote
+	// estimated is when the site was last asked for a pending job's start (by tag), and
+	// what it said.
+	estimated map[string]reestimate
 }
 
 // New makes an engine.
@@ -83,10 +102,94 @@ func New(o Options) *Engine {
 	if o.SubmitBackoff <= 0 {
 		o.SubmitBackoff = time.Second
 	}
+	if o.CancelTimeout <= 0 {
+		o.CancelTimeout = 20 * time.Second
+	}
 	if o.Snapshot == nil {
 		o.Snapshot = func() *model.ResourceSnapshot { return nil }
 	}
-	return &Engine{o: o, missing: map[string]time.Time{}, started: o.Clock().UTC()}
+	return &Engine{o: o, started: o.Clock().UTC(), tasks: taskLocks{m: map[string]*taskLock{}}, missing: map[string]time.Time{}, rounds: map[string]bool{},
+		busy: map[string]bool{}, stays: map[string]stayNote{}, estimated: map[string]reestimate{}}
+}
+
+// taskLocks hands out one lock per task id; entries live only while someone holds or
+// waits for them.
+type taskLocks struct {
+	mu sync.Mutex
+	m  map[string]*taskLock
+}
+
+type taskLock struct {
+	ch   chan struct{} // capacity 1: a token means locked
+	refs int
+}
+
+// lock takes the task's lock, giving up when ctx ends (an API call never waits forever
+// behind a task whose site hangs). The returned function releases it.
+func (l *taskLocks) lock(ctx context.Context, id string) (func(), error) {
+	l.mu.Lock()
+	tl := l.m[id]
+	if tl == nil {
+		tl = &taskLock{ch: make(chan struct{}, 1)}
+		l.m[id] = tl
+	}
+	tl.refs++
+	l.mu.Unlock()
+	release := func() {
+		l.mu.Lock()
+		tl.refs--
+		if tl.refs == 0 {
+			delete(l.m, id)
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case tl.ch <- struct{}{}:
+		return func() { <-tl.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, fmt.Errorf("task %s is busy with another operation (a site may be slow to answer); try again: %w", id, ctx.Err())
+	}
+}
+
+// tryLock takes the task's lock only if it is free now.
+func (l *taskLocks) tryLock(id string) (func(), bool) {
+	l.mu.Lock()
+	tl := l.m[id]
+	if tl == nil {
+		tl = &taskLock{ch: make(chan struct{}, 1)}
+		l.m[id] = tl
+	}
+	select {
+	case tl.ch <- struct{}{}:
+		tl.refs++
+		l.mu.Unlock()
+		return func() {
+			<-tl.ch
+			l.mu.Lock()
+			tl.refs--
+			if tl.refs == 0 {
+				delete(l.m, id)
+			}
+			l.mu.Unlock()
+		}, true
+	default:
+		if tl.refs == 0 {
+			delete(l.m, id)
+		}
+		l.mu.Unlock()
+		return nil, false
+	}
+}
+
+// withTask runs fn holding the task's lock.
+func (e *Engine) withTask(ctx context.Context, id string, fn func() error) error {
+	unlock, err := e.tasks.lock(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn()
 }
 
 func (e *Engine) now() time.Time { return e.o.Clock().UTC() }

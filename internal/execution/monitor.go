@@ -4,139 +4,389 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
-// Run ticks the monitor until ctx ends.
+// maxEstimatesPerRound bounds how many pending jobs a site is asked about again (the
+// drift trigger) in one round, so a queue of thousands costs a few calls per tick.
+const maxEstimatesPerRound = 8
+
+// Run ticks the monitor until ctx ends. Each tick starts a round for every site whose
+// previous round has finished and does not wait for them: a site whose login node hangs
+// keeps only its own round busy, and the other sites are followed every tick.
 func (e *Engine) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait() // rounds end soon after ctx: every call they make honours it
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := e.Tick(ctx); err != nil && ctx.Err() == nil {
+			if err := e.startTick(ctx, &wg); err != nil && ctx.Err() == nil {
 				e.o.Logger.Error("monitor tick", "err", err)
 			}
 		}
 	}
 }
 
-// Tick is one monitor round: for each site, ONE status call for all of its open
-// jobs, then transitions, continuations, queue-wait and site-outage checks.
+// Tick is one monitor round over every site, waiting until the rounds it started, and
+// the follow-ups (continuations, migrations) they started, are done. Tools and tests
+// use it; the service uses Run.
 func (e *Engine) Tick(ctx context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	var wg sync.WaitGroup
+	err := e.startTick(ctx, &wg)
+	wg.Wait()
+	return err
+}
+
+// spawn runs fn in a goroutine counted by wg.
+func spawn(wg *sync.WaitGroup, fn func()) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		fn()
+	}()
+}
+
+// startTick reads the open attempts and starts one round per site: ONE status call
+// for all of the site's open jobs, then transitions, then the triggers.
+func (e *Engine) startTick(ctx context.Context, wg *sync.WaitGroup) error {
 	open, err := e.o.Store.OpenAttempts(ctx)
 	if err != nil {
 		return err
 	}
 	bySystem := map[string][]*model.Attempt{}
 	orphans := map[string][]*model.Attempt{}
+	tags := map[string]bool{}
 	for _, a := range open {
+		tags[a.Tag] = true
 		if a.JobID == "" {
-			// Under the engine's lock no submit is in flight, so a submitting row
-			// without a job id is a crash leftover that recovery has not settled yet.
+			// Either a submit in flight (its task is locked) or a crash leftover;
+			// reconcileSystem tells them apart under the task's lock.
 			orphans[a.System] = append(orphans[a.System], a)
 			continue
 		}
 		bySystem[a.System] = append(bySystem[a.System], a)
 	}
-	for sys, atts := range orphans {
-		if err := e.reconcileSystem(ctx, sys, atts); err != nil {
-			e.o.Logger.Warn("reconciling after restart", "system", sys, "err", err)
-		}
-	}
-	systems := make([]string, 0, len(bySystem))
+	e.prune(tags)
+	systems := make([]string, 0, len(bySystem)+len(orphans))
 	for s := range bySystem {
 		systems = append(systems, s)
+	}
+	for s := range orphans {
+		if _, ok := bySystem[s]; !ok {
+			systems = append(systems, s)
+		}
 	}
 	sort.Strings(systems)
 	snap := e.o.Snapshot()
 	for _, sys := range systems {
-		atts := bySystem[sys]
-		p, err := e.provider(sys)
-		if err != nil {
+		e.mu.Lock()
+		running := e.rounds[sys]
+		if !running {
+			e.rounds[sys] = true
+		}
+		e.mu.Unlock()
+		if running {
+			e.o.Logger.Debug("monitor round still running from an earlier tick; skipped", "system", sys)
 			continue
 		}
-		ids := make([]string, len(atts))
-		for i, a := range atts {
-			ids[i] = a.JobID
-		}
-		statuses, err := p.Status(ctx, ids)
-		if err != nil {
-			e.o.Logger.Warn("status query failed", "system", sys, "jobs", len(ids), "err", err)
-			e.siteTrouble(ctx, snap, sys, atts)
-			continue
-		}
-		for _, a := range atts {
-			st, ok := statuses[a.JobID]
-			if err := e.observe(ctx, a, st, ok); err != nil {
-				e.o.Logger.Error("handling job status", "tag", a.Tag, "err", err)
-			}
-		}
-		e.siteTrouble(ctx, snap, sys, atts)
+		atts, orph := bySystem[sys], orphans[sys]
+		spawn(wg, func() {
+			defer func() {
+				e.mu.Lock()
+				delete(e.rounds, sys)
+				e.mu.Unlock()
+			}()
+			e.siteRound(ctx, wg, snap, sys, atts, orph)
+		})
 	}
 	return nil
 }
 
-// observe applies one job's status (or its absence) to its attempt.
-func (e *Engine) observe(ctx context.Context, a *model.Attempt, st model.JobStatus, found bool) error {
-	now := e.now()
+// prune forgets in-memory notes about attempts that are no longer open.
+func (e *Engine) prune(open map[string]bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for tag := range e.missing {
+		if !open[tag] {
+			delete(e.missing, tag)
+		}
+	}
+	for tag := range e.stays {
+		if !open[tag] {
+			delete(e.stays, tag)
+		}
+	}
+	for tag := range e.estimated {
+		if !open[tag] {
+			delete(e.estimated, tag)
+		}
+	}
+}
+
+// item is one attempt of a site's round with its task as read under the task's lock.
+type item struct {
+	a *model.Attempt
+	t *store.TaskRow
+}
+
+// siteRound follows one site. It calls the site without holding anything shared;
+// each job's result is applied under its task's lock, and anything that needs another
+// site (a continuation, a migration) runs as a follow-up of its own.
+func (e *Engine) siteRound(ctx context.Context, wg *sync.WaitGroup, snap *model.ResourceSnapshot, sys string, atts, orphans []*model.Attempt) {
+	// Attempts without a job id whose task is locked are submits in flight, not crash
+	// leftovers: only the others are looked up at the site (after its jobs are followed).
+	var leftovers []*model.Attempt
+	for _, a := range orphans {
+		if unlock, ok := e.tasks.tryLock(a.TaskID); ok {
+			unlock()
+			leftovers = append(leftovers, a)
+		}
+	}
+	if len(leftovers) > 0 {
+		defer func() {
+			if err := e.reconcileSystem(ctx, sys, leftovers, true); err != nil && ctx.Err() == nil {
+				e.o.Logger.Warn("reconciling after restart", "system", sys, "err", err)
+			}
+		}()
+	}
+	if len(atts) == 0 {
+		return
+	}
+	p, err := e.provider(sys)
+	if err != nil {
+		return
+	}
+	ids := make([]string, len(atts))
+	for i, a := range atts {
+		ids[i] = a.JobID
+	}
+	statuses, err := p.Status(ctx, ids)
+	var items []item
+	var recancel []string
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		e.o.Logger.Warn("status query failed", "system", sys, "jobs", len(ids), "err", err)
+		for _, a := range atts {
+			if t, cur, ok := e.current(ctx, a); ok {
+				items = append(items, item{cur, t})
+			}
+		}
+	} else {
+		for _, a := range atts {
+			st, found := statuses[a.JobID]
+			it, again, fu := e.apply(ctx, a, st, found)
+			if again {
+				recancel = append(recancel, a.JobID)
+			}
+			if it != nil {
+				items = append(items, *it)
+			}
+			if fu != nil {
+				// A job that ended must be continued: wait for the task if it is busy
+				// (continueFinal sees whether something else already acted).
+				e.followUpMust(ctx, wg, a.TaskID, fu)
+			}
+		}
+	}
+	if len(recancel) > 0 {
+		// Not confirmed yet: ask again (idempotent; the site may have been down when
+		// the cancel was first asked).
+		if err := p.Cancel(ctx, recancel); err != nil {
+			e.o.Logger.Warn("repeating cancel", "system", sys, "jobs", len(recancel), "err", err)
+		}
+	}
+	if err == nil {
+		e.reestimate(ctx, p, sys, items)
+	}
+	e.triggers(ctx, wg, snap, sys, items)
+}
+
+// current re-reads an attempt and its task without waiting for a busy task (false if
+// the task is busy, gone or the attempt changed since the round began).
+func (e *Engine) current(ctx context.Context, a *model.Attempt) (*store.TaskRow, *model.Attempt, bool) {
+	if e.isBusy(a.TaskID) {
+		return nil, nil, false
+	}
+	unlock, ok := e.tasks.tryLock(a.TaskID)
+	if !ok {
+		return nil, nil, false
+	}
+	defer unlock()
+	return e.reread(ctx, a)
+}
+
+// reread loads an attempt and its task again (the caller holds the task's lock); false
+// if the attempt is no longer the open job the round saw. The task may be final (a
+// cancelled task's jobs are followed until the site confirms).
+func (e *Engine) reread(ctx context.Context, a *model.Attempt) (*store.TaskRow, *model.Attempt, bool) {
 	t, err := e.o.Store.Task(ctx, a.TaskID)
+	if err != nil {
+		return nil, nil, false
+	}
+	atts, err := e.o.Store.Attempts(ctx, a.TaskID)
+	if err != nil || a.N < 1 || a.N > len(atts) {
+		return nil, nil, false
+	}
+	cur := atts[a.N-1]
+	if cur.State.Final() || cur.JobID != a.JobID {
+		return nil, nil, false
+	}
+	return t, cur, true
+}
+
+// apply takes the task's lock (skipping a task that is busy: the next round sees the
+// job again), re-reads the attempt and applies the site's answer. It returns the
+// attempt if it is still open, whether its cancel must be asked again, and a follow-up
+// to run when the job ended badly.
+func (e *Engine) apply(ctx context.Context, a *model.Attempt, st model.JobStatus, found bool) (*item, bool, func(context.Context) error) {
+	if e.isBusy(a.TaskID) {
+		return nil, false, nil
+	}
+	unlock, ok := e.tasks.tryLock(a.TaskID)
+	if !ok {
+		return nil, false, nil
+	}
+	defer unlock()
+	t, cur, ok := e.reread(ctx, a)
+	if !ok {
+		return nil, false, nil
+	}
+	again, final, err := e.observe(ctx, t, cur, st, found)
+	if err != nil {
+		e.o.Logger.Error("handling job status", "tag", a.Tag, "err", err)
+		return nil, false, nil
+	}
+	if final {
+		if cur.State == model.JobSucceeded || cur.State == model.JobCancelled {
+			return nil, false, nil
+		}
+		return nil, false, func(ctx context.Context) error { return e.continueFinal(ctx, cur) }
+	}
+	return &item{cur, t}, again, nil
+}
+
+// continueFinal runs the continuation policy for an attempt that ended badly, if
+// nothing has acted on the task since.
+func (e *Engine) continueFinal(ctx context.Context, a *model.Attempt) error {
+	t, err := e.o.Store.Task(ctx, a.TaskID)
+	if err != nil || t.State.Final() {
+		return err
+	}
+	atts, err := e.o.Store.Attempts(ctx, a.TaskID)
 	if err != nil {
 		return err
 	}
+	if len(atts) != a.N {
+		return nil // a later attempt exists: already handled
+	}
+	return e.continueAfter(ctx, t, atts[a.N-1], false)
+}
+
+func (e *Engine) isBusy(task string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.busy[task]
+}
+
+// followUp runs fn for a task in its own goroutine, under the task's lock, unless a
+// follow-up for the task is already in flight. Work that calls other sites runs here,
+// so it never delays the round that found it.
+func (e *Engine) followUp(ctx context.Context, wg *sync.WaitGroup, task string, fn func(context.Context) error) bool {
+	e.mu.Lock()
+	if e.busy[task] {
+		e.mu.Unlock()
+		return false
+	}
+	e.busy[task] = true
+	e.mu.Unlock()
+	spawn(wg, func() {
+		defer func() {
+			e.mu.Lock()
+			delete(e.busy, task)
+			e.mu.Unlock()
+		}()
+		if err := e.withTask(ctx, task, func() error { return fn(ctx) }); err != nil && ctx.Err() == nil {
+			e.o.Logger.Error("acting on a task", "task", task, "err", err)
+		}
+	})
+	return true
+}
+
+// followUpMust is followUp for work that must not be dropped when the task is busy.
+func (e *Engine) followUpMust(ctx context.Context, wg *sync.WaitGroup, task string, fn func(context.Context) error) {
+	if e.followUp(ctx, wg, task, fn) {
+		return
+	}
+	spawn(wg, func() {
+		if err := e.withTask(ctx, task, func() error { return fn(ctx) }); err != nil && ctx.Err() == nil {
+			e.o.Logger.Error("acting on a task", "task", task, "err", err)
+		}
+	})
+}
+
+// observe applies one job's status (or its absence) to its attempt; the caller holds
+// the task's lock. It makes no call to any site: it reports whether a cancel must be
+// asked again and whether the attempt reached a final state.
+func (e *Engine) observe(ctx context.Context, t *store.TaskRow, a *model.Attempt, st model.JobStatus, found bool) (again, final bool, err error) {
+	now := e.now()
 	pol := policyOf(t)
 	if !found {
 		// Absence means nothing while the site is unhealthy (a controller that is down
 		// answers with gaps): only a healthy site's silence counts toward lost/gone.
 		if !e.siteHealthy(a.System) {
+			e.mu.Lock()
 			delete(e.missing, a.Tag) // the clock restarts once the site is healthy again
-			return nil
+			e.mu.Unlock()
+			return false, false, nil
 		}
+		e.mu.Lock()
 		first, seen := e.missing[a.Tag]
 		if !seen {
 			e.missing[a.Tag] = now
-			return nil
+		}
+		e.mu.Unlock()
+		if !seen {
+			return false, false, nil
 		}
 		if a.State == model.JobCancelling {
 			if now.Sub(first) >= min(pol.LostGrace.D(), 30*time.Second) {
-				delete(e.missing, a.Tag)
-				return e.finishCancel(ctx, a, "job gone from the site")
+				e.forget(a.Tag)
+				return false, true, e.finishCancel(ctx, a, "job gone from the site")
 			}
-			// Not listed, but not long enough to be sure: ask again (idempotent).
-			if p, err := e.provider(a.System); err == nil {
-				_ = p.Cancel(ctx, []string{a.JobID})
-			}
-			return nil
+			// Not listed, but not long enough to be sure: ask again.
+			return true, false, nil
 		}
 		if now.Sub(first) < pol.LostGrace.D() {
-			return nil
+			return false, false, nil
 		}
-		delete(e.missing, a.Tag)
+		e.forget(a.Tag)
 		st = model.JobStatus{JobID: a.JobID, State: model.JobLost,
 			Reason: fmt.Sprintf("job %s vanished from %s without a final state for %s", a.JobID, a.System, pol.LostGrace)}
 	} else {
+		e.mu.Lock()
 		delete(e.missing, a.Tag)
+		e.mu.Unlock()
 	}
 
 	if a.State == model.JobCancelling {
 		if st.State.Final() {
-			return e.finishCancel(ctx, a, "site confirmed: "+string(st.State))
+			e.forget(a.Tag)
+			return false, true, e.finishCancel(ctx, a, "site confirmed: "+string(st.State))
 		}
-		// Not confirmed yet: ask again (the site may have been down when we first asked).
-		if p, err := e.provider(a.System); err == nil {
-			_ = p.Cancel(ctx, []string{a.JobID})
-		}
-		return nil
+		return true, false, nil
 	}
 	if st.State == a.State || st.State == model.JobUnknown && a.RawState == st.RawState {
-		return e.checkWait(ctx, t, a, pol)
+		return false, false, nil
 	}
 	u := store.AttemptUpdate{State: &st.State, RawState: &st.RawState}
 	if st.Reason != "" {
@@ -149,8 +399,11 @@ func (e *Engine) observe(ctx context.Context, a *model.Attempt, st model.JobStat
 		}
 		u.Started = &s
 	}
+	code, hasCode := exitCodeOf(st)
 	if st.State.Final() {
-		u.ExitCode = &st.ExitCode
+		if hasCode {
+			u.ExitCode = &code
+		}
 		end := now
 		if !st.End.IsZero() {
 			end = st.End.UTC()
@@ -158,36 +411,75 @@ func (e *Engine) observe(ctx context.Context, a *model.Attempt, st model.JobStat
 		u.Ended = &end
 	}
 	msg := fmt.Sprintf("job %s %s", a.JobID, st.State)
-	if st.State.Final() && st.State != model.JobSucceeded {
-		msg += fmt.Sprintf(" (exit %d", st.ExitCode)
-		if st.Signal != 0 {
-			msg += fmt.Sprintf(", signal %d", st.Signal)
+	if st.State.Final() && st.State != model.JobSucceeded && (hasCode || st.Signal != 0) {
+		var parts []string
+		if hasCode {
+			parts = append(parts, fmt.Sprintf("exit %d", code))
 		}
-		msg += ")"
+		if st.Signal != 0 {
+			parts = append(parts, fmt.Sprintf("signal %d", st.Signal))
+		}
+		msg += " (" + joinComma(parts) + ")"
 	}
 	if st.RawState != "" && st.RawState != string(st.State) {
 		msg += " [" + st.RawState + "]"
 	}
 	evs := []model.Event{ev(a.TaskID, a.N, a.System, "transition", msg, st.Reason, model.ActorSystem)}
 	if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, u, evs...); err != nil {
-		return err
+		return false, false, err
 	}
 	a.State, a.RawState, a.Reason = st.State, st.RawState, st.Reason
 	if st.State.Final() {
-		a.ExitCode = &st.ExitCode
+		e.forget(a.Tag)
+		if hasCode {
+			a.ExitCode = &code
+		}
 	}
 	switch {
 	case st.State == model.JobRunning || st.State == model.JobCompleting:
-		return e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskRunning)})
+		return false, false, e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskRunning)})
 	case st.State == model.JobPending || st.State == model.JobRequeued || st.State == model.JobSuspended:
-		return e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskQueued)})
+		return false, false, e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskQueued)})
 	case st.State == model.JobSucceeded:
-		return e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskSucceeded), Reason: ptr("")},
+		return false, true, e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskSucceeded), Reason: ptr("")},
 			ev(a.TaskID, a.N, a.System, "finished", fmt.Sprintf("task succeeded on %s:%s (job %s)", a.System, a.Partition, a.JobID), "", model.ActorSystem))
 	case st.State.Final():
-		return e.continueAfter(ctx, t, a, false)
+		return false, true, nil
 	}
-	return nil
+	return false, false, nil
+}
+
+// exitCodeOf is the job's own exit code, when it has one: a job the site ended
+// (walltime, cancel, node failure, preemption, deadline) or that vanished did not exit
+// by itself, so it shows no exit code rather than a fake 0.
+func exitCodeOf(st model.JobStatus) (int, bool) {
+	switch st.State {
+	case model.JobSucceeded, model.JobFailed:
+		return st.ExitCode, true
+	case model.JobOOM:
+		return st.ExitCode, st.ExitCode != 0
+	}
+	return 0, false
+}
+
+func joinComma(p []string) string {
+	out := ""
+	for i, s := range p {
+		if i > 0 {
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}
+
+// forget drops the in-memory notes about an attempt that ended.
+func (e *Engine) forget(tag string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.missing, tag)
+	delete(e.stays, tag)
+	delete(e.estimated, tag)
 }
 
 func (e *Engine) finishCancel(ctx context.Context, a *model.Attempt, why string) error {
@@ -195,74 +487,28 @@ func (e *Engine) finishCancel(ctx context.Context, a *model.Attempt, why string)
 		ev(a.TaskID, a.N, a.System, "transition", fmt.Sprintf("job %s cancelled", a.JobID), why, model.ActorSystem))
 }
 
-// checkWait migrates a pending job whose queue wait overran max_queue_wait, or the
-// placement's estimate by the policy's factor.
-func (e *Engine) checkWait(ctx context.Context, t *store.TaskRow, a *model.Attempt, pol model.Policy) error {
-	if a.State != model.JobPending || !*pol.MigrateOnWait || t.Target != nil {
-		return nil
-	}
-	wall := e.now().Sub(a.CreatedAt)
-	waited := e.siteElapsed(a.System, wall) // max_queue_wait is in the site's time
-	var why string
-	switch {
-	case t.Envelope.MaxQueueWait > 0 && waited > t.Envelope.MaxQueueWait.D():
-		why = fmt.Sprintf("queued %s on %s, over max_queue_wait %s", waited.Round(time.Second), a.System, t.Envelope.MaxQueueWait)
-	case a.EstimatedStart != nil:
-		est := a.EstimatedStart.Sub(a.CreatedAt) // both wall-clock
-		if est < time.Minute {
-			est = time.Minute
-		}
-		if wall > time.Duration(pol.WaitFactor*float64(est)) {
-			why = fmt.Sprintf("queued %s on %s, %.0f× the estimated wait of %s", wall.Round(time.Second), a.System, pol.WaitFactor, est.Round(time.Second))
-		}
-	}
-	if why == "" {
-		return nil
-	}
-	return e.migratePending(ctx, t, a, why)
-}
-
-// siteTrouble is the per-site circuit breaker: when a site has been down for the
-// policy's number of probes, its pending jobs move; running ones are left alone.
-func (e *Engine) siteTrouble(ctx context.Context, snap *model.ResourceSnapshot, system string, atts []*model.Attempt) {
-	if snap == nil {
-		return
-	}
-	h, ok := snap.System(system)
-	if !ok || h.Health.Usable() {
-		return
-	}
-	for _, a := range atts {
-		if a.State != model.JobPending {
-			continue
-		}
-		t, err := e.o.Store.Task(ctx, a.TaskID)
-		if err != nil || t.Target != nil {
-			continue
-		}
-		pol := policyOf(t)
-		if h.ConsecutiveBad < pol.SiteDownTicks {
-			continue
-		}
-		why := fmt.Sprintf("%s has been %s for %d probes (%s)", system, h.Health, h.ConsecutiveBad, h.LastError)
-		if err := e.migratePending(ctx, t, a, why); err != nil {
-			e.o.Logger.Error("migrating away from a down site", "tag", a.Tag, "err", err)
-		}
-	}
-}
-
 // speeder is implemented by providers whose clock runs faster than the wall clock (the
-// simulator): envelope durations such as max_queue_wait are in the site's time.
+// simulator): policy durations and max_queue_wait are in the site's time.
 type speeder interface{ Speed() float64 }
+
+// speed is the site's clock rate relative to the wall clock (1 for real sites).
+func (e *Engine) speed(system string) float64 {
+	if p, ok := e.o.Providers.Provider(system); ok {
+		if s, ok := p.(speeder); ok && s.Speed() > 0 {
+			return s.Speed()
+		}
+	}
+	return 1
+}
 
 // siteElapsed converts a wall-clock duration into the site's time.
 func (e *Engine) siteElapsed(system string, d time.Duration) time.Duration {
-	if p, ok := e.o.Providers.Provider(system); ok {
-		if s, ok := p.(speeder); ok && s.Speed() > 0 {
-			return time.Duration(float64(d) * s.Speed())
-		}
-	}
-	return d
+	return time.Duration(float64(d) * e.speed(system))
+}
+
+// wallOf converts a duration in the site's time into wall-clock time.
+func (e *Engine) wallOf(system string, d time.Duration) time.Duration {
+	return time.Duration(float64(d) / e.speed(system))
 }
 
 // siteHealthy reports whether the latest snapshot shows the system fully healthy, so

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
@@ -20,13 +21,9 @@ import (
 //     it started is still being dispatched by its submit call.
 //
 // Sites that cannot be reached are left for a later call (the monitor calls it too).
+//
+// Each task is handled under its own lock; nothing shared is held across site calls.
 func (e *Engine) Recover(ctx context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.recoverLocked(ctx)
-}
-
-func (e *Engine) recoverLocked(ctx context.Context) error {
 	open, err := e.o.Store.OpenAttempts(ctx)
 	if err != nil {
 		return err
@@ -39,42 +36,65 @@ func (e *Engine) recoverLocked(ctx context.Context) error {
 			bySystem[a.System] = append(bySystem[a.System], a)
 		}
 	}
-	var errs []error
+	// Sites in parallel: one that does not answer delays only its own jobs.
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
 	for sys, atts := range bySystem {
-		errs = append(errs, e.reconcileSystem(ctx, sys, atts))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := e.reconcileSystem(ctx, sys, atts, false)
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}()
 	}
+	// Meanwhile, tasks without an open attempt carry on (they have no orphan to wait for).
 	tasks, err := e.o.Store.Tasks(ctx, []model.TaskState{model.TaskPending, model.TaskPlaced, model.TaskSubmitted, model.TaskQueued, model.TaskRunning}, 10000)
 	if err != nil {
+		wg.Wait()
 		return err
 	}
 	for _, t := range tasks {
-		if openTask[t.ID] {
+		if openTask[t.ID] || !t.CreatedAt.Before(e.started) {
 			continue
 		}
-		if t.CreatedAt.After(e.started) {
-			// Created by this process: its submit call is between storing the task and
-			// dispatching it. Resuming it here would dispatch a second attempt beside
-			// that call's, and the command would run twice.
-			continue
-		}
-		errs = append(errs, e.resume(ctx, t))
+		err := e.withTask(ctx, t.ID, func() error { return e.resume(ctx, t.ID) })
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func (e *Engine) reconcileSystem(ctx context.Context, sys string, atts []*model.Attempt) error {
+// reconcileSystem settles attempts left "submitting" without a job id: adopted by tag
+// or submitted exactly once. Each is re-read under its task's lock first: a submit in
+// flight holds that lock and leaves a job id (or a submit error) behind, so what is
+// still submitting under the lock is a crash leftover. With try, a busy task is left
+// for a later round instead of waited for.
+func (e *Engine) reconcileSystem(ctx context.Context, sys string, atts []*model.Attempt, try bool) error {
 	p, err := e.provider(sys)
 	if err != nil {
 		return err
 	}
 	tf, ok := p.(provider.TagFinder)
 	if !ok {
-		for _, a := range atts {
+		for _, seen := range atts {
+			unlock, a, ok := e.lockOrphan(ctx, seen, try)
+			if !ok {
+				continue
+			}
 			why := "Mosaic restarted during the submit and " + sys + " cannot look jobs up by name, so it cannot tell whether the job exists; check the site's queue for " + a.Tag
 			if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobLost), Reason: &why, Ended: ptr(e.now())},
 				ev(a.TaskID, a.N, sys, "recovery", "attempt state unknown after restart", why, model.ActorSystem)); err != nil {
+				unlock()
 				return err
 			}
+			unlock()
 		}
 		return nil
 	}
@@ -86,52 +106,100 @@ func (e *Engine) reconcileSystem(ctx context.Context, sys string, atts []*model.
 	if err != nil {
 		return fmt.Errorf("recovery: looking up %d job tags on %s: %w (will retry)", len(tags), sys, err)
 	}
-	for _, a := range atts {
-		if st, ok := found[a.Tag]; ok && st.JobID != "" {
-			id := st.JobID
-			state := st.State
-			if state == "" || state == model.JobUnknown {
-				state = model.JobPending
-			}
-			if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{JobID: &id, State: &state},
-				ev(a.TaskID, a.N, sys, "recovery", fmt.Sprintf("adopted job %s found by its tag %s after a restart", id, a.Tag), "the submit had reached the site before the crash", model.ActorSystem)); err != nil {
-				return err
-			}
+	for _, seen := range atts {
+		unlock, a, ok := e.lockOrphan(ctx, seen, try)
+		if !ok {
 			continue
 		}
-		id, err := e.submit(ctx, p, a.Spec)
+		err := e.settleOrphan(ctx, p, sys, a, found)
+		unlock()
 		if err != nil {
-			reason := err.Error()
-			if uerr := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobSubmitError), Reason: &reason, Ended: ptr(e.now())},
-				ev(a.TaskID, a.N, sys, "recovery", "resubmit after restart refused: "+reason, classify(err), model.ActorSystem)); uerr != nil {
-				return uerr
-			}
-			t, terr := e.o.Store.Task(ctx, a.TaskID)
-			if terr != nil {
-				return terr
-			}
-			a.State, a.Reason = model.JobSubmitError, reason
-			if err := e.continueAfter(ctx, t, a, transientErr(err)); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{JobID: &id, State: ptr(model.JobPending)},
-			ev(a.TaskID, a.N, sys, "recovery", fmt.Sprintf("resubmitted as job %s after a restart", id), "no job with tag "+a.Tag+" existed at the site", model.ActorSystem)); err != nil {
-			return err
-		}
-		if err := e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskSubmitted)}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// resume carries on a non-final task that has no open attempt.
-func (e *Engine) resume(ctx context.Context, t *store.TaskRow) error {
+// lockOrphan takes the task's lock (waiting unless try) and re-reads the attempt; false
+// if it is no longer a submitting attempt without a job id.
+func (e *Engine) lockOrphan(ctx context.Context, seen *model.Attempt, try bool) (func(), *model.Attempt, bool) {
+	var unlock func()
+	if try {
+		u, ok := e.tasks.tryLock(seen.TaskID)
+		if !ok {
+			return nil, nil, false
+		}
+		unlock = u
+	} else {
+		u, err := e.tasks.lock(ctx, seen.TaskID)
+		if err != nil {
+			return nil, nil, false
+		}
+		unlock = u
+	}
+	atts, err := e.o.Store.Attempts(ctx, seen.TaskID)
+	if err != nil || seen.N < 1 || seen.N > len(atts) {
+		unlock()
+		return nil, nil, false
+	}
+	a := atts[seen.N-1]
+	if a.State != model.JobSubmitting || a.JobID != "" {
+		unlock()
+		return nil, nil, false
+	}
+	return unlock, a, true
+}
+
+// settleOrphan adopts the job found by the attempt's tag or submits it once.
+func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys string, a *model.Attempt, found map[string]model.JobStatus) error {
+	if st, ok := found[a.Tag]; ok && st.JobID != "" {
+		id := st.JobID
+		state := st.State
+		if state == "" || state == model.JobUnknown {
+			state = model.JobPending
+		}
+		if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{JobID: &id, State: &state},
+			ev(a.TaskID, a.N, sys, "recovery", fmt.Sprintf("adopted job %s found by its tag %s after a restart", id, a.Tag), "the submit had reached the site before the crash", model.ActorSystem)); err != nil {
+			return err
+		}
+		return nil
+	}
+	id, err := e.submit(ctx, p, a.Spec)
+	if err != nil {
+		reason := err.Error()
+		if uerr := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobSubmitError), Reason: &reason, Ended: ptr(e.now())},
+			ev(a.TaskID, a.N, sys, "recovery", "resubmit after restart refused: "+reason, classify(err), model.ActorSystem)); uerr != nil {
+			return uerr
+		}
+		t, terr := e.o.Store.Task(ctx, a.TaskID)
+		if terr != nil {
+			return terr
+		}
+		a.State, a.Reason = model.JobSubmitError, reason
+		return e.continueAfter(ctx, t, a, transientErr(err))
+	}
+	if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{JobID: &id, State: ptr(model.JobPending)},
+		ev(a.TaskID, a.N, sys, "recovery", fmt.Sprintf("resubmitted as job %s after a restart", id), "no job with tag "+a.Tag+" existed at the site", model.ActorSystem)); err != nil {
+		return err
+	}
+	return e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskSubmitted)})
+}
+
+// resume carries on a non-final task that has no open attempt; the caller holds the
+// task's lock, and the task is read again under it.
+func (e *Engine) resume(ctx context.Context, id string) error {
+	t, err := e.o.Store.Task(ctx, id)
+	if err != nil || t.State.Final() {
+		return err
+	}
 	atts, err := e.o.Store.Attempts(ctx, t.ID)
 	if err != nil {
 		return err
+	}
+	for _, a := range atts {
+		if !a.State.Final() {
+			return nil // an attempt is open again: the monitor follows it
+		}
 	}
 	if len(atts) == 0 {
 		pl, err := e.o.Placer.Place(ctx, &t.Task, nil)
