@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,8 +21,16 @@ import (
 // pinned task's overrun) on the real simulator with background load, and check that
 // every one ends in a logged decision: a migration, or a stay with the numbers.
 
-// outageSites is the two-site fault federation of issue 15: Alpha (utilization 1.3) and
-// Beta (1.5, an outage from 45m for 3h), a 128-core job takes one node of either.
+// outageSites is the two-site fault federation of issue 15: Alpha (utilization 1.3)
+// and Beta (an outage from 45m for 3h), a 128-core job takes one node of either.
+//
+// Simulated sites answer with real backfill estimates, so a job a site says starts
+// before its outage does start then, unless something no estimate can know happens
+// first: here all of Beta's nodes fail 10 minutes in, until 1h, by which time Beta is
+// down. Beta has no background load of its own: newOutageWorld fills it with blockers
+// that end at 18m, so the placement sees Beta starting the job in ~18m against Alpha's
+// ~48m and chooses Beta, and the job is still pending there when each trigger fires.
+// (The default wait limit, 3 × ~18m, falls after the outage has begun.)
 const outageSites = `systems:
   - name: Alpha
     kind: sim
@@ -36,13 +45,35 @@ const outageSites = `systems:
     partitions:
       - {name: cpu, nodes: 16, cpu_cores: 128, memory_gb: 512, max_walltime: 48h}
     sim:
-      load: {utilization: 1.5, mean_runtime: 2h}
       faults:
         outages: [{start: 45m, duration: 3h}]
+        node_failures: [{partition: cpu, nodes: 16, at: 10m, duration: 50m}]
 `
 
-// newLoadedWorld builds a core over a catalog of simulated systems with their own load.
-func newLoadedWorld(t *testing.T, speed float64, catalog string) *simWorld {
+// newOutageWorld is outageSites with Beta full of blockers until 18m.
+func newOutageWorld(t *testing.T) *simWorld {
+	w := newLoadedWorld(t, 600, outageSites, "Beta")
+	for i := 0; i < 16; i++ {
+		w.blockNode("Beta", "cpu", 128, 0, 18*time.Minute)
+	}
+	w.c.Refresh(context.Background())
+	return w
+}
+
+// blockNode fills one whole node of a partition (cores and gpus per node) with a job
+// that runs to its walltime.
+func (w *simWorld) blockNode(system, partition string, cores, gpus int, wall time.Duration) {
+	w.t.Helper()
+	_, err := w.provs[system].Submit(context.Background(), model.JobSpec{Tag: "blocker", Name: "blocker", Partition: partition, Account: "acct",
+		Nodes: 1, NTasks: 1, CPUsPerTask: cores, GPUs: gpus, GPUsPerNode: gpus, Walltime: model.Duration(wall), Command: "sleep 300"})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// newLoadedWorld builds a core over a catalog of simulated systems with their own load
+// (none on the systems named quiet).
+func newLoadedWorld(t *testing.T, speed float64, catalog string, quiet ...string) *simWorld {
 	t.Helper()
 	cat, err := site.Parse("test-sites.yaml", []byte(catalog))
 	if err != nil {
@@ -52,7 +83,11 @@ func newLoadedWorld(t *testing.T, speed float64, catalog string) *simWorld {
 	var provs []provider.Provider
 	dir := t.TempDir()
 	for _, sys := range cat.Systems {
-		p, err := simprov.New(sys, site.SimGlobal{Seed: 11}, simprov.Options{Speed: speed, WorkDir: filepath.Join(dir, "sim"), Tick: 20 * time.Millisecond})
+		opts := simprov.Options{Speed: speed, WorkDir: filepath.Join(dir, "sim"), Tick: 20 * time.Millisecond}
+		if slices.Contains(quiet, sys.Name) {
+			opts.Configure = noLoad
+		}
+		p, err := simprov.New(sys, site.SimGlobal{Seed: 11}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +174,7 @@ func TestSimOutageOfTheChosenSiteEndsInADecision(t *testing.T) {
 	// Alpha's start with Beta's realistic outlook (now + 2 × the outage so far), logs a
 	// stay with those numbers while Alpha is no better, and moves the job once it is.
 	// (Queue-wait triggers are off here so that the outage alone decides.)
-	w := newLoadedWorld(t, 600, outageSites)
+	w := newOutageWorld(t)
 	req := cpuRequest("m", 0)
 	req.Policy = &model.Policy{MigrateOnWait: new(bool)}
 	id := w.submit(req)
@@ -188,7 +223,7 @@ func TestSimMaxQueueWaitOverrunEndsInADecision(t *testing.T) {
 	// move to Alpha, or a stay that says where the job would start instead.
 	// (The drift trigger, which would act on Beta's own estimate before the overrun, is
 	// kept out of the way: Beta is not asked again.)
-	w := newLoadedWorld(t, 600, outageSites)
+	w := newOutageWorld(t)
 	req := cpuRequest("m", 20*time.Minute)
 	req.Policy = &model.Policy{ReestimateEvery: model.Duration(1000 * time.Hour)}
 	id := w.submit(req)
@@ -224,7 +259,7 @@ func TestSimMaxQueueWaitOverrunEndsInADecision(t *testing.T) {
 func TestSimEstimateDriftEndsInADecision(t *testing.T) {
 	// Beta's own estimate for the job (asked again every reestimate_every) drifts far
 	// past the placement's: the job moves if Alpha starts sooner by the margin.
-	w := newLoadedWorld(t, 600, outageSites)
+	w := newOutageWorld(t)
 	id := w.submit(cpuRequest("m", 0))
 	d, _ := w.c.Task(context.Background(), id)
 	if d.Attempts[0].System != "Beta" {
@@ -247,7 +282,14 @@ func TestSimPinnedTaskWaitOverrunIsExplained(t *testing.T) {
 	// A pinned task is never moved: --max-queue-wait on it is refused at submit with a
 	// message saying why, and a pinned task whose wait overruns the policy's default
 	// limit gets an event saying it stays because it is pinned.
-	w := newSimWorld(t, 600, [][2]string{{"A@X", ""}, {"B@X", ""}})
+	//
+	// A's node fails 50 simulated minutes in, for 30m: the blocker ends there and the
+	// task, which A expected to start at 1h when the blocker's walltime ends, waits
+	// until the node is back at 1h20m.
+	w := newSimWorld(t, 600, [][2]string{{"A@X", `    sim:
+      faults:
+        node_failures: [{partition: gpu, nodes: 1, at: 50m, duration: 30m}]
+`}, {"B@X", ""}})
 	req := SubmitRequest{Name: "pinned", Command: "echo hi", Envelope: gpuEnvelope("1h..1h"), Target: "A@X",
 		Policy: &model.Policy{WaitFactor: 1, WaitSlack: model.Duration(time.Minute)}}
 	req.Envelope.MaxQueueWait = model.Duration(20 * time.Minute)
@@ -255,9 +297,10 @@ func TestSimPinnedTaskWaitOverrunIsExplained(t *testing.T) {
 	if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "pinned to A@X") || !strings.Contains(err.Error(), "--max-queue-wait") {
 		t.Fatalf("max_queue_wait on a pinned task: want a refusal that explains, got %v", err)
 	}
-	// Without the limit: the task queues behind a blocker past the policy's default
-	// limit (here max(1 × estimate, estimate + 1m)), and stays, saying so once.
-	w.block("A@X")
+	// Without the limit: the task queues behind a 1h blocker, A's own estimate is
+	// accurate (1h) until the node fails, the wait passes the policy's default limit
+	// (here max(1 × estimate, estimate + 1m)), and the task stays, saying so once.
+	w.blockNode("A@X", "gpu", 16, 4, time.Hour)
 	w.c.Refresh(context.Background())
 	req.Envelope.MaxQueueWait = 0
 	id := w.submit(req)
