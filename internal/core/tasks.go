@@ -222,7 +222,9 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 		return nil, err
 	}
 	pl := c.placementOf(d)
-	if err := c.engine.Dispatch(ctx, task.ID, pl, d.Rationale); err != nil {
+	// The task is stored: its first attempt must not depend on the caller staying
+	// connected (a dropped request would leave it without an attempt until a restart).
+	if err := c.engine.Dispatch(context.WithoutCancel(ctx), task.ID, pl, d.Rationale); err != nil {
 		c.log.Error("dispatch", "task", task.ID, "err", err)
 	}
 	detail, err := c.Task(ctx, task.ID)

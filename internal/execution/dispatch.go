@@ -52,6 +52,13 @@ func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Plac
 	if err == nil {
 		jobID, err = e.submit(ctx, p, spec)
 	}
+	if errors.Is(err, errSubmitUnknown) {
+		// The site may hold the job: leave the attempt submitting without a job id. The
+		// monitor looks it up by its tag once the site answers and adopts it, or submits
+		// it once if it is not there (the crash-recovery path, exactly once).
+		why := err.Error()
+		return a, e.o.Store.AppendEventsErr(ctx, ev(t.ID, n, pl.System, "transition", "submit outcome unknown: the job will be looked up by its tag "+spec.Tag, why, model.ActorSystem))
+	}
 	if err != nil {
 		reason := err.Error()
 		if err := e.o.Store.UpdateAttempt(ctx, t.ID, n, store.AttemptUpdate{State: ptr(model.JobSubmitError), Reason: &reason, Ended: ptr(e.now())},
@@ -69,8 +76,18 @@ func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Plac
 	return a, e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskSubmitted), Reason: ptr("")})
 }
 
+// errSubmitUnknown means a submit may or may not have reached the site and the site
+// could not be asked: the attempt must be settled by its tag, never submitted again blind.
+var errSubmitUnknown = errors.New("the submit may have reached the site")
+
 // submit calls the provider, retrying transient errors with exponential backoff. The
 // caller holds only the task's lock: the backoff waits delay nothing else.
+//
+// A timeout or a connection cut while the command ran is ambiguous: sbatch may have
+// queued the job before the answer was lost (Slurm's "Socket timed out" is the classic
+// case). Before trying again the site is asked for the job by its tag: found, it is
+// adopted; absent, the retry is safe; when the site cannot say, submit returns
+// errSubmitUnknown and the attempt is settled by tag later, so no command runs twice.
 func (e *Engine) submit(ctx context.Context, p provider.Provider, spec model.JobSpec) (string, error) {
 	var last error
 	wait := e.o.SubmitBackoff
@@ -80,6 +97,20 @@ func (e *Engine) submit(ctx context.Context, p provider.Provider, spec model.Job
 			return id, nil
 		}
 		last = err
+		if ambiguousErr(err) {
+			tf, ok := p.(provider.TagFinder)
+			if !ok {
+				break // cannot tell: do not submit again blind
+			}
+			found, ferr := tf.FindByTag(ctx, []string{spec.Tag})
+			if ferr != nil {
+				return "", fmt.Errorf("%w: %w; looking it up by its tag failed too: %w", errSubmitUnknown, err, ferr)
+			}
+			if st, ok := found[spec.Tag]; ok && st.JobID != "" {
+				e.o.Logger.Warn("submit answer lost, job found by its tag", "system", spec.System, "tag", spec.Tag, "job", st.JobID, "err", err)
+				return st.JobID, nil
+			}
+		}
 		if !transientErr(err) || try == e.o.SubmitTries {
 			break
 		}
@@ -102,6 +133,26 @@ func transientErr(err error) bool {
 	}
 	s := strings.ToLower(err.Error())
 	for _, w := range []string{"temporarily", "try again", "timed out", "connection reset", "socket timed out", "slurm_load", "unable to contact slurm controller"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// ambiguousErr reports whether a submit error leaves open whether the site queued the
+// job: the command timed out, or the connection broke while it ran.
+func ambiguousErr(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	s := strings.ToLower(err.Error())
+	for _, w := range []string{"connect to host", "could not resolve", "connection refused", "no route to host"} {
+		if strings.Contains(s, w) {
+			return false // ssh never reached the login node: nothing ran
+		}
+	}
+	for _, w := range []string{"timed out", "connection reset", "broken pipe", "closed by remote host"} {
 		if strings.Contains(s, w) {
 			return true
 		}

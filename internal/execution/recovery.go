@@ -154,8 +154,11 @@ func (e *Engine) lockOrphan(ctx context.Context, seen *model.Attempt, try bool) 
 func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys string, a *model.Attempt, found map[string]model.JobStatus) error {
 	if st, ok := found[a.Tag]; ok && st.JobID != "" {
 		id := st.JobID
+		// Adopt it as pending even if it has ended: the next monitor round observes the
+		// real final state, so the task's finish or continuation runs as usual (storing a
+		// final state here would leave the task waiting for an attempt that is over).
 		state := st.State
-		if state == "" || state == model.JobUnknown {
+		if state == "" || state == model.JobUnknown || state.Final() {
 			state = model.JobPending
 		}
 		if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{JobID: &id, State: &state},
@@ -165,6 +168,9 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 		return nil
 	}
 	id, err := e.submit(ctx, p, a.Spec)
+	if errors.Is(err, errSubmitUnknown) {
+		return nil // still cannot tell: a later round looks it up again
+	}
 	if err != nil {
 		reason := err.Error()
 		if uerr := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobSubmitError), Reason: &reason, Ended: ptr(e.now())},

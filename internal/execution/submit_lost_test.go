@@ -1,0 +1,120 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// lostAnswerSite queues the job on a real simulator and then loses the answer, as
+// Slurm does with "Socket timed out on send/recv operation" or a transport timeout:
+// the job exists, the caller is told it failed. findFails makes the next look-ups by
+// tag fail too (the login node still does not answer).
+type lostAnswerSite struct {
+	*simprov.Provider
+	mu        sync.Mutex
+	submits   int
+	lose      int // answers still to lose
+	findFails int
+}
+
+func (l *lostAnswerSite) Submit(ctx context.Context, spec model.JobSpec) (string, error) {
+	l.mu.Lock()
+	l.submits++
+	lose := l.lose > 0
+	if lose {
+		l.lose--
+	}
+	l.mu.Unlock()
+	id, err := l.Provider.Submit(ctx, spec)
+	if err != nil || !lose {
+		return id, err
+	}
+	return "", errors.New("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation")
+}
+
+func (l *lostAnswerSite) FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {
+	l.mu.Lock()
+	fail := l.findFails > 0
+	if fail {
+		l.findFails--
+	}
+	l.mu.Unlock()
+	if fail {
+		return nil, fmt.Errorf("ssh A: connection timed out during the look-up: %w", provider.ErrSiteDown)
+	}
+	return l.Provider.FindByTag(ctx, tags)
+}
+
+func (l *lostAnswerSite) count() int { l.mu.Lock(); defer l.mu.Unlock(); return l.submits }
+
+func TestLostSubmitAnswerIsAdoptedNotResubmitted(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		findFails int
+	}{
+		{"found at once", 0},
+		{"site silent, settled by the monitor", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			site := &lostAnswerSite{Provider: newSimSite(t, "A"), lose: 1, findFails: tc.findFails}
+			st, err := store.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			e := New(Options{Store: st, Providers: provMap{"A": site}, Placer: fixedPlacer{"A"}, SubmitBackoff: time.Millisecond})
+			newTask(t, st, "lost", "true")
+			if err := e.Dispatch(ctx, "lost", &Placement{System: "A", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: "true"})}, "test"); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				atts, err := st.Attempts(ctx, "lost")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(atts) == 1 && atts[0].JobID != "" {
+					break
+				}
+				if len(atts) != 1 {
+					t.Fatalf("%d attempts: a lost answer must not become a second attempt", len(atts))
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("attempt never adopted: %+v", atts[0])
+				}
+				if err := e.Tick(ctx); err != nil {
+					t.Logf("tick: %v", err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for end := time.Now().Add(10 * time.Second); ; {
+				tr, err := st.Task(ctx, "lost")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tr.State == model.TaskSucceeded {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatalf("task is %s, want succeeded", tr.State)
+				}
+				_ = e.Tick(ctx)
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := site.count(); n != 1 {
+				t.Fatalf("the site was asked to submit %d times: the job whose answer was lost was submitted again", n)
+			}
+		})
+	}
+}
