@@ -60,6 +60,25 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			_ = lease.Release()
 		}
 	}()
+	// The store opens (and is checked) before any provider starts: simulated providers
+	// re-adopt the previous run's jobs when they start, and a store that is then
+	// refused must not have them killed on the way out.
+	var sopts []store.Option
+	if o.FreshStore {
+		sopts = append(sopts, store.Fresh())
+	}
+	st, err := store.Open(ctx, cfg.DBPath, sopts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w (set MOSAIC_DB to use another file)", err)
+	}
+	defer func() {
+		if !ok {
+			st.Close()
+		}
+	}()
+	if m := st.MovedAside(); m != "" {
+		log.Warn("the store failed its integrity check; it was moved aside and an empty store started", "path", cfg.DBPath, "kept_as", m)
+	}
 	var cat *site.Catalog
 	if cfg.SitesFile != "" {
 		cat, err = site.Load(cfg.SitesFile)
@@ -73,7 +92,7 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 		cat.Sim.Speed = cfg.SimSpeed
 	}
 	if cat.Sim.WorkDir == "" {
-		cat.Sim.WorkDir = filepath.Join(cfg.StateDir, "sim")
+		cat.Sim.WorkDir = simWorkDir(cfg)
 	}
 	provs, err := buildProviders(cat, log)
 	if err != nil {
@@ -85,18 +104,6 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 				c.Close()
 			}
 		}
-	}
-	var sopts []store.Option
-	if o.FreshStore {
-		sopts = append(sopts, store.Fresh())
-	}
-	st, err := store.Open(ctx, cfg.DBPath, sopts...)
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("%w (set MOSAIC_DB to use another file)", err)
-	}
-	if m := st.MovedAside(); m != "" {
-		log.Warn("the store failed its integrity check; it was moved aside and an empty store started", "path", cfg.DBPath, "kept_as", m)
 	}
 	tick := cfg.Tick
 	if tick == 0 {
@@ -112,7 +119,6 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: tick, Logger: log, Getenv: getenv})
 	if err != nil {
 		closeAll()
-		st.Close()
 		return nil, err
 	}
 	c.ownsStore = true
@@ -123,6 +129,16 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	}
 	ok = true
 	return c, nil
+}
+
+// simWorkDir is where simulated jobs run: beside the store, so two cores on two stores
+// (the lease's advice to a second core) never share simulated jobs. The default store
+// keeps the historical <state>/sim.
+func simWorkDir(cfg *config.Config) string {
+	if filepath.Clean(cfg.DBPath) == filepath.Join(cfg.StateDir, "mosaic.db") {
+		return filepath.Join(cfg.StateDir, "sim")
+	}
+	return filepath.Clean(cfg.DBPath) + ".sim"
 }
 
 // leaseCheckEvery is how often a running core confirms it still owns its store.
