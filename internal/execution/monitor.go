@@ -381,7 +381,22 @@ func (e *Engine) observe(ctx context.Context, t *store.TaskRow, a *model.Attempt
 	if a.State == model.JobCancelling {
 		if st.State.Final() {
 			e.forget(a.Tag)
+			if ranAnyway(st.State) && e.replaced(ctx, a) {
+				// The cancel did not reach the site in time (it was down when the job was
+				// moved): the job ran. Say so plainly: its command may have run twice.
+				return false, true, e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), RawState: &st.RawState, Ended: ptr(e.now())},
+					ev(a.TaskID, a.N, a.System, "warning", fmt.Sprintf("job %s ran to the end (%s) although it was being cancelled", a.JobID, st.State),
+						"the cancel could not reach "+a.System+" before the job started; its command may have run beside the attempt that replaced it", model.ActorSystem))
+			}
 			return false, true, e.finishCancel(ctx, a, "site confirmed: "+string(st.State))
+		}
+		if st.State == model.JobRunning && a.RawState != st.RawState && e.replaced(ctx, a) {
+			raw := st.RawState
+			if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{RawState: &raw},
+				ev(a.TaskID, a.N, a.System, "warning", fmt.Sprintf("job %s started although it is being cancelled; cancelling it again", a.JobID),
+					"the cancel could not reach "+a.System+" before the job started; if it runs, its command runs beside the attempt that replaced it", model.ActorSystem)); err != nil {
+				return true, false, err
+			}
 		}
 		return true, false, nil
 	}
@@ -480,6 +495,23 @@ func (e *Engine) forget(tag string) {
 	delete(e.missing, tag)
 	delete(e.stays, tag)
 	delete(e.estimated, tag)
+}
+
+// replaced reports whether a later attempt of the task exists (the job was being
+// cancelled because it moved, not because the user stopped the task).
+func (e *Engine) replaced(ctx context.Context, a *model.Attempt) bool {
+	atts, err := e.o.Store.Attempts(ctx, a.TaskID)
+	return err == nil && len(atts) > a.N
+}
+
+// ranAnyway reports whether a final state means the job ran rather than being stopped
+// before or while it started.
+func ranAnyway(s model.JobState) bool {
+	switch s {
+	case model.JobSucceeded, model.JobFailed, model.JobOOM, model.JobTimeout:
+		return true
+	}
+	return false
 }
 
 func (e *Engine) finishCancel(ctx context.Context, a *model.Attempt, why string) error {

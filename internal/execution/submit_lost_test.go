@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,4 +118,68 @@ func TestLostSubmitAnswerIsAdoptedNotResubmitted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelLostSite answers status but never delivers a cancel (the cancel path to the
+// login node is what failed while the job was being moved).
+type cancelLostSite struct{ *simprov.Provider }
+
+func (c cancelLostSite) Cancel(context.Context, []string) error {
+	return fmt.Errorf("ssh A: connection timed out: %w", provider.ErrSiteDown)
+}
+
+func TestMovedJobThatRanAnywayIsReported(t *testing.T) {
+	// Attempt 1 was moved (attempt 2 replaced it) but its cancel never reached the
+	// site, and the job ran to the end. The attempt must not just read "cancelled":
+	// the event says the command may have run twice.
+	ctx := context.Background()
+	site := cancelLostSite{newSimSite(t, "A")}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := New(Options{Store: st, Providers: provMap{"A": site}, Placer: fixedPlacer{"A"}, SubmitBackoff: time.Millisecond})
+	newTask(t, st, "moved", "true")
+	spec := specFor(&model.Task{Command: "true"})
+	spec.System, spec.Partition, spec.Account = "A", "cpu", "acct"
+	for n := 1; n <= 2; n++ {
+		spec.Tag = model.JobTag("moved", n)
+		id, err := site.Submit(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := model.JobPending
+		if n == 1 {
+			state = model.JobCancelling
+		}
+		if err := st.CreateAttempt(ctx, &model.Attempt{TaskID: "moved", N: n, Tag: spec.Tag, System: "A", Partition: "cpu", Spec: spec,
+			JobID: id, State: state, CreatedAt: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for end := time.Now().Add(10 * time.Second); ; {
+		_ = e.Tick(ctx)
+		atts, err := st.Attempts(ctx, "moved")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if atts[0].State.Final() {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("attempt 1 still %s", atts[0].State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	evs, err := st.Events(ctx, store.EventQuery{TaskID: "moved", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Kind == "warning" && ev.Attempt == 1 && strings.Contains(ev.Message, "ran to the end") && strings.Contains(ev.Rationale, "may have run") {
+			return
+		}
+	}
+	t.Fatalf("no warning that the moved job ran anyway: %+v", evs)
 }
