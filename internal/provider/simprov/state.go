@@ -87,6 +87,21 @@ type jobRecord struct {
 
 func (r *jobRecord) final() bool { return r.State.Final() || r.State == rawLost }
 
+// exited records the job's own end: exit code 0 is COMPLETED, anything else FAILED
+// (like sim.Cluster.Finish).
+func (r *jobRecord) exited(code int, at time.Time) {
+	r.State, r.ExitCode, r.Reason, r.Ended = sim.Completed, code, "", at
+	if code != 0 {
+		r.State, r.Reason = sim.Failed, "NonZeroExitCode"
+	}
+}
+
+// stoppedByClose records a job killed because the provider was closed.
+func (r *jobRecord) stoppedByClose(code int, at time.Time) {
+	r.State, r.ExitCode, r.Ended = sim.NodeFail, code, at
+	r.Reason = "Mosaic stopped: a simulated site's jobs stop with the core"
+}
+
 // status renders a record the way Status reports a job; now is the wall clock.
 func (r *jobRecord) status(now time.Time) model.JobStatus {
 	st := model.JobStatus{JobID: strconv.FormatInt(r.ID, 10), Name: r.Spec.Tag, RawState: string(r.State),
@@ -262,11 +277,7 @@ func (p *Provider) endOrphan(r *jobRecord, now time.Time) {
 	dir := p.jobDir(r.ID)
 	killGroupIfOrphaned(r.PID)
 	if code, ok := readSmallInt(filepath.Join(dir, exitFile)); ok {
-		r.State, r.ExitCode, r.Reason = sim.Completed, code, ""
-		if code != 0 {
-			r.State, r.Reason = sim.Failed, "NonZeroExitCode"
-		}
-		r.Ended = fileTime(filepath.Join(dir, exitFile), now)
+		r.exited(code, fileTime(filepath.Join(dir, exitFile), now))
 	} else {
 		r.State, r.ExitCode = rawLost, 0
 		r.Reason = "the job's process ended while Mosaic was not running and left no exit status (killed, or the machine restarted)"
@@ -327,17 +338,11 @@ func (p *Provider) followAdopted() {
 		code, exited := readSmallInt(filepath.Join(dir, exitFile))
 		switch {
 		case exited:
-			r.State, r.ExitCode, r.Reason, r.Ended = sim.Completed, code, "", now
-			if code != 0 {
-				r.State, r.Reason = sim.Failed, "NonZeroExitCode"
-			}
+			r.exited(code, now)
 		case !ours(r.PID, r.ProcStart, dir):
 			killGroupIfOrphaned(r.PID)
 			if code, ok := readSmallInt(filepath.Join(dir, exitFile)); ok { // wrote it as it exited
-				r.State, r.ExitCode, r.Reason, r.Ended = sim.Completed, code, "", now
-				if code != 0 {
-					r.State, r.Reason = sim.Failed, "NonZeroExitCode"
-				}
+				r.exited(code, now)
 			} else {
 				r.State, r.Reason, r.Ended = rawLost, "the re-adopted job's process ended without an exit status (killed from outside Mosaic?)", now
 			}
