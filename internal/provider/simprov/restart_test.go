@@ -495,3 +495,75 @@ func TestCloseSettlesAdoptedJobsThatEnded(t *testing.T) {
 		t.Fatal("the adopted job still running was not killed by Close")
 	}
 }
+
+// TestRecoveredPendingJobKeepsItsStartTime: a job whose record still says PENDING
+// but whose wrapper wrote its pid (the core died between the start and the record)
+// started when its process did, not when the next provider adopted it, which would
+// extend its walltime. The provider's clock runs an hour ahead to tell them apart.
+// Likewise for such a job that ended meanwhile: it started when it wrote its pid file.
+func TestRecoveredPendingJobKeepsItsStartTime(t *testing.T) {
+	dir := t.TempDir()
+	submitted := time.Now().Add(-time.Minute)
+	pending := func(id int64, pid int) string {
+		jd := filepath.Join(dir, safeName(testSystem().Name), strconv.FormatInt(id, 10))
+		if err := os.MkdirAll(jd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := &jobRecord{ID: id, System: testSystem().Name, Spec: spec("gpu", "sleep 30", time.Hour), Speed: 60, Submitted: submitted, State: sim.Pending}
+		if err := saveRecord(jd, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(jd, pidFile), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return jd
+	}
+	// Running: the wrapper as launch starts it.
+	jd := filepath.Join(dir, safeName(testSystem().Name), "1000")
+	job := exec.Command("/bin/sh", "-c", "sleep 30", "mosaic-sim-job", "sh", filepath.Join(jd, "job.sh"), jd)
+	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = job.Process.Kill(); _ = job.Wait() })
+	began := time.Now()
+	jd1 := pending(1000, job.Process.Pid)
+	early := began.Add(-50 * time.Second) // so the pid file's time would be wrong: /proc's is used
+	if err := os.Chtimes(filepath.Join(jd1, pidFile), early, early); err != nil {
+		t.Fatal(err)
+	}
+	// Ended: a pid that is gone, its pid file written 30s ago, its exit status 10s ago.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	jd2 := pending(1001, gone.Process.Pid)
+	wrote, exited := time.Now().Add(-30*time.Second), time.Now().Add(-10*time.Second)
+	if err := os.WriteFile(filepath.Join(jd2, exitFile), []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(jd2, pidFile), wrote, wrote); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(jd2, exitFile), exited, exited); err != nil {
+		t.Fatal(err)
+	}
+
+	ahead := time.Now().Add(time.Hour)
+	p := newProvider(t, testSystem(), Options{Speed: 60, WorkDir: dir, Configure: noLoad, Clock: func() time.Time { return ahead }})
+	r := p.adopted[1000]
+	if r == nil {
+		t.Fatalf("the running job was not adopted: %+v", p.recs[1000])
+	}
+	// /proc's start time is to the second (boot time), so allow a little either way.
+	if d := r.Started.Sub(began); d < -2*time.Second || d > 2*time.Second {
+		t.Errorf("adopted job started at %v, want its process's start %v (provider clock %v)", r.Started, began, ahead)
+	}
+	r = p.recs[1001]
+	if r.State != sim.Completed {
+		t.Fatalf("job that ended meanwhile: %+v", r)
+	}
+	if !r.Started.Equal(wrote.UTC()) || r.Ended.Before(r.Started) {
+		t.Errorf("job that ended meanwhile: started %v ended %v, want started %v (its pid file)", r.Started, r.Ended, wrote.UTC())
+	}
+}

@@ -250,7 +250,7 @@ func (p *Provider) recover(recs []*jobRecord, damaged []string) {
 			continue
 		}
 		if r.State == sim.Pending {
-			r.State, r.Started = sim.Running, now
+			r.State = sim.Running // started, then the core died before the record said so
 		}
 		r.PID = pid
 		if pid > 0 && ours(pid, r.ProcStart, dir) {
@@ -258,7 +258,7 @@ func (p *Provider) recover(recs []*jobRecord, damaged []string) {
 				r.ProcStart, _ = procStartTime(pid)
 			}
 			if r.Started.IsZero() {
-				r.Started = now
+				r.Started = startedAt(r, dir, now) // not now: that would extend its walltime
 			}
 			p.adopted[r.ID] = r
 			p.log.Info("sim job re-adopted after a restart", "job", r.ID, "pid", pid)
@@ -283,10 +283,33 @@ func (p *Provider) endOrphan(r *jobRecord, now time.Time) {
 		r.Reason = "the job's process ended while Mosaic was not running and left no exit status (killed, or the machine restarted)"
 		r.Ended = now
 	}
+	if r.Started.IsZero() && r.PID > 0 { // started, then the core died before the record said so
+		r.Started = startedAt(r, dir, r.Ended)
+	}
 	p.log.Info("sim job ended while Mosaic was down", "job", r.ID, "state", r.State, "exit", r.ExitCode)
 	if err := p.saveLocked(r); err != nil {
 		p.log.Warn("sim job record", "job", r.ID, "err", err)
 	}
+}
+
+// startedAt is when a job whose record does not say so started: its process's start
+// time (r.ProcStart, checked against the pid's by the caller), else when the wrapper
+// wrote its pid file, else now; never before its submission nor after now.
+func startedAt(r *jobRecord, dir string, now time.Time) time.Time {
+	var t time.Time
+	if r.ProcStart != 0 {
+		t, _ = procStartWall(r.ProcStart)
+	}
+	if t.IsZero() {
+		t = fileTime(filepath.Join(dir, pidFile), now)
+	}
+	if t.After(now) {
+		t = now
+	}
+	if t.Before(r.Submitted) {
+		t = r.Submitted
+	}
+	return t.UTC()
 }
 
 func fileTime(path string, def time.Time) time.Time {
