@@ -135,15 +135,7 @@ func (p *Provider) wait(id int64, pr *proc) {
 		return // the model already ended it (timeout, node failure, cancel)
 	}
 	if p.closed {
-		// Close killed it: say so durably, so the next run reports it ended instead
-		// of waiting for a job that is gone.
-		if r := p.recs[p.ext(id)]; r != nil && !r.final() {
-			r.State, r.ExitCode, r.Ended = sim.NodeFail, code, p.clock().UTC()
-			r.Reason = "Mosaic stopped: a simulated site's jobs stop with the core"
-			if err := p.saveLocked(r); err != nil {
-				p.log.Warn("sim job record", "job", r.ID, "err", err)
-			}
-		}
+		p.recordClosed(id, err, code)
 		return
 	}
 	p.advanceLocked()
@@ -151,6 +143,30 @@ func (p *Provider) wait(id int64, pr *proc) {
 		p.log.Warn("sim job finish", "job", id, "err", err)
 	}
 	p.advanceLocked() // report the end and start what it made room for
+}
+
+// recordClosed persists the end of a job whose process ended while the provider
+// was closing (caller holds p.mu), so the next run reports it ended instead of
+// waiting for a job that is gone. A job that ended on its own (the wrapper wrote the
+// exit status, or it exited without being killed: it may have finished just as
+// Close took the lock) keeps its real result; one Close killed is NODE_FAIL, which
+// the engine retries. Recording a finished job as NODE_FAIL would run it again.
+func (p *Provider) recordClosed(id int64, err error, code int) {
+	r := p.recs[p.ext(id)]
+	if r == nil || r.final() {
+		return
+	}
+	now := p.clock().UTC()
+	if c, ok := readSmallInt(filepath.Join(p.jobDir(r.ID), exitFile)); ok {
+		r.exited(c, now)
+	} else if !killedBySignal(err) {
+		r.exited(code, now)
+	} else {
+		r.stoppedByClose(code, now)
+	}
+	if err := p.saveLocked(r); err != nil {
+		p.log.Warn("sim job record", "job", r.ID, "err", err)
+	}
 }
 
 // jobPassthrough are the variables of the core's environment a simulated job keeps,

@@ -21,6 +21,10 @@ func pidAlive(int) bool { return false }
 
 func exitCode(ee *exec.ExitError) int { return ee.ExitCode() }
 
+// killedBySignal: no wait status to tell a kill from an exit; any failure counts
+// as killed (the wrapper's exit status file, when written, says otherwise).
+func killedBySignal(err error) bool { return err != nil }
+
 // lockWorkDir: no flock(2) here; the work directory is not protected.
 func lockWorkDir(path string) (*os.File, bool, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)

@@ -43,6 +43,21 @@ func exitCode(ee *exec.ExitError) int {
 	return ee.ExitCode()
 }
 
+// killedBySignal reports whether Wait's error says the process was killed by a
+// signal (Mosaic kills with SIGKILL) rather than exiting; a Wait that failed
+// otherwise counts as killed too.
+func killedBySignal(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return true
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
+
 // lockWorkDir takes an exclusive flock(2) on the system's work directory lock file,
 // without waiting; ok is false when another provider (in this process or another)
 // holds it.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // procStat is what the provider needs from /proc/<pid>/stat (proc(5)).
@@ -65,6 +66,40 @@ func procStartTime(pid int) (uint64, bool) {
 		return 0, false
 	}
 	return st.start, true
+}
+
+// clockTicks is USER_HZ, the unit of the start time in /proc/<pid>/stat: the kernel
+// fixes it at 100 on every architecture Go runs on Linux (sysconf(_SC_CLK_TCK)
+// would need cgo).
+const clockTicks = 100
+
+// parseBootTime finds the btime line (boot time, seconds since the epoch) of
+// /proc/stat.
+func parseBootTime(b []byte) (time.Time, bool) {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n <= 0 {
+				return time.Time{}, false
+			}
+			return time.Unix(n, 0), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// procStartWall converts a process start time (clock ticks after boot) to the wall
+// clock: boot time + ticks/USER_HZ, to the second (btime's precision).
+func procStartWall(ticks uint64) (time.Time, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	bt, ok := parseBootTime(b)
+	if !ok {
+		return time.Time{}, false
+	}
+	return bt.Add(time.Duration(ticks) * (time.Second / clockTicks)), true
 }
 
 // killGroupIfOrphaned kills process group pgid only when no live process holds pgid

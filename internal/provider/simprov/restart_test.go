@@ -378,3 +378,192 @@ func TestRestartKillsJobWithDamagedRecord(t *testing.T) {
 		t.Fatal("the job with a damaged record still runs after the restart")
 	}
 }
+
+// TestJobEndingAsCloseRunsKeepsItsResult: a job that exits on its own while Close
+// holds the lock (its wait sees the provider closed) is recorded with its real
+// result, not as a node failure: the engine would retry a NODE_FAIL and run a
+// finished command again. The interleaving is forced: the test holds the lock until
+// the job's process is reaped, then runs Close's steps.
+func TestJobEndingAsCloseRunsKeepsItsResult(t *testing.T) {
+	for _, tc := range []struct {
+		cmd   string
+		state sim.State
+		code  int
+	}{
+		{"true", sim.Completed, 0},
+		{"exit 3", sim.Failed, 3},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			p := newProvider(t, testSystem(), Options{Speed: 60, Configure: noLoad})
+			id := submit(t, p, spec("gpu", tc.cmd, time.Hour))
+			n, _ := strconv.ParseInt(id, 10, 64)
+			p.mu.Lock()
+			pr := p.procs[n]
+			if pr == nil {
+				p.mu.Unlock()
+				t.Fatal("the job did not start at submit")
+			}
+			pid := pr.cmd.Process.Pid
+			for i := 0; syscall.Kill(pid, 0) == nil; i++ { // until wait reaped it and waits for the lock
+				if i == 500 {
+					p.mu.Unlock()
+					t.Fatal("the job's process did not end")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			stopped := p.stopLocked()
+			p.mu.Unlock()
+			if err := p.finishClose(stopped); err != nil {
+				t.Fatal(err)
+			}
+			r, err := loadRecord(p.jobDir(n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.State != tc.state || r.ExitCode != tc.code {
+				t.Fatalf("job that ended as Close ran: %s exit %d (%s), want %s exit %d", r.State, r.ExitCode, r.Reason, tc.state, tc.code)
+			}
+		})
+	}
+}
+
+// startFakeJob starts a process that looks like the wrapper of job id under dir
+// (its own group, the job directory in its arguments) and writes a RUNNING record
+// for it, as a crashed core leaves one. It returns the process.
+func startFakeJob(t *testing.T, dir string, id int64) *exec.Cmd {
+	t.Helper()
+	jd := filepath.Join(dir, safeName(testSystem().Name), strconv.FormatInt(id, 10))
+	if err := os.MkdirAll(jd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	job := exec.Command("/bin/sh", "-c", "sleep 30", "mosaic-sim-job", "sh", filepath.Join(jd, "job.sh"), jd)
+	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = job.Process.Kill(); _ = job.Wait() })
+	start, ok := procStartTime(job.Process.Pid)
+	if !ok {
+		t.Fatal("no start time for a live process")
+	}
+	r := &jobRecord{ID: id, System: testSystem().Name, Spec: spec("gpu", "sleep 30", time.Hour), Speed: 60, Submitted: time.Now(),
+		State: sim.Running, Started: time.Now(), PID: job.Process.Pid, ProcStart: start}
+	if err := saveRecord(jd, r); err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// TestCloseSettlesAdoptedJobsThatEnded: on Close, an adopted job that already wrote
+// its exit status is recorded with it (not killed and marked NODE_FAIL, which the
+// engine would run again); one still running is killed and is NODE_FAIL.
+func TestCloseSettlesAdoptedJobsThatEnded(t *testing.T) {
+	dir := t.TempDir()
+	startFakeJob(t, dir, 1000)
+	startFakeJob(t, dir, 1001)
+	running := startFakeJob(t, dir, 1002)
+	p := newProvider(t, testSystem(), Options{Speed: 60, WorkDir: dir, Configure: noLoad})
+	if len(p.adopted) != 3 {
+		t.Fatalf("adopted %d jobs, want 3", len(p.adopted))
+	}
+	// The jobs end between two ticks: the exit status is there, Close comes first.
+	for id, code := range map[int64]string{1000: "0\n", 1001: "3\n"} {
+		if err := os.WriteFile(filepath.Join(p.jobDir(id), exitFile), []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int64]struct {
+		state sim.State
+		code  int
+	}{1000: {sim.Completed, 0}, 1001: {sim.Failed, 3}, 1002: {sim.NodeFail, 0}} {
+		r, err := loadRecord(p.jobDir(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != want.state || r.ExitCode != want.code {
+			t.Errorf("adopted job %d after Close: %s exit %d (%s), want %s exit %d", id, r.State, r.ExitCode, r.Reason, want.state, want.code)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- running.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the adopted job still running was not killed by Close")
+	}
+}
+
+// TestRecoveredPendingJobKeepsItsStartTime: a job whose record still says PENDING
+// but whose wrapper wrote its pid (the core died between the start and the record)
+// started when its process did, not when the next provider adopted it, which would
+// extend its walltime. The provider's clock runs an hour ahead to tell them apart.
+// Likewise for such a job that ended meanwhile: it started when it wrote its pid file.
+func TestRecoveredPendingJobKeepsItsStartTime(t *testing.T) {
+	dir := t.TempDir()
+	submitted := time.Now().Add(-time.Minute)
+	pending := func(id int64, pid int) string {
+		jd := filepath.Join(dir, safeName(testSystem().Name), strconv.FormatInt(id, 10))
+		if err := os.MkdirAll(jd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := &jobRecord{ID: id, System: testSystem().Name, Spec: spec("gpu", "sleep 30", time.Hour), Speed: 60, Submitted: submitted, State: sim.Pending}
+		if err := saveRecord(jd, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(jd, pidFile), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return jd
+	}
+	// Running: the wrapper as launch starts it.
+	jd := filepath.Join(dir, safeName(testSystem().Name), "1000")
+	job := exec.Command("/bin/sh", "-c", "sleep 30", "mosaic-sim-job", "sh", filepath.Join(jd, "job.sh"), jd)
+	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = job.Process.Kill(); _ = job.Wait() })
+	began := time.Now()
+	jd1 := pending(1000, job.Process.Pid)
+	early := began.Add(-50 * time.Second) // so the pid file's time would be wrong: /proc's is used
+	if err := os.Chtimes(filepath.Join(jd1, pidFile), early, early); err != nil {
+		t.Fatal(err)
+	}
+	// Ended: a pid that is gone, its pid file written 30s ago, its exit status 10s ago.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	jd2 := pending(1001, gone.Process.Pid)
+	wrote, exited := time.Now().Add(-30*time.Second), time.Now().Add(-10*time.Second)
+	if err := os.WriteFile(filepath.Join(jd2, exitFile), []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(jd2, pidFile), wrote, wrote); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(jd2, exitFile), exited, exited); err != nil {
+		t.Fatal(err)
+	}
+
+	ahead := time.Now().Add(time.Hour)
+	p := newProvider(t, testSystem(), Options{Speed: 60, WorkDir: dir, Configure: noLoad, Clock: func() time.Time { return ahead }})
+	r := p.adopted[1000]
+	if r == nil {
+		t.Fatalf("the running job was not adopted: %+v", p.recs[1000])
+	}
+	// /proc's start time is to the second (boot time), so allow a little either way.
+	if d := r.Started.Sub(began); d < -2*time.Second || d > 2*time.Second {
+		t.Errorf("adopted job started at %v, want its process's start %v (provider clock %v)", r.Started, began, ahead)
+	}
+	r = p.recs[1001]
+	if r.State != sim.Completed {
+		t.Fatalf("job that ended meanwhile: %+v", r)
+	}
+	if !r.Started.Equal(wrote.UTC()) || r.Ended.Before(r.Started) {
+		t.Errorf("job that ended meanwhile: started %v ended %v, want started %v (its pid file)", r.Started, r.Ended, wrote.UTC())
+	}
+}

@@ -299,29 +299,43 @@ func (p *Provider) Start() {
 
 // Close stops the background goroutine and kills every job process still running;
 // their records say NODE_FAIL ("Mosaic stopped"), so the next run reports them ended.
-// A core killed without Close leaves its jobs running: the next provider on the work
-// directory re-adopts them (state.go).
+// A job that ended on its own before it was killed keeps its result. A core killed
+// without Close leaves its jobs running: the next provider on the work directory
+// re-adopts them (state.go).
 func (p *Provider) Close() error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil
 	}
+	stopped := p.stopLocked()
+	p.mu.Unlock()
+	return p.finishClose(stopped)
+}
+
+// stopLocked marks the provider closed and kills its jobs (caller holds p.mu).
+// Adopted jobs (an earlier run's) stop with this one too, except those that already
+// ended, were lost or ran out of time: followAdopted settles them first. The killed
+// ones are returned, to be recorded once their processes are gone.
+func (p *Provider) stopLocked() []*jobRecord {
 	p.closed = true
 	close(p.stop)
 	for _, pr := range p.procs {
 		pr.kill()
 	}
-	for id, r := range p.adopted { // an earlier run's jobs stop with this one too
+	p.followAdopted()
+	stopped := make([]*jobRecord, 0, len(p.adopted))
+	for id, r := range p.adopted {
 		killGroup(r.PID)
-		r.State, r.Ended = sim.NodeFail, p.clock().UTC()
-		r.Reason = "Mosaic stopped: a simulated site's jobs stop with the core"
+		stopped = append(stopped, r)
 		delete(p.adopted, id)
-		if err := p.saveLocked(r); err != nil {
-			p.log.Warn("sim job record", "job", id, "err", err)
-		}
 	}
-	p.mu.Unlock()
+	return stopped
+}
+
+// finishClose waits for the background goroutine and the job processes stopLocked
+// killed, records the adopted jobs it killed and releases the work directory.
+func (p *Provider) finishClose(stopped []*jobRecord) error {
 	p.startOnce.Do(func() { close(p.loopDone) }) // never started: nothing to wait for
 	<-p.loopDone
 	done := make(chan struct{})
@@ -332,7 +346,27 @@ func (p *Provider) Close() error {
 	case <-time.After(5 * time.Second):
 		err = fmt.Errorf("sim %s: job processes did not exit within 5s of being killed", p.sys.Name)
 	}
+	// An adopted job's wrapper is not this process's child to wait for: give the
+	// killed ones a moment to be gone, so an exit status written just before the
+	// kill is seen below.
+	deadline := time.Now().Add(time.Second)
+	for _, r := range stopped {
+		for ours(r.PID, r.ProcStart, p.jobDir(r.ID)) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	p.mu.Lock()
+	now := p.clock().UTC()
+	for _, r := range stopped {
+		if code, ok := readSmallInt(filepath.Join(p.jobDir(r.ID), exitFile)); ok {
+			r.exited(code, now) // it ended as it was killed
+		} else {
+			r.stoppedByClose(0, now)
+		}
+		if err := p.saveLocked(r); err != nil {
+			p.log.Warn("sim job record", "job", r.ID, "err", err)
+		}
+	}
 	if p.lock != nil {
 		p.lock.Close() // after the records of the killed jobs are written
 		p.lock = nil

@@ -87,6 +87,21 @@ type jobRecord struct {
 
 func (r *jobRecord) final() bool { return r.State.Final() || r.State == rawLost }
 
+// exited records the job's own end: exit code 0 is COMPLETED, anything else FAILED
+// (like sim.Cluster.Finish).
+func (r *jobRecord) exited(code int, at time.Time) {
+	r.State, r.ExitCode, r.Reason, r.Ended = sim.Completed, code, "", at
+	if code != 0 {
+		r.State, r.Reason = sim.Failed, "NonZeroExitCode"
+	}
+}
+
+// stoppedByClose records a job killed because the provider was closed.
+func (r *jobRecord) stoppedByClose(code int, at time.Time) {
+	r.State, r.ExitCode, r.Ended = sim.NodeFail, code, at
+	r.Reason = "Mosaic stopped: a simulated site's jobs stop with the core"
+}
+
 // status renders a record the way Status reports a job; now is the wall clock.
 func (r *jobRecord) status(now time.Time) model.JobStatus {
 	st := model.JobStatus{JobID: strconv.FormatInt(r.ID, 10), Name: r.Spec.Tag, RawState: string(r.State),
@@ -235,7 +250,7 @@ func (p *Provider) recover(recs []*jobRecord, damaged []string) {
 			continue
 		}
 		if r.State == sim.Pending {
-			r.State, r.Started = sim.Running, now
+			r.State = sim.Running // started, then the core died before the record said so
 		}
 		r.PID = pid
 		if pid > 0 && ours(pid, r.ProcStart, dir) {
@@ -243,7 +258,7 @@ func (p *Provider) recover(recs []*jobRecord, damaged []string) {
 				r.ProcStart, _ = procStartTime(pid)
 			}
 			if r.Started.IsZero() {
-				r.Started = now
+				r.Started = startedAt(r, dir, now) // not now: that would extend its walltime
 			}
 			p.adopted[r.ID] = r
 			p.log.Info("sim job re-adopted after a restart", "job", r.ID, "pid", pid)
@@ -262,20 +277,39 @@ func (p *Provider) endOrphan(r *jobRecord, now time.Time) {
 	dir := p.jobDir(r.ID)
 	killGroupIfOrphaned(r.PID)
 	if code, ok := readSmallInt(filepath.Join(dir, exitFile)); ok {
-		r.State, r.ExitCode, r.Reason = sim.Completed, code, ""
-		if code != 0 {
-			r.State, r.Reason = sim.Failed, "NonZeroExitCode"
-		}
-		r.Ended = fileTime(filepath.Join(dir, exitFile), now)
+		r.exited(code, fileTime(filepath.Join(dir, exitFile), now))
 	} else {
 		r.State, r.ExitCode = rawLost, 0
 		r.Reason = "the job's process ended while Mosaic was not running and left no exit status (killed, or the machine restarted)"
 		r.Ended = now
 	}
+	if r.Started.IsZero() && r.PID > 0 { // started, then the core died before the record said so
+		r.Started = startedAt(r, dir, r.Ended)
+	}
 	p.log.Info("sim job ended while Mosaic was down", "job", r.ID, "state", r.State, "exit", r.ExitCode)
 	if err := p.saveLocked(r); err != nil {
 		p.log.Warn("sim job record", "job", r.ID, "err", err)
 	}
+}
+
+// startedAt is when a job whose record does not say so started: its process's start
+// time (r.ProcStart, checked against the pid's by the caller), else when the wrapper
+// wrote its pid file, else now; never before its submission nor after now.
+func startedAt(r *jobRecord, dir string, now time.Time) time.Time {
+	var t time.Time
+	if r.ProcStart != 0 {
+		t, _ = procStartWall(r.ProcStart)
+	}
+	if t.IsZero() {
+		t = fileTime(filepath.Join(dir, pidFile), now)
+	}
+	if t.After(now) {
+		t = now
+	}
+	if t.Before(r.Submitted) {
+		t = r.Submitted
+	}
+	return t.UTC()
 }
 
 func fileTime(path string, def time.Time) time.Time {
@@ -327,17 +361,11 @@ func (p *Provider) followAdopted() {
 		code, exited := readSmallInt(filepath.Join(dir, exitFile))
 		switch {
 		case exited:
-			r.State, r.ExitCode, r.Reason, r.Ended = sim.Completed, code, "", now
-			if code != 0 {
-				r.State, r.Reason = sim.Failed, "NonZeroExitCode"
-			}
+			r.exited(code, now)
 		case !ours(r.PID, r.ProcStart, dir):
 			killGroupIfOrphaned(r.PID)
 			if code, ok := readSmallInt(filepath.Join(dir, exitFile)); ok { // wrote it as it exited
-				r.State, r.ExitCode, r.Reason, r.Ended = sim.Completed, code, "", now
-				if code != 0 {
-					r.State, r.Reason = sim.Failed, "NonZeroExitCode"
-				}
+				r.exited(code, now)
 			} else {
 				r.State, r.Reason, r.Ended = rawLost, "the re-adopted job's process ended without an exit status (killed from outside Mosaic?)", now
 			}

@@ -36,6 +36,18 @@ func TestParseProcStat(t *testing.T) {
 	}
 }
 
+func TestParseBootTime(t *testing.T) {
+	stat := "cpu  1 2 3 4\nintr 5\nctxt 99\nbtime 1764576000\nprocesses 7\n"
+	if bt, ok := parseBootTime([]byte(stat)); !ok || !bt.Equal(time.Unix(1764576000, 0)) {
+		t.Fatalf("boot time: %v %v", bt, ok)
+	}
+	for _, in := range []string{"", "cpu 1 2\n", "btime x\n", "btime -5\n", "xbtime 5\n"} {
+		if bt, ok := parseBootTime([]byte(in)); ok {
+			t.Errorf("%q: parsed as %v", in, bt)
+		}
+	}
+}
+
 func FuzzParseProcStat(f *testing.F) {
 	f.Add([]byte(statLine))
 	f.Add([]byte("1 () Z"))
