@@ -122,6 +122,13 @@ func TestCheckExecHostile(t *testing.T) {
 		{"scontrol -d show job 1 --details", "job scripts", "-d twice"},
 		{"qstat -f 12.pbs", "Variable_List", "PBS job details list its environment"},
 		{"qstat -xf 12.pbs", "Variable_List", "-f in a cluster"},
+		// file -m takes a list (/etc/magic:link) or a directory and prints the lines
+		// it cannot parse: any file's contents.
+		{"file -m /etc/magic:link /dev/null", "magic", "a colon list hiding a symlink to a key"},
+		{"file -m /w/u /dev/null", "magic", "a directory of magic files"},
+		{"file --magic-file=/etc/magic x", "magic", "long form"},
+		{"file --magic /etc/magic x", "magic", "abbreviated long form"},
+		{"file -bm /etc/magic x", "magic", "-m in a cluster"},
 	}
 	if len(hostile) < 40 {
 		t.Fatalf("only %d hostile commands", len(hostile))
@@ -162,6 +169,7 @@ func TestCheckExecLegit(t *testing.T) {
 		"grep -i -A 3 error -- x.out", "grep -C2 error x.out", "grep -3 error x.out", "grep --color=never x y",
 		"find . -name x.out", "find /w/u -maxdepth 2 -type f -name x.out", "find -name x.out", "find mosaic -newer x.out -print",
 		"du -sh .", "du -h --max-depth=1 /w/u", "du", "cat /proc/cpuinfo", "cat /proc/meminfo", "cat /etc/slurm/slurm.conf",
+		"file -b x.out", "file -i /w/u/x.out",
 	}
 	for _, cmd := range legit {
 		plan, err := CheckExec(strings.Fields(cmd), testPolicy)
