@@ -122,6 +122,8 @@ func TestCheckExecHostile(t *testing.T) {
 		{"scontrol -d show job 1 --details", "job scripts", "-d twice"},
 		{"qstat -f 12.pbs", "Variable_List", "PBS job details list its environment"},
 		{"qstat -xf 12.pbs", "Variable_List", "-f in a cluster"},
+		{"qstat -f -uQ,alice", "Variable_List", "a Q inside -u's value is not -Q"},
+		{"qstat -fFQ", "Variable_List", "a Q inside -F's value is not -Q"},
 		// file -m takes a list (/etc/magic:link) or a directory and prints the lines
 		// it cannot parse: any file's contents.
 		{"file -m /etc/magic:link /dev/null", "magic", "a colon list hiding a symlink to a key"},
@@ -129,6 +131,10 @@ func TestCheckExecHostile(t *testing.T) {
 		{"file --magic-file=/etc/magic x", "magic", "long form"},
 		{"file --magic /etc/magic x", "magic", "abbreviated long form"},
 		{"file -bm /etc/magic x", "magic", "-m in a cluster"},
+		// pbsnodes clusters
+		{"pbsnodes -oCx n1", "changes state", "-o hidden in a cluster offlines a node"},
+		{"pbsnodes -ar n1", "changes state", "-r in a cluster clears a node's offline state"},
+		{"pbsnodes -lN note n1", "changes state", "-N in a cluster sets a note"},
 	}
 	if len(hostile) < 40 {
 		t.Fatalf("only %d hostile commands", len(hostile))
@@ -169,7 +175,7 @@ func TestCheckExecLegit(t *testing.T) {
 		"grep -i -A 3 error -- x.out", "grep -C2 error x.out", "grep -3 error x.out", "grep --color=never x y",
 		"find . -name x.out", "find /w/u -maxdepth 2 -type f -name x.out", "find -name x.out", "find mosaic -newer x.out -print",
 		"du -sh .", "du -h --max-depth=1 /w/u", "du", "cat /proc/cpuinfo", "cat /proc/meminfo", "cat /etc/slurm/slurm.conf",
-		"file -b x.out", "file -i /w/u/x.out",
+		"pbsnodes -l", "pbsnodes -av", "pbsnodes -aSj", "qstat -Qf", "qstat -f -Q workq", "file -b x.out", "file -i /w/u/x.out",
 	}
 	for _, cmd := range legit {
 		plan, err := CheckExec(strings.Fields(cmd), testPolicy)

@@ -44,13 +44,15 @@ func firstWord(words ...string) argRule {
 	}
 }
 
-// denyFlags refuses the listed options (exact or with "=value").
-func denyFlags(flags ...string) argRule {
+// denyLetters refuses the listed short option letters anywhere in a cluster
+// (pbsnodes -oCx n1 is -o -C x), also inside an attached value: stricter, never
+// looser.
+func denyLetters(letters, why string) argRule {
 	return func(args []string) string {
 		for _, a := range args {
-			for _, f := range flags {
-				if a == f || strings.HasPrefix(a, f+"=") {
-					return fmt.Sprintf("option %s changes state or never ends", f)
+			if len(a) > 1 && a[0] == '-' && a[1] != '-' {
+				if i := strings.IndexAny(a[1:], letters); i >= 0 {
+					return fmt.Sprintf("option -%c (in %q) %s", a[1+i], a, why)
 				}
 			}
 		}
@@ -142,14 +144,23 @@ func noBatchScript(args []string) string {
 	return ""
 }
 
+// qstatValueLetters are qstat's options that take a value: in a cluster, what
+// follows one of them is its value (qstat -uQ,alice is -u "Q,alice", not -Q).
+const qstatValueLetters = "uFDW"
+
 // noJobVariables refuses qstat -f for jobs: it lists each job's Variable_List (its
-// environment). Queue and server details (-Q -f, -B -f) are fine.
+// environment). Queue and server details (-Q -f, -B -f) are fine. An "f" anywhere in
+// a cluster counts (stricter); -Q and -B count only as options, not inside a value.
 func noJobVariables(args []string) string {
 	full, other := false, false
 	for _, a := range args {
 		if len(a) > 1 && a[0] == '-' && a[1] != '-' {
 			full = full || strings.Contains(a[1:], "f")
-			other = other || strings.ContainsAny(a[1:], "QB")
+			opts := a[1:]
+			if i := strings.IndexAny(opts, qstatValueLetters); i >= 0 {
+				opts = opts[:i]
+			}
+			other = other || strings.ContainsAny(opts, "QB")
 		}
 	}
 	if full && !other {
@@ -180,7 +191,7 @@ var execAllowlist = map[string]argRule{
 	"scontrol": all(firstWord("show"), noBatchScript), "sacctmgr": firstWord("show", "list"),
 	// PBS
 	"qstat":    noJobVariables,
-	"pbsnodes": denyFlags("-o", "-r", "-c", "-C", "-N", "-d", "-D"),
+	"pbsnodes": denyLetters("orcCNdD", "changes state"),
 	// the system
 	"hostname": onlyArgs("-f", "-s"), "uname": anyArgs, "id": anyArgs, "whoami": anyArgs, "date": onlyArgs("-u", "-R", "-Iseconds", "--utc"),
 	"nproc": anyArgs, "lscpu": onlyArgs("-e", "-p", "-J", "--json", "--extended", "--parse"), "free": anyArgs, "quota": anyArgs,
