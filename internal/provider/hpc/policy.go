@@ -208,9 +208,11 @@ var envPrinters = map[string]bool{"env": true, "printenv": true, "set": true, "e
 	"typeset": true, "compgen": true, "alias": true, "readonly": true, "local": true}
 
 // A denyRule matches a normalised absolute path (pattern with '/': the whole path;
-// without: the last element). In patterns '*' matches any run of characters,
-// slashes included, the same as in a shell `case` (the site-side check uses them
-// verbatim there). No other glob characters are used.
+// without: the last element), ignoring case (ID_RSA, .TOKEN, .SSH on a
+// case-insensitive file system): patterns are lower case and are matched against
+// the lower-cased path. In patterns '*' matches any run of characters, slashes
+// included, the same as in a shell `case` (the site-side check uses them verbatim
+// there, on the lower-cased path). No other glob characters are used.
 type denyRule struct{ pat, why string }
 
 const (
@@ -219,6 +221,10 @@ const (
 	whyCloud  = "cloud and registry credentials"
 	whyProc   = "per-process state under /proc (environment, command line, memory) holds the keys of whatever runs there"
 	whyName   = "its name looks like a key, token or credential file"
+	whyHist   = "shell and REPL histories hold commands typed with keys and passwords in them"
+	// Shell start-up files are where people put `export OPENAI_API_KEY=...`; what
+	// look-around needs from them (modules, python, PATH) `mosaic env SYSTEM` reports.
+	whyRC     = "shell start-up files often export API keys; `mosaic env SYSTEM` shows modules, python and containers"
 	whySystem = "system secrets"
 	// Mosaic writes <tag>.sbatch / <tag>.pbs into the workdir with `export K=V` lines.
 	whyJobScript = "Mosaic's job scripts export the task's env and a campaign's forwarded variables, which may be keys; `mosaic task ID` shows the command"
@@ -236,7 +242,15 @@ var denyRules = []denyRule{
 	{"/proc/*/*", whyProc},
 	{"/etc/shadow*", whySystem}, {"/etc/gshadow*", whySystem}, {"/etc/munge/*", whySystem}, {"/etc/ssh/ssh_host_*", whySystem},
 	{"*/slurmdbd.conf", whySystem}, {"/dev/mem", whySystem}, {"/dev/kmem", whySystem}, {"/dev/port", whySystem},
-	{".netrc", whyName}, {".pgpass", whyName}, {".env", whyName}, {".env.*", whyName},
+	{"*/.config/rclone/*", whyCloud}, {"*/.kaggle/*", whyCloud}, {"*/.m2/settings*.xml", whyCloud},
+	{"*/.config/pip/pip.conf", whyCloud}, {"*/.pip/pip.conf", whyCloud},
+	{"*netrc*", whyName}, {".pgpass", whyName}, {".env", whyName}, {".env.*", whyName}, {".envrc", whyName},
+	{".npmrc", whyName}, {".yarnrc*", whyName}, {".pypirc", whyName}, {".git-credentials", whyName},
+	{".my.cnf", whyName}, {".s3cfg", whyName}, {".boto", whyName}, {".vault-token", whyName}, {"*password*", whyName},
+	{"*_history", whyHist}, {".history", whyHist}, {".histfile", whyHist}, {".lesshst", whyHist}, {".viminfo", whyHist},
+	{".bashrc", whyRC}, {".bash_profile", whyRC}, {".bash_login", whyRC}, {".bash_logout", whyRC}, {".profile", whyRC},
+	{".zshrc", whyRC}, {".zshenv", whyRC}, {".zprofile", whyRC}, {".zlogin", whyRC}, {".kshrc", whyRC}, {".cshrc", whyRC},
+	{".tcshrc", whyRC}, {".login", whyRC}, {".bash_aliases", whyRC},
 	{"*token*", whyName}, {"*secret*", whyName}, {"*credential*", whyName}, {"id_*", whyName},
 	{"*.pem", whyName}, {"*.key", whyName}, {"*.p12", whyName}, {"*.pfx", whyName}, {"*.keytab", whyName},
 	{"*.kdbx", whyName}, {"krb5cc*", whyName},
@@ -244,7 +258,21 @@ var denyRules = []denyRule{
 }
 
 // grepExcludeDirs are directory names recursive grep skips even inside the workdir.
-var grepExcludeDirs = []string{".ssh", ".globus*", ".gnupg", ".aws", ".kube", ".azure", ".docker"}
+var grepExcludeDirs = []string{".ssh", ".globus*", ".gnupg", ".aws", ".kube", ".azure", ".docker", ".kaggle"}
+
+// anyCase turns a lower-case pattern into a glob matching it in any case, for grep's
+// --exclude (fnmatch, case-sensitive): "id_*" becomes "[iI][dD]_*".
+func anyCase(pat string) string {
+	var b strings.Builder
+	for _, r := range pat {
+		if u := strings.ToUpper(string(r)); u != string(r) {
+			b.WriteString("[" + string(r) + u + "]")
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
 
 // globMatch reports whether s matches pat, where '*' matches any run of characters
 // (including '/') and everything else matches itself.
@@ -412,11 +440,11 @@ func checkReader(prog string, s *progSpec, args []string) (ExecPlan, error) {
 		var ex []string
 		for _, r := range denyRules {
 			if !strings.Contains(r.pat, "/") {
-				ex = append(ex, "--exclude="+r.pat)
+				ex = append(ex, "--exclude="+anyCase(r.pat))
 			}
 		}
 		for _, d := range grepExcludeDirs {
-			ex = append(ex, "--exclude-dir="+d)
+			ex = append(ex, "--exclude-dir="+anyCase(d))
 		}
 		cut := len(args)
 		if p.endOptions >= 0 {
@@ -514,10 +542,11 @@ func denied(abs string, pol ExecPolicy) string {
 			return whyMosaic + " (" + d + ")"
 		}
 	}
-	base := path.Base(abs)
+	low := strings.ToLower(abs)
+	base := path.Base(low)
 	for _, r := range denyRules {
 		if strings.Contains(r.pat, "/") {
-			if globMatch(r.pat, abs) {
+			if globMatch(r.pat, low) {
 				return r.why
 			}
 		} else if globMatch(r.pat, base) {
@@ -610,14 +639,15 @@ while [ "$np" -gt 0 ]; do
       case ${HOME%/}/ in "$r"/*) no "$p resolves to $r, which contains your home directory $HOME; name a subdirectory";; esac
     fi
   fi
+  lr=$(printf '%s\n' "$r" | tr 'ABCDEFGHIJKLMNOPQRSTUVWXYZ' 'abcdefghijklmnopqrstuvwxyz')
   IFS=$nl
   for d in $deny; do
     case $d in
     dir:*) d=${d#dir:}
       case $r/ in "$d"/*) no "$p resolves to $r, inside $d, which Mosaic never reads";; esac
       if [ "$kind" = t ]; then case $d/ in "$r"/*) no "$p resolves to $r, which contains $d, which Mosaic never reads";; esac; fi;;
-    name:*) case ${r##*/} in ${d#name:}) no "$p resolves to $r, whose name looks like a key, token or credential file (${d#name:})";; esac;;
-    *) case $r in $d) no "$p resolves to $r, which may hold secrets ($d)";; esac;;
+    name:*) case ${lr##*/} in ${d#name:}) no "$p resolves to $r, whose name looks like a key, token or credential file (${d#name:})";; esac;;
+    *) case $lr in $d) no "$p resolves to $r, which may hold secrets ($d)";; esac;;
     esac
   done
   unset IFS
