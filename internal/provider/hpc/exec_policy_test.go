@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
 // testPolicy is a local-looking system: workdir /w/u, home /home/u, and the core's
@@ -474,5 +476,34 @@ func TestExecScriptOnSite(t *testing.T) {
 	}
 	if out, errOut, code := run(filepath.Join(home, "work"), "tail", "-n1", "--", "ok.txt"); code != 0 || out != "fine\n" {
 		t.Errorf("tail -- in the workdir: %d %q %q", code, out, errOut)
+	}
+}
+
+// TestExecPolicyProtected: on a local site the paths the core resolved from its
+// configuration (WithProtected: a token file or env file named only in an env file,
+// never in the process environment) are refused; on a remote site they mean nothing.
+func TestExecPolicyProtected(t *testing.T) {
+	tmp := t.TempDir()
+	tok := filepath.Join(tmp, "conf", "apikeyfile")
+	envFile := filepath.Join(tmp, "settings.txt")
+	for _, kind := range []string{"local", "ssh"} {
+		sys := site.System{Name: "x", Kind: kind, Host: "h", WorkDir: filepath.Join(tmp, "w")}
+		p, err := New(sys, WithProtected(tok, envFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol := p.execPolicy()
+		for _, f := range []string{tok, envFile} {
+			_, err := CheckExec([]string{"cat", f}, pol)
+			if kind == "local" && (err == nil || !strings.Contains(err.Error(), "Mosaic")) {
+				t.Errorf("local: cat %s: %v, want a refusal", f, err)
+			}
+			if kind == "ssh" && err != nil {
+				t.Errorf("ssh: cat %s: %v; the core's paths are not the site's", f, err)
+			}
+		}
+		if _, err := CheckExec([]string{"grep", "-r", "x", tmp}, ExecPolicy{WorkDir: tmp, Protected: pol.Protected}); kind == "local" && err == nil {
+			t.Errorf("local: a tree containing the token file is searched")
+		}
 	}
 }

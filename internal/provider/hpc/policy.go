@@ -309,8 +309,9 @@ type ExecPolicy struct {
 	// Home is the login user's home directory when it is known here (local sites);
 	// on remote sites the check on the site uses its $HOME.
 	Home string
-	// Protected are absolute directories never read nor searched (on a local site:
-	// the core's own config and state directories, wherever XDG puts them).
+	// Protected are absolute files and directories never read nor searched (on a
+	// local site: the core's own config and state directories, token, store, env
+	// and sites files and ssh identity files, from its resolved configuration).
 	Protected []string
 }
 
