@@ -81,6 +81,7 @@ func loadConfig() (*config.Config, config.Env, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg.EnvFiles = ld.Files
 	return cfg, ld.Env, nil
 }
 

@@ -264,6 +264,9 @@ type Config struct {
 	SimSpeed   float64 // 0 = catalog/default
 	AllowHosts []string
 	LogLevel   string
+	// EnvFiles are the dotenv files the settings were loaded from (Loaded.Files);
+	// the caller sets it. They hold keys, so local look-around never reads them.
+	EnvFiles []string
 }
 
 // Resolve builds a Config from an Env. SitesFile is MOSAIC_SITES; FindSites adds the

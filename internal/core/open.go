@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/config"
@@ -94,7 +95,7 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	if cat.Sim.WorkDir == "" {
 		cat.Sim.WorkDir = simWorkDir(cfg)
 	}
-	provs, err := buildProviders(cat, log)
+	provs, err := buildProviders(cat, log, ownPaths(cfg, cat))
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +186,50 @@ func allSim(cat *site.Catalog) bool {
 	return true
 }
 
-func buildProviders(cat *site.Catalog, log *slog.Logger) ([]provider.Provider, error) {
+// ownPaths are the core's own files and directories, from its resolved configuration
+// (not the process environment, which need not hold settings loaded from env files):
+// config and state directories, token, store (with its journals), the env files read,
+// the sites file, and every system's ssh identity and config files. Local sites'
+// look-around never reads them. Relative names are made absolute (they are relative
+// to the core's working directory, not the workdir the command runs in); each is also
+// given with its symlinks resolved, since the site-side check compares resolved paths.
+func ownPaths(cfg *config.Config, cat *site.Catalog) []string {
+	home, _ := os.UserHomeDir()
+	var names []string
+	names = append(names, cfg.ConfigDir, cfg.StateDir, cfg.TokenPath, cfg.SitesFile)
+	if cfg.DBPath != "" && cfg.DBPath != ":memory:" {
+		names = append(names, cfg.DBPath, cfg.DBPath+"-wal", cfg.DBPath+"-shm", cfg.DBPath+"-journal")
+	}
+	names = append(names, cfg.EnvFiles...)
+	for _, s := range cat.Systems {
+		if s.SSH != nil {
+			names = append(names, s.SSH.IdentityFile, s.SSH.ConfigFile)
+		}
+	}
+	var out []string
+	for _, n := range names {
+		switch {
+		case n == "" || n == "none":
+			continue
+		case n == "~" || strings.HasPrefix(n, "~/"):
+			if home == "" {
+				continue
+			}
+			n = filepath.Join(home, n[1:])
+		}
+		abs, err := filepath.Abs(n)
+		if err != nil {
+			continue
+		}
+		out = append(out, abs)
+		if r, err := filepath.EvalSymlinks(abs); err == nil && r != abs {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func buildProviders(cat *site.Catalog, log *slog.Logger, protected []string) ([]provider.Provider, error) {
 	var out []provider.Provider
 	var errs []error
 	for _, sys := range cat.Systems {
@@ -199,7 +243,7 @@ func buildProviders(cat *site.Catalog, log *slog.Logger) ([]provider.Provider, e
 			p.Start() // advance simulated time in the background so jobs start promptly
 			out = append(out, p)
 		case site.KindSSH, site.KindLocal, site.KindGlobus:
-			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)))
+			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)), hpc.WithProtected(protected...))
 			if err != nil {
 				errs = append(errs, err)
 				continue

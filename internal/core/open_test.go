@@ -47,3 +47,34 @@ func TestOpenTakesTheStoreLease(t *testing.T) {
 		t.Fatalf("generation %d after a second owner, want 2", g)
 	}
 }
+
+// TestOpenProtectsConfiguredPaths: a local site's look-around refuses the core's own
+// files as its resolved configuration names them, also when only an env file (not
+// the process environment) set them: the token, the env files, the sites file and the
+// catalog's ssh identity files.
+func TestOpenProtectsConfiguredPaths(t *testing.T) {
+	dir := t.TempDir()
+	work := filepath.Join(dir, "w")
+	key := filepath.Join(dir, "keys", "clusterkey")
+	sites := filepath.Join(dir, "catalog.yaml")
+	cat := "systems:\n  - name: Loc\n    kind: local\n    accounts: [a]\n    workdir: " + work +
+		"\n  - name: Far\n    kind: ssh\n    host: far.example\n    accounts: [a]\n    workdir: /scratch/u\n    ssh: {identity_file: " + key + "}\n"
+	if err := os.WriteFile(sites, []byte(cat), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{SitesFile: sites, DBPath: filepath.Join(dir, "db", "m.db"), StateDir: filepath.Join(dir, "state"),
+		ConfigDir: filepath.Join(dir, "cfg"), TokenPath: filepath.Join(dir, "elsewhere", "apikeyfile"),
+		EnvFiles: []string{filepath.Join(dir, "settings.txt")}}
+	ctx := context.Background()
+	c, err := Open(ctx, OpenOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, p := range []string{cfg.TokenPath, cfg.EnvFiles[0], sites, key, cfg.DBPath, cfg.DBPath + "-wal"} {
+		_, err := c.Exec(ctx, "Loc", "cat "+p)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Mosaic's own") {
+			t.Errorf("cat %s on the local site: %v, want a refusal", p, err)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func Preflight(ctx context.Context, cat *site.Catalog, tick time.Duration, log *
 				Fix: "set workdir: to a scratch directory you own on " + sys.Name + " in " + orDefault(cat.Path, "sites.yaml")})
 			continue
 		}
-		provs, err := buildProviders(&site.Catalog{Path: cat.Path, Sim: cat.Sim, Systems: []site.System{sys}}, log)
+		provs, err := buildProviders(&site.Catalog{Path: cat.Path, Sim: cat.Sim, Systems: []site.System{sys}}, log, nil)
 		if err != nil {
 			out = append(out, Check{System: sys.Name, Step: "provider", Status: CheckFail, Detail: err.Error(), Fix: "correct the system's entry in " + orDefault(cat.Path, "sites.yaml")})
 			continue
@@ -162,7 +162,7 @@ func Smoke(ctx context.Context, cat *site.Catalog, system, partition string, log
 	if !ok {
 		return nil, fmt.Errorf("system %q is not in %s", system, orDefault(cat.Path, "the catalog"))
 	}
-	provs, err := buildProviders(&site.Catalog{Path: cat.Path, Sim: cat.Sim, Systems: []site.System{*sys}}, orDiscard(log))
+	provs, err := buildProviders(&site.Catalog{Path: cat.Path, Sim: cat.Sim, Systems: []site.System{*sys}}, orDiscard(log), nil)
 	if err != nil {
 		return nil, err
 	}

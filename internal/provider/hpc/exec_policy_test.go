@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
 // testPolicy is a local-looking system: workdir /w/u, home /home/u, and the core's
@@ -122,6 +124,38 @@ func TestCheckExecHostile(t *testing.T) {
 		{"scontrol -d show job 1 --details", "job scripts", "-d twice"},
 		{"qstat -f 12.pbs", "Variable_List", "PBS job details list its environment"},
 		{"qstat -xf 12.pbs", "Variable_List", "-f in a cluster"},
+		{"qstat -f -uQ,alice", "Variable_List", "a Q inside -u's value is not -Q"},
+		{"qstat -fFQ", "Variable_List", "a Q inside -F's value is not -Q"},
+		// file -m takes a list (/etc/magic:link) or a directory and prints the lines
+		// it cannot parse: any file's contents.
+		{"file -m /etc/magic:link /dev/null", "magic", "a colon list hiding a symlink to a key"},
+		{"file -m /w/u /dev/null", "magic", "a directory of magic files"},
+		{"file --magic-file=/etc/magic x", "magic", "long form"},
+		{"file --magic /etc/magic x", "magic", "abbreviated long form"},
+		{"file -bm /etc/magic x", "magic", "-m in a cluster"},
+		// pbsnodes clusters
+		{"pbsnodes -oCx n1", "changes state", "-o hidden in a cluster offlines a node"},
+		{"pbsnodes -ar n1", "changes state", "-r in a cluster clears a node's offline state"},
+		{"pbsnodes -lN note n1", "changes state", "-N in a cluster sets a note"},
+		// more secret files, and names in any case
+		{"cat /home/u/.bash_history", "histories", "shell history"},
+		{"tail -n 50 /home/u/.zsh_history", "histories", "zsh history"},
+		{"cat /home/u/.python_history", "histories", "REPL history"},
+		{"cat /home/u/.npmrc", "key, token", "npm registry token"},
+		{"cat /home/u/.pypirc", "key, token", "PyPI upload token"},
+		{"cat /home/u/.git-credentials", "key, token", "git credential store"},
+		{"cat /home/u/.config/gh/hosts.yml", "cloud", "GitHub CLI token"},
+		{"cat /home/u/_netrc", "key, token", "netrc variant"},
+		{"cat /home/u/.netrc.gpg", "key, token", "netrc variant"},
+		{"cat /home/u/.bashrc", "start-up files", "rc files export API keys"},
+		{"grep KEY /home/u/.profile", "start-up files", "profile"},
+		{"cat /home/u/.zshrc", "start-up files", "zsh rc"},
+		{"cat /home/u/.bash_profile", "start-up files", "bash profile"},
+		{"cat /w/u/.TOKEN", "key, token", "upper-case token file"},
+		{"cat /w/u/ID_RSA", "key, token", "upper-case key name"},
+		{"cat /w/u/Server.PEM", "key, token", "upper-case extension"},
+		{"cat /home/u/.SSH/id", "SSH keys", "upper-case directory on a case-insensitive file system"},
+		{"cat /home/u/.Bash_History", "histories", "mixed-case history"},
 	}
 	if len(hostile) < 40 {
 		t.Fatalf("only %d hostile commands", len(hostile))
@@ -162,6 +196,9 @@ func TestCheckExecLegit(t *testing.T) {
 		"grep -i -A 3 error -- x.out", "grep -C2 error x.out", "grep -3 error x.out", "grep --color=never x y",
 		"find . -name x.out", "find /w/u -maxdepth 2 -type f -name x.out", "find -name x.out", "find mosaic -newer x.out -print",
 		"du -sh .", "du -h --max-depth=1 /w/u", "du", "cat /proc/cpuinfo", "cat /proc/meminfo", "cat /etc/slurm/slurm.conf",
+		"pbsnodes -l", "pbsnodes -av", "pbsnodes -aSj", "qstat -Qf", "qstat -f -Q workq", "file -b x.out", "file -i /w/u/x.out",
+		"cat /etc/profile", "cat /etc/bash.bashrc", "ls -la /home/u", "cat /w/u/README.md", "cat /w/u/History.txt",
+		"grep -f patterns.txt x.out", "du -X skip.txt .",
 	}
 	for _, cmd := range legit {
 		plan, err := CheckExec(strings.Fields(cmd), testPolicy)
@@ -194,7 +231,7 @@ func TestCheckExecPlan(t *testing.T) {
 		if a == "--" && dd < 0 {
 			dd = i
 		}
-		if a == "--exclude=*token*" {
+		if a == "--exclude=*[tT][oO][kK][eE][nN]*" {
 			ex = i
 		}
 	}
@@ -391,6 +428,9 @@ func TestExecScriptOnSite(t *testing.T) {
 	os.WriteFile(filepath.Join(home, "work", "ok.txt"), []byte("fine\n"), 0o600)
 	os.Symlink(filepath.Join(cfg, "mosaic", "sites.yaml"), filepath.Join(home, "work", "cfg.yaml"))
 	os.Symlink(cfg, filepath.Join(home, "work", "cfglink"))
+	os.WriteFile(filepath.Join(home, "ID_RSA"), []byte("needle-key\n"), 0o600)
+	os.Symlink(filepath.Join(home, "ID_RSA"), filepath.Join(home, "work", "notes.txt"))
+	os.WriteFile(filepath.Join(home, "work", "API.Token"), []byte("needle-token\n"), 0o600)
 	run := func(workdir string, argv ...string) (string, string, int) {
 		t.Helper()
 		pol := ExecPolicy{WorkDir: workdir} // remote: home unknown here
@@ -421,6 +461,7 @@ func TestExecScriptOnSite(t *testing.T) {
 		{filepath.Join(home, "work"), []string{"grep", "-r", "x", "cfglink"}, "outside the workdir"},
 		{filepath.Join(home, "work"), []string{"ls", "cfglink/mosaic"}, "which Mosaic never reads"},
 		{filepath.Join(tmp, "missing"), []string{"cat", "ok.txt"}, "does not exist on the site"},
+		{filepath.Join(home, "work"), []string{"cat", "notes.txt"}, "looks like a key"},
 	} {
 		out, errOut, code := run(c.wd, c.argv...)
 		if code != 125 || !strings.HasPrefix(errOut, "NONCE ") || !strings.Contains(errOut, c.why) || out != "" {
@@ -430,7 +471,39 @@ func TestExecScriptOnSite(t *testing.T) {
 	if out, errOut, code := run(filepath.Join(home, "work"), "cat", "ok.txt"); code != 0 || out != "fine\n" {
 		t.Errorf("cat in the workdir: %d %q %q", code, out, errOut)
 	}
+	if out, errOut, code := run(filepath.Join(home, "work"), "grep", "-r", "needle", "."); strings.Contains(out, "needle-token") {
+		t.Errorf("grep -r read a token file named in upper case: %d %q %q", code, out, errOut)
+	}
 	if out, errOut, code := run(filepath.Join(home, "work"), "tail", "-n1", "--", "ok.txt"); code != 0 || out != "fine\n" {
 		t.Errorf("tail -- in the workdir: %d %q %q", code, out, errOut)
+	}
+}
+
+// TestExecPolicyProtected: on a local site the paths the core resolved from its
+// configuration (WithProtected: a token file or env file named only in an env file,
+// never in the process environment) are refused; on a remote site they mean nothing.
+func TestExecPolicyProtected(t *testing.T) {
+	tmp := t.TempDir()
+	tok := filepath.Join(tmp, "conf", "apikeyfile")
+	envFile := filepath.Join(tmp, "settings.txt")
+	for _, kind := range []string{"local", "ssh"} {
+		sys := site.System{Name: "x", Kind: kind, Host: "h", WorkDir: filepath.Join(tmp, "w")}
+		p, err := New(sys, WithProtected(tok, envFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol := p.execPolicy()
+		for _, f := range []string{tok, envFile} {
+			_, err := CheckExec([]string{"cat", f}, pol)
+			if kind == "local" && (err == nil || !strings.Contains(err.Error(), "Mosaic")) {
+				t.Errorf("local: cat %s: %v, want a refusal", f, err)
+			}
+			if kind == "ssh" && err != nil {
+				t.Errorf("ssh: cat %s: %v; the core's paths are not the site's", f, err)
+			}
+		}
+		if _, err := CheckExec([]string{"grep", "-r", "x", tmp}, ExecPolicy{WorkDir: tmp, Protected: pol.Protected}); kind == "local" && err == nil {
+			t.Errorf("local: a tree containing the token file is searched")
+		}
 	}
 }

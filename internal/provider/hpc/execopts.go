@@ -303,6 +303,10 @@ var headSpec = func() *progSpec {
 // filesFromWhy: names read from a file escape the path checks.
 const filesFromWhy = "reads the names of the files to read from a file, where Mosaic cannot check them; name the files on the command line"
 
+// magicWhy: file -m takes a colon-separated list of files or a directory, and prints
+// the lines of any it cannot parse as warnings, so it reads any file's contents.
+const magicWhy = "-m/--magic-file reads a list of files or a whole directory as magic files and prints their lines; look-around uses the system's magic"
+
 const followWhy = "follow mode never ends; read the file without -f (tail -n 100 FILE), or `mosaic logs` for a task"
 
 var tailSpec = func() *progSpec {
@@ -395,7 +399,7 @@ var fileSpec = progOpts(operandsPaths, []optDef{
 	opt("exclude-quiet", requiredArg, roleNone), opt("separator", requiredArg, roleNone),
 	refusedOpt("files-from", requiredArg, filesFromWhy), opt("no-dereference", noArg, roleNone), opt("mime", noArg, roleNone),
 	opt("mime-type", noArg, roleNone), opt("mime-encoding", noArg, roleNone), opt("keep-going", noArg, roleNone),
-	opt("list", noArg, roleNone), opt("dereference", noArg, roleNone), opt("magic-file", requiredArg, roleFileValue),
+	opt("list", noArg, roleNone), opt("dereference", noArg, roleNone), refusedOpt("magic-file", requiredArg, magicWhy),
 	opt("no-buffer", noArg, roleNone), opt("no-pad", noArg, roleNone), opt("preserve-date", noArg, roleNone),
 	opt("parameter", requiredArg, roleNone), opt("raw", noArg, roleNone), opt("special-files", noArg, roleNone),
 	opt("uncompress", noArg, roleNone), opt("uncompress-noreport", noArg, roleNone), opt("print0", noArg, roleNone),

@@ -38,6 +38,8 @@ type Provider struct {
 	now      func() time.Time
 	log      *slog.Logger
 
+	protected []string // the core's own files and directories (WithProtected)
+
 	mu           sync.Mutex
 	user         string
 	noAccounting bool // the dialect's primary status query failed with ErrFallback once
@@ -89,6 +91,15 @@ func WithGlobusClient(c *globus.Client) Option {
 			g.Client = c
 		}
 	}
+}
+
+// WithProtected names the core's own files and directories (token, store, config
+// and env files, ssh identity files), absolute paths on this host. On a local site
+// look-around never reads them, nor searches a tree containing them. The core passes
+// what it resolved from its configuration, which the process environment need not
+// hold (--env-file, $XDG_CONFIG_HOME/mosaic/env).
+func WithProtected(paths ...string) Option {
+	return func(p *Provider) { p.protected = append(p.protected, paths...) }
 }
 
 // WithLogger sets the logger (default slog.Default()).

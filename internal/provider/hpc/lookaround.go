@@ -158,7 +158,9 @@ func (p *Provider) Exec(ctx context.Context, argv []string) (ExecResult, error) 
 }
 
 // execPolicy is the look-around policy of this system. On a local site the core's
-// home, config and state directories are known here and protected by path too.
+// home and its own files are known here and protected by path too: the paths the
+// core resolved from its configuration (WithProtected), and what the process
+// environment names.
 func (p *Provider) execPolicy() ExecPolicy {
 	pol := ExecPolicy{WorkDir: p.sys.WorkDir}
 	if pol.WorkDir != "" {
@@ -166,7 +168,13 @@ func (p *Provider) execPolicy() ExecPolicy {
 	}
 	if p.kind == site.KindLocal {
 		pol.Home, _ = os.UserHomeDir()
-		pol.Protected = localProtected(os.Getenv)
+		seen := map[string]bool{}
+		for _, d := range append(append([]string{}, p.protected...), localProtected(os.Getenv)...) {
+			if d = path.Clean(d); path.IsAbs(d) && d != "/" && !seen[d] {
+				seen[d] = true
+				pol.Protected = append(pol.Protected, d)
+			}
+		}
 	}
 	return pol
 }

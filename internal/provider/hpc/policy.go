@@ -44,13 +44,15 @@ func firstWord(words ...string) argRule {
 	}
 }
 
-// denyFlags refuses the listed options (exact or with "=value").
-func denyFlags(flags ...string) argRule {
+// denyLetters refuses the listed short option letters anywhere in a cluster
+// (pbsnodes -oCx n1 is -o -C x), also inside an attached value: stricter, never
+// looser.
+func denyLetters(letters, why string) argRule {
 	return func(args []string) string {
 		for _, a := range args {
-			for _, f := range flags {
-				if a == f || strings.HasPrefix(a, f+"=") {
-					return fmt.Sprintf("option %s changes state or never ends", f)
+			if len(a) > 1 && a[0] == '-' && a[1] != '-' {
+				if i := strings.IndexAny(a[1:], letters); i >= 0 {
+					return fmt.Sprintf("option -%c (in %q) %s", a[1+i], a, why)
 				}
 			}
 		}
@@ -142,14 +144,23 @@ func noBatchScript(args []string) string {
 	return ""
 }
 
+// qstatValueLetters are qstat's options that take a value: in a cluster, what
+// follows one of them is its value (qstat -uQ,alice is -u "Q,alice", not -Q).
+const qstatValueLetters = "uFDW"
+
 // noJobVariables refuses qstat -f for jobs: it lists each job's Variable_List (its
-// environment). Queue and server details (-Q -f, -B -f) are fine.
+// environment). Queue and server details (-Q -f, -B -f) are fine. An "f" anywhere in
+// a cluster counts (stricter); -Q and -B count only as options, not inside a value.
 func noJobVariables(args []string) string {
 	full, other := false, false
 	for _, a := range args {
 		if len(a) > 1 && a[0] == '-' && a[1] != '-' {
 			full = full || strings.Contains(a[1:], "f")
-			other = other || strings.ContainsAny(a[1:], "QB")
+			opts := a[1:]
+			if i := strings.IndexAny(opts, qstatValueLetters); i >= 0 {
+				opts = opts[:i]
+			}
+			other = other || strings.ContainsAny(opts, "QB")
 		}
 	}
 	if full && !other {
@@ -180,7 +191,7 @@ var execAllowlist = map[string]argRule{
 	"scontrol": all(firstWord("show"), noBatchScript), "sacctmgr": firstWord("show", "list"),
 	// PBS
 	"qstat":    noJobVariables,
-	"pbsnodes": denyFlags("-o", "-r", "-c", "-C", "-N", "-d", "-D"),
+	"pbsnodes": denyLetters("orcCNdD", "changes state"),
 	// the system
 	"hostname": onlyArgs("-f", "-s"), "uname": anyArgs, "id": anyArgs, "whoami": anyArgs, "date": onlyArgs("-u", "-R", "-Iseconds", "--utc"),
 	"nproc": anyArgs, "lscpu": onlyArgs("-e", "-p", "-J", "--json", "--extended", "--parse"), "free": anyArgs, "quota": anyArgs,
@@ -197,9 +208,11 @@ var envPrinters = map[string]bool{"env": true, "printenv": true, "set": true, "e
 	"typeset": true, "compgen": true, "alias": true, "readonly": true, "local": true}
 
 // A denyRule matches a normalised absolute path (pattern with '/': the whole path;
-// without: the last element). In patterns '*' matches any run of characters,
-// slashes included, the same as in a shell `case` (the site-side check uses them
-// verbatim there). No other glob characters are used.
+// without: the last element), ignoring case (ID_RSA, .TOKEN, .SSH on a
+// case-insensitive file system): patterns are lower case and are matched against
+// the lower-cased path. In patterns '*' matches any run of characters, slashes
+// included, the same as in a shell `case` (the site-side check uses them verbatim
+// there, on the lower-cased path). No other glob characters are used.
 type denyRule struct{ pat, why string }
 
 const (
@@ -208,6 +221,10 @@ const (
 	whyCloud  = "cloud and registry credentials"
 	whyProc   = "per-process state under /proc (environment, command line, memory) holds the keys of whatever runs there"
 	whyName   = "its name looks like a key, token or credential file"
+	whyHist   = "shell and REPL histories hold commands typed with keys and passwords in them"
+	// Shell start-up files are where people put `export OPENAI_API_KEY=...`; what
+	// look-around needs from them (modules, python, PATH) `mosaic env SYSTEM` reports.
+	whyRC     = "shell start-up files often export API keys; `mosaic env SYSTEM` shows modules, python and containers"
 	whySystem = "system secrets"
 	// Mosaic writes <tag>.sbatch / <tag>.pbs into the workdir with `export K=V` lines.
 	whyJobScript = "Mosaic's job scripts export the task's env and a campaign's forwarded variables, which may be keys; `mosaic task ID` shows the command"
@@ -225,7 +242,15 @@ var denyRules = []denyRule{
 	{"/proc/*/*", whyProc},
 	{"/etc/shadow*", whySystem}, {"/etc/gshadow*", whySystem}, {"/etc/munge/*", whySystem}, {"/etc/ssh/ssh_host_*", whySystem},
 	{"*/slurmdbd.conf", whySystem}, {"/dev/mem", whySystem}, {"/dev/kmem", whySystem}, {"/dev/port", whySystem},
-	{".netrc", whyName}, {".pgpass", whyName}, {".env", whyName}, {".env.*", whyName},
+	{"*/.config/rclone/*", whyCloud}, {"*/.kaggle/*", whyCloud}, {"*/.m2/settings*.xml", whyCloud},
+	{"*/.config/pip/pip.conf", whyCloud}, {"*/.pip/pip.conf", whyCloud},
+	{"*netrc*", whyName}, {".pgpass", whyName}, {".env", whyName}, {".env.*", whyName}, {".envrc", whyName},
+	{".npmrc", whyName}, {".yarnrc*", whyName}, {".pypirc", whyName}, {".git-credentials", whyName},
+	{".my.cnf", whyName}, {".s3cfg", whyName}, {".boto", whyName}, {".vault-token", whyName}, {"*password*", whyName},
+	{"*_history", whyHist}, {".history", whyHist}, {".histfile", whyHist}, {".lesshst", whyHist}, {".viminfo", whyHist},
+	{".bashrc", whyRC}, {".bash_profile", whyRC}, {".bash_login", whyRC}, {".bash_logout", whyRC}, {".profile", whyRC},
+	{".zshrc", whyRC}, {".zshenv", whyRC}, {".zprofile", whyRC}, {".zlogin", whyRC}, {".kshrc", whyRC}, {".cshrc", whyRC},
+	{".tcshrc", whyRC}, {".login", whyRC}, {".bash_aliases", whyRC},
 	{"*token*", whyName}, {"*secret*", whyName}, {"*credential*", whyName}, {"id_*", whyName},
 	{"*.pem", whyName}, {"*.key", whyName}, {"*.p12", whyName}, {"*.pfx", whyName}, {"*.keytab", whyName},
 	{"*.kdbx", whyName}, {"krb5cc*", whyName},
@@ -233,7 +258,21 @@ var denyRules = []denyRule{
 }
 
 // grepExcludeDirs are directory names recursive grep skips even inside the workdir.
-var grepExcludeDirs = []string{".ssh", ".globus*", ".gnupg", ".aws", ".kube", ".azure", ".docker"}
+var grepExcludeDirs = []string{".ssh", ".globus*", ".gnupg", ".aws", ".kube", ".azure", ".docker", ".kaggle"}
+
+// anyCase turns a lower-case pattern into a glob matching it in any case, for grep's
+// --exclude (fnmatch, case-sensitive): "id_*" becomes "[iI][dD]_*".
+func anyCase(pat string) string {
+	var b strings.Builder
+	for _, r := range pat {
+		if u := strings.ToUpper(string(r)); u != string(r) {
+			b.WriteString("[" + string(r) + u + "]")
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
 
 // globMatch reports whether s matches pat, where '*' matches any run of characters
 // (including '/') and everything else matches itself.
@@ -270,8 +309,9 @@ type ExecPolicy struct {
 	// Home is the login user's home directory when it is known here (local sites);
 	// on remote sites the check on the site uses its $HOME.
 	Home string
-	// Protected are absolute directories never read nor searched (on a local site:
-	// the core's own config and state directories, wherever XDG puts them).
+	// Protected are absolute files and directories never read nor searched (on a
+	// local site: the core's own config and state directories, token, store, env
+	// and sites files and ssh identity files, from its resolved configuration).
 	Protected []string
 }
 
@@ -401,11 +441,11 @@ func checkReader(prog string, s *progSpec, args []string) (ExecPlan, error) {
 		var ex []string
 		for _, r := range denyRules {
 			if !strings.Contains(r.pat, "/") {
-				ex = append(ex, "--exclude="+r.pat)
+				ex = append(ex, "--exclude="+anyCase(r.pat))
 			}
 		}
 		for _, d := range grepExcludeDirs {
-			ex = append(ex, "--exclude-dir="+d)
+			ex = append(ex, "--exclude-dir="+anyCase(d))
 		}
 		cut := len(args)
 		if p.endOptions >= 0 {
@@ -503,10 +543,11 @@ func denied(abs string, pol ExecPolicy) string {
 			return whyMosaic + " (" + d + ")"
 		}
 	}
-	base := path.Base(abs)
+	low := strings.ToLower(abs)
+	base := path.Base(low)
 	for _, r := range denyRules {
 		if strings.Contains(r.pat, "/") {
-			if globMatch(r.pat, abs) {
+			if globMatch(r.pat, low) {
 				return r.why
 			}
 		} else if globMatch(r.pat, base) {
@@ -599,14 +640,15 @@ while [ "$np" -gt 0 ]; do
       case ${HOME%/}/ in "$r"/*) no "$p resolves to $r, which contains your home directory $HOME; name a subdirectory";; esac
     fi
   fi
+  lr=$(printf '%s\n' "$r" | tr 'ABCDEFGHIJKLMNOPQRSTUVWXYZ' 'abcdefghijklmnopqrstuvwxyz')
   IFS=$nl
   for d in $deny; do
     case $d in
     dir:*) d=${d#dir:}
       case $r/ in "$d"/*) no "$p resolves to $r, inside $d, which Mosaic never reads";; esac
       if [ "$kind" = t ]; then case $d/ in "$r"/*) no "$p resolves to $r, which contains $d, which Mosaic never reads";; esac; fi;;
-    name:*) case ${r##*/} in ${d#name:}) no "$p resolves to $r, whose name looks like a key, token or credential file (${d#name:})";; esac;;
-    *) case $r in $d) no "$p resolves to $r, which may hold secrets ($d)";; esac;;
+    name:*) case ${lr##*/} in ${d#name:}) no "$p resolves to $r, whose name looks like a key, token or credential file (${d#name:})";; esac;;
+    *) case $lr in $d) no "$p resolves to $r, which may hold secrets ($d)";; esac;;
     esac
   done
   unset IFS
