@@ -26,6 +26,12 @@ import (
 // store) behind the real API, with a few tasks submitted so the log has events.
 func eventsServer(t *testing.T) (*httptest.Server, *core.Core) {
 	t.Helper()
+	return coreServer(t, Options{Token: "tok", Headless: true})
+}
+
+// coreServer is eventsServer with the API's options.
+func coreServer(t *testing.T, opts Options) (*httptest.Server, *core.Core) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := &config.Config{StateDir: t.TempDir(), DBPath: ":memory:", Tick: 250 * time.Millisecond, SimSpeed: 60}
 	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Getenv: func(string) string { return "" }})
@@ -40,7 +46,7 @@ func eventsServer(t *testing.T) (*httptest.Server, *core.Core) {
 	if err := c.WaitReady(wctx); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(c, Options{Token: "tok", Headless: true})
+	srv, err := New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"reflect"
 	"strconv"
 	"strings"
@@ -149,8 +150,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	timeout := s.unauthTimeout()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The exchange authenticates its own (run) tokens and holds long polls; its
-		// limits are its own (internal/exchange).
-		exchange := r.URL.Path == ExchangePrefix || strings.HasPrefix(r.URL.Path, ExchangePrefix+"/")
+		// limits are its own (internal/exchange), which also answer its unknown
+		// routes without reading their body. Only a clean path under /exchange/
+		// reaches it as sent: /exchange itself and paths the mux would redirect are
+		// answered by the core, so they stay under this guard.
+		exchange := strings.HasPrefix(r.URL.Path, ExchangePrefix+"/") && path.Clean(r.URL.Path) == r.URL.Path
 		if !exchange && !s.credentialed(r) {
 			// Bound what a stranger can hold: the rest of the body and the answer must
 			// pass within the timeout, at most maxUnauth at once, a small body.
@@ -176,10 +180,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 		}
 		if !s.hostAllowed(r.Host) {
+			closeUnread(w)
 			writeProblem(w, http.StatusForbidden, "Host "+quoteHeader(r.Host)+" is not a loopback name; start mosaic with --allow-host to accept it")
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
+			closeUnread(w)
 			writeProblem(w, http.StatusForbidden, "cross-origin request from "+quoteHeader(o)+" refused")
 			return
 		}
@@ -221,6 +227,16 @@ func (s *Server) guard(next http.Handler) http.Handler {
 
 // credentialed reports whether a request carries a valid credential: the API token
 // as a bearer token, or (without an Authorization header) a live session cookie.
+// closeUnread makes the answer to a request whose body is not read close its
+// connection at once: Connection: close keeps net/http from reading (discarding)
+// up to 256 KiB of the body before the answer, and the expired read deadline ends
+// the read it still makes after the handler. Without them an /exchange request
+// (outside the stranger guard) refused here could be held by a trickled body.
+func closeUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // not supported by test recorders
+}
+
 func (s *Server) credentialed(r *http.Request) bool {
 	if r.Header.Get("Authorization") != "" {
 		return s.authorized(r)

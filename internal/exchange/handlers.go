@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/agent"
 )
 
 // body is a decoded request body: every route takes a JSON object, GET and
@@ -224,6 +226,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, id EntityID, age
 		}
 		name = p.Name
 	}
+	if id.Role == RoleUser && p.policed {
+		// A declared agent's uid is deterministic (agent.UID): a user mailbox
+		// under it would receive that agent's messages, readable with the run
+		// token, and the agent's own registration would land on it.
+		for n := range p.policy.Peers {
+			if agent.UID(p.Run, n) == id.UID {
+				httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: uid %s is the mailbox of agent %q declared in campaign %q of this run; a user mailbox needs a uid of its own (e.g. a random one)", id.UID, n, p.policy.Campaign))
+				return
+			}
+		}
+	}
 	if id.Role == RoleAgent && p.policed {
 		if _, declared := p.policy.Peers[name]; !declared {
 			httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: agent %q is not declared in campaign %q of this run", name, p.policy.Campaign))
@@ -245,6 +258,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, id EntityID, age
 	if err != nil {
 		s.backendError(w, err)
 		return
+	}
+	if !created {
+		if why := registrationMismatch(existing.ID, rec.ID); why != "" {
+			httpError(w, http.StatusConflict, why)
+			return
+		}
 	}
 	if !created && existing.Status == StatusTerminated {
 		httpError(w, StatusTerminatedCode, "Mailbox was closed. The run's operator can reopen it for a restart (POST /mailbox with the run token).")
@@ -280,6 +299,8 @@ func (s *Server) operatorReopen(w http.ResponseWriter, r *http.Request, id Entit
 		httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: agent mailboxes of a campaign run are registered by the agent itself with its own token (derived from the run token; `mosaic agent run` does it), not with the run token; agent %q has none yet", name))
 	case err != nil:
 		s.backendError(w, err)
+	case registrationMismatch(rec.ID, EntityID{UID: id.UID, Name: &name, Role: id.Role}) != "":
+		httpError(w, http.StatusConflict, registrationMismatch(rec.ID, EntityID{UID: id.UID, Name: &name, Role: id.Role}))
 	case rec.Status == StatusTerminated:
 		if err := s.be.Reopen(r.Context(), p.Run, id.UID); err != nil {
 			s.backendError(w, err)
@@ -290,6 +311,25 @@ func (s *Server) operatorReopen(w http.ResponseWriter, r *http.Request, id Entit
 	default:
 		w.WriteHeader(http.StatusOK)
 	}
+}
+
+// registrationMismatch returns why registering want does not match the
+// existing record of its uid (409), or "". A uid is one mailbox: registration
+// is idempotent only for the role and name it was created with, so that no
+// one can pre-register a uid under another role (a user mailbox the run token
+// reads) or name and have its owner's later registration succeed on it.
+func registrationMismatch(existing, want EntityID) string {
+	var diffs []string
+	if existing.Role != want.Role {
+		diffs = append(diffs, fmt.Sprintf("role %s, not role %s", existing.Role, want.Role))
+	}
+	if existing.NameOr("") != want.NameOr("") {
+		diffs = append(diffs, fmt.Sprintf("name %q, not %q", existing.NameOr(""), want.NameOr("")))
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Mailbox %s is already registered with %s. A mailbox keeps the role and name it was registered with: register it as it is, or use another uid.", existing.UID, strings.Join(diffs, " and "))
 }
 
 // handleStatus answers {"status": ...}; an unknown mailbox is a 200 MISSING
@@ -396,6 +436,12 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	}
 	if dest.Status == StatusTerminated {
 		httpError(w, StatusTerminatedCode, "Mailbox was closed")
+		return
+	}
+	if hd := msg.Header.Dest; dest.ID.Role != hd.Role || (hd.Name != nil && dest.ID.NameOr("") != *hd.Name) {
+		// A message for an agent never lands in a mailbox of another role or
+		// name that holds its uid (e.g. a user mailbox the run token reads).
+		httpError(w, http.StatusForbidden, fmt.Sprintf("Incorrect permissions: header dest names %s %q but mailbox %s is %s %q", hd.Role, hd.NameOr(""), hd.UID, dest.ID.Role, dest.ID.NameOr("")))
 		return
 	}
 	var src *MailboxRecord

@@ -229,6 +229,66 @@ func runIdentitySuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		}
 	})
 
+	t.Run("RunTokenCannotSquatAgentUID", func(t *testing.T) {
+		// Before worker-a starts, the run token makes a user mailbox under
+		// worker-a's (deterministic) uid to read what peers send it.
+		h := newHarness(t, newBackend(t), Config{})
+		if err := h.srv.RegisterCampaign(context.Background(), "run-a", chatCampaign()); err != nil {
+			t.Fatal(err)
+		}
+		wa := agentEnt("run-a", "worker-a")
+		for _, name := range []string{"worker-a", "spy"} {
+			squat := EntityID{UID: wa.UID, Name: &name, Role: RoleUser}
+			text := h.expect("POST", "/mailbox", h.tokA, map[string]any{"mailbox": squat.Encode()}, 403)
+			if !strings.Contains(text, `"worker-a"`) || !strings.Contains(text, "declared") {
+				t.Errorf("refusal %q does not say the uid is declared agent worker-a's", text)
+			}
+		}
+		if st := h.status(h.tokA, wa); st != StatusMissing {
+			t.Fatalf("worker-a's uid is %s after the refused squat", st)
+		}
+		h.expect("POST", "/mailbox", h.agentTok("run-a", "worker-a"), holderBody(wa, "worker-a-1", 1), 200)
+		h.expect("GET", "/message", h.tokA, map[string]any{"mailbox": wa.Encode(), "timeout": 0.1}, 403)
+		// Other user mailboxes are still the operator's to make.
+		h.register(h.tokA, ent("mosaic", RoleUser), "")
+	})
+
+	t.Run("RegistrationMustMatchRecord", func(t *testing.T) {
+		// A run without campaign: the operator registers any mailbox, but a
+		// uid keeps the role and name it was registered with.
+		h := newHarness(t, newBackend(t), Config{})
+		wa := agentEnt("run-a", "worker-a")
+		name := "worker-a"
+		squat := EntityID{UID: wa.UID, Name: &name, Role: RoleUser}
+		h.register(h.tokA, squat, "")
+		if text := h.expect("POST", "/mailbox", h.tokA, map[string]any{"mailbox": wa.Encode()}, 409); !strings.Contains(text, "role user") || !strings.Contains(text, "role agent") {
+			t.Errorf("role conflict %q does not name both roles", text)
+		}
+		other := "worker-b"
+		text := h.expect("POST", "/mailbox", h.tokA, map[string]any{"mailbox": EntityID{UID: wa.UID, Name: &other, Role: RoleUser}.Encode()}, 409)
+		if !strings.Contains(text, `"worker-a"`) || !strings.Contains(text, `"worker-b"`) || strings.Contains(text, "role user") {
+			t.Errorf("name conflict %q does not name just the two names", text)
+		}
+		h.register(h.tokA, squat, "") // the same registration again is idempotent
+		// The campaign arrives after the squat: worker-a's own registration
+		// is refused, it does not silently take the user mailbox.
+		if err := h.srv.RegisterCampaign(context.Background(), "run-a", chatCampaign()); err != nil {
+			t.Fatal(err)
+		}
+		if text := h.expect("POST", "/mailbox", h.agentTok("run-a", "worker-a"), holderBody(wa, "worker-a-1", 1), 409); !strings.Contains(text, "role user") {
+			t.Errorf("agent registration over a user mailbox: %q", text)
+		}
+		h.expect("POST", "/mailbox", h.tokA, map[string]any{"mailbox": wa.Encode()}, 409) // nor "reopened" as an agent
+		// Nor do the coordinator's messages to worker-a land in the user mailbox.
+		co := agentEnt("run-a", "coordinator")
+		h.expect("POST", "/mailbox", h.agentTok("run-a", "coordinator"), holderBody(co, "coordinator-1", 2), 200)
+		m, _ := pingReq(co, wa)
+		if text := h.send(h.agentTok("run-a", "coordinator"), m, 403); !strings.Contains(text, "dest") {
+			t.Errorf("send to worker-a's uid held by a user mailbox: %q", text)
+		}
+		h.expect("GET", "/message", h.tokA, map[string]any{"mailbox": squat.Encode(), "timeout": 0.1}, 408)
+	})
+
 	t.Run("Revoke", func(t *testing.T) {
 		h, ids, toks := setup(t, Config{})
 		if err := h.srv.RevokeToken(context.Background(), h.tokA); err != nil {

@@ -199,3 +199,67 @@ func TestServePendingAuthBound(t *testing.T) {
 		t.Errorf("answers %v, want 2×403 (looked up) and 4×503 (bound reached)", n)
 	}
 }
+
+// rawUnread sends head announcing a body it never sends and returns the status
+// line of the answer and whether the server then closed the connection, both
+// within limit.
+func rawUnread(t *testing.T, addr, head string, limit time.Duration) (line string, closed bool) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(limit))
+	br := bufio.NewReader(c)
+	line, err = br.ReadString('\n')
+	if err != nil {
+		return "no answer: " + err.Error(), false
+	}
+	_, err = io.Copy(io.Discard, br) // ends at EOF when the server closes
+	return strings.TrimSpace(line), err == nil
+}
+
+// TestServeUnknownRoutesNotHeld: a request to an unknown route (404), with a
+// wrong method (405) or to a path the mux would redirect is answered at once
+// and its connection closed, its body never read: without credentials it
+// would otherwise hold a connection while net/http read (discarded) up to
+// 256 KiB of a trickled body, outside MaxPendingAuth and BodyReadTimeout.
+func TestServeUnknownRoutesNotHeld(t *testing.T) {
+	srv := NewServer(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	addr := startServe(t, srv)
+	for _, c := range []struct{ method, path, want string }{
+		{"GET", "/nosuch", " 404 "},
+		{"POST", "/nosuch", " 404 "},
+		{"POST", "/message", " 405 "},
+		{"PATCH", "/mailbox", " 405 "},
+		{"POST", "/x/../mailbox", " 307 "},
+		{"POST", "/mailbox", " 401 "}, // known route, no credential (refuse)
+	} {
+		head := c.method + " " + c.path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+		start := time.Now()
+		line, closed := rawUnread(t, addr, head, time.Second)
+		if !strings.Contains(line, c.want) || !closed {
+			t.Errorf("%s %s with an unsent body: %q, connection closed %v after %s; want%sat once and the connection closed",
+				c.method, c.path, line, closed, time.Since(start).Round(time.Millisecond), c.want)
+		}
+	}
+	// Known routes still keep their connection (keep-alive) for clients.
+	tok, err := srv.IssueToken(context.Background(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/discover", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Close {
+		t.Errorf("GET /discover: %d, close %v; want 200 on a kept connection", resp.StatusCode, resp.Close)
+	}
+}

@@ -150,7 +150,22 @@ func (s *Server) Limits() Limits { return s.lim }
 
 // ServeHTTP implements http.Handler. Mount it at the exchange's base URL (strip
 // any prefix with http.StripPrefix).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+//
+// A request that reaches no route as sent — unknown path (404), wrong method
+// (405), or a path the mux would redirect to its clean form — is answered at
+// once with its connection closed and its body unread, as refuse answers
+// unauthenticated requests: otherwise net/http would read (discard) up to
+// 256 KiB of its body, without deadline, before answering, so a stranger
+// could hold connections outside MaxPendingAuth and BodyReadTimeout.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if _, path, _ := strings.Cut(pattern, " "); path == "" || path != r.URL.EscapedPath() {
+		closeUnread(w)
+		h.ServeHTTP(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // Backend returns the server's backend.
 func (s *Server) Backend() Backend { return s.be }
@@ -436,12 +451,22 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (principal
 }
 
 // refuse answers a request that did not authenticate and closes its
-// connection: its body is never read. Without the close, net/http would read
-// (discard) the body before sending the answer, so a client trickling a body
-// could hold a connection and a goroutine without any credential.
+// connection: its body is never read (see closeUnread).
 func refuse(w http.ResponseWriter, code int, text string) {
-	w.Header().Set("Connection", "close")
+	closeUnread(w)
 	httpError(w, code, text)
+}
+
+// closeUnread makes the answer to a request whose body will not be read close
+// its connection at once. net/http would otherwise read (discard) up to
+// 256 KiB of the body without deadline: before sending the answer unless it
+// says Connection: close, and after the handler in any case (to look for the
+// body's end), so a client trickling a body could hold a connection and a
+// goroutine without any credential. The expired read deadline ends that
+// second read at once.
+func closeUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // ErrNotSupported: no conn to hold
 }
 
 func httpError(w http.ResponseWriter, code int, text string) {
