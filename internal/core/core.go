@@ -63,6 +63,9 @@ type Core struct {
 	monitor time.Duration
 
 	runOnce   sync.Once
+	running   sync.WaitGroup // Run and the goroutines it started
+	stopMu    sync.Mutex
+	stopRun   context.CancelFunc // cancels Run's context (Close)
 	ownsStore bool
 	lease     store.Lease // the store's owner lease (Open takes it, Close releases it); nil if none
 }
@@ -140,7 +143,17 @@ func (e estimator) EstimateStart(ctx context.Context, system string, spec model.
 // run left behind and monitors jobs, until ctx ends.
 func (c *Core) Run(ctx context.Context) {
 	c.runOnce.Do(func() {
-		go c.collector.Run(ctx)
+		// Close waits for everything started here, so no round, recovery or probe
+		// writes to the store (or the lease passes on) after it is closed.
+		c.running.Add(1)
+		defer c.running.Done()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		c.stopMu.Lock()
+		c.stopRun = cancel
+		c.stopMu.Unlock()
+		c.running.Add(1)
+		go func() { defer c.running.Done(); c.collector.Run(ctx) }()
 		if c.engine == nil {
 			<-ctx.Done()
 			return
@@ -151,7 +164,9 @@ func (c *Core) Run(ctx context.Context) {
 		// Recovery runs beside the monitor, so a site that does not answer at start
 		// delays neither the monitor nor the other sites (both work task by task under
 		// the task's lock and re-read what they act on).
+		c.running.Add(1)
 		go func() {
+			defer c.running.Done()
 			if err := c.engine.Recover(ctx); err != nil && ctx.Err() == nil {
 				c.log.Warn("recovery after restart (will retry on the next ticks)", "err", err)
 			}
@@ -364,7 +379,24 @@ func (c *Core) About() About {
 func (c *Core) Catalog() *site.Catalog { return c.cat }
 
 // Close releases providers that hold processes or connections.
+// closeWait bounds how long Close waits for Run's goroutines.
+const closeWait = 15 * time.Second
+
 func (c *Core) Close() error {
+	// Let Run's goroutines finish (their context is cancelled by now; every site call
+	// honours it), but never hang a shutdown on a site that ignores it.
+	c.stopMu.Lock()
+	if c.stopRun != nil {
+		c.stopRun()
+	}
+	c.stopMu.Unlock()
+	done := make(chan struct{})
+	go func() { c.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+		c.log.Warn("shutdown: monitor rounds still running after the grace period; closing anyway", "grace", closeWait)
+	}
 	var errs []error
 	for _, p := range c.collector.Providers() {
 		if cl, ok := p.(provider.Closer); ok {
