@@ -29,6 +29,8 @@ func toHTTP(err error) error {
 		return huma.Error503ServiceUnavailable(err.Error() + "; retry in a few seconds")
 	case errors.Is(err, core.ErrInvalid):
 		return huma.Error422UnprocessableEntity(err.Error())
+	case errors.Is(err, core.ErrBusy):
+		return huma.Error409Conflict(err.Error())
 	}
 	return huma.Error500InternalServerError(err.Error())
 }

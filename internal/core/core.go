@@ -34,6 +34,9 @@ var ErrInvalid = errors.New("invalid request")
 // ErrNotReady is returned before the first probe round has finished.
 var ErrNotReady = errors.New("federation not probed yet")
 
+// ErrBusy: the task is busy with another operation (a slow site); try again.
+var ErrBusy = execution.ErrBusy
+
 // Options configure a Core.
 type Options struct {
 	Catalog   *site.Catalog

@@ -270,7 +270,7 @@ func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string
 
 // Cancel stops a task: every open attempt's job is cancelled at its site.
 func (e *Engine) Cancel(ctx context.Context, taskID, why string) error {
-	return e.withTask(ctx, taskID, func() error { return e.cancelTask(ctx, taskID, why) })
+	return e.withTaskForUser(ctx, taskID, func() error { return e.cancelTask(ctx, taskID, why) })
 }
 
 func (e *Engine) cancelTask(ctx context.Context, taskID, why string) error {
@@ -300,7 +300,7 @@ func (e *Engine) cancelTask(ctx context.Context, taskID, why string) error {
 // Replan places a task anew (optionally without its pin). A pending job is replaced
 // (new job first, old one cancelled after); a running task is refused.
 func (e *Engine) Replan(ctx context.Context, taskID string, clearTarget bool) error {
-	return e.withTask(ctx, taskID, func() error { return e.replan(ctx, taskID, clearTarget) })
+	return e.withTaskForUser(ctx, taskID, func() error { return e.replan(ctx, taskID, clearTarget) })
 }
 
 func (e *Engine) replan(ctx context.Context, taskID string, clearTarget bool) error {

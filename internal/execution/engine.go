@@ -7,6 +7,7 @@ package execution
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -51,6 +52,8 @@ type Options struct {
 	Snapshot func() *model.ResourceSnapshot
 	Clock    func() time.Time
 	Logger   *slog.Logger
+	// UserLockWait bounds how long Cancel and Replan wait for a busy task (default 30s).
+	UserLockWait time.Duration
 	// SubmitTries bounds in-place retries of a transient submit error (default 3), with
 	// exponential backoff starting at SubmitBackoff (default 1s).
 	SubmitTries   int
@@ -95,6 +98,9 @@ func New(o Options) *Engine {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.UserLockWait <= 0 {
+		o.UserLockWait = 30 * time.Second
 	}
 	if o.SubmitTries <= 0 {
 		o.SubmitTries = 3
@@ -148,7 +154,7 @@ func (l *taskLocks) lock(ctx context.Context, id string) (func(), error) {
 		return func() { <-tl.ch; release() }, nil
 	case <-ctx.Done():
 		release()
-		return nil, fmt.Errorf("task %s is busy with another operation (a site may be slow to answer); try again: %w", id, ctx.Err())
+		return nil, fmt.Errorf("task %s is busy with another operation (a site may be slow to answer); try again: %w: %w", id, ErrBusy, ctx.Err())
 	}
 }
 
@@ -185,6 +191,24 @@ func (l *taskLocks) tryLock(id string) (func(), bool) {
 // withTask runs fn holding the task's lock.
 func (e *Engine) withTask(ctx context.Context, id string, fn func() error) error {
 	unlock, err := e.tasks.lock(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn()
+}
+
+// ErrBusy means a task's lock could not be had in time: another operation on it (a
+// submit to a slow login node) is still running.
+var ErrBusy = errors.New("task busy")
+
+// withTaskForUser is withTask with the wait for the lock bounded by
+// Options.UserLockWait: a person's cancel or replan of a task that is busy (a submit to
+// a slow login node with its retries) gets an answer (ErrBusy), not a hang.
+func (e *Engine) withTaskForUser(ctx context.Context, id string, fn func() error) error {
+	lctx, cancel := context.WithTimeout(ctx, e.o.UserLockWait)
+	unlock, err := e.tasks.lock(lctx, id)
+	cancel()
 	if err != nil {
 		return err
 	}

@@ -183,3 +183,34 @@ func TestMovedJobThatRanAnywayIsReported(t *testing.T) {
 	}
 	t.Fatalf("no warning that the moved job ran anyway: %+v", evs)
 }
+
+func TestUserCancelOfABusyTaskAnswers(t *testing.T) {
+	// A submit to a site that never answers holds the task's lock; a user's cancel of
+	// that task gets ErrBusy after UserLockWait instead of hanging with it.
+	ctx, stop := context.WithCancel(context.Background())
+	hung := &hungProvider{release: make(chan struct{}), calls: map[string]int{}}
+	t.Cleanup(func() { stop(); close(hung.release) })
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := New(Options{Store: st, Providers: provMap{"H": hung}, Placer: fixedPlacer{"H"}, UserLockWait: 200 * time.Millisecond})
+	newTask(t, st, "busy", "true")
+	go func() {
+		_ = e.Dispatch(ctx, "busy", &Placement{System: "H", Partition: "cpu", Spec: specFor(&model.Task{Command: "true"})}, "test")
+	}()
+	for end := time.Now().Add(5 * time.Second); hung.count("submit") == 0; {
+		if time.Now().After(end) {
+			t.Fatal("the submit never reached the hung site")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	within(t, "cancel of a busy task", 3*time.Second, func() error {
+		err := e.Cancel(context.Background(), "busy", "user cancel")
+		if !errors.Is(err, ErrBusy) {
+			return fmt.Errorf("cancel: %v, want ErrBusy", err)
+		}
+		return nil
+	})
+}
