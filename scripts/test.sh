@@ -43,6 +43,10 @@ go mod download
 
 echo "== vet and format"
 go vet ./...
+# go.mod must say what the code imports: direct requirements direct, nothing missing.
+if ! tidy=$(go mod tidy -diff 2>&1); then
+  echo "go mod tidy would change go.mod/go.sum (run 'go mod tidy'):"; echo "$tidy" | head -40; exit 1
+fi
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1

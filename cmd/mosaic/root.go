@@ -13,6 +13,7 @@ import (
 
 	"github.com/mosaic-hpc/mosaic/client"
 	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/core"
 )
 
 // envFile is the persistent --env-file flag: a dotenv file the user names. The working
@@ -31,7 +32,9 @@ Start the core with 'mosaic serve' (with no sites file it runs a simulated feder
 of six real machines), then use the other commands, which talk to it over HTTP.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       core.Version,
 	}
+	root.SetVersionTemplate("mosaic {{.Version}}\n")
 	root.PersistentFlags().StringVar(&envFile, "env-file", "",
 		"read settings (KEY=VALUE lines) from this file, under the environment; a .env in the working directory is never read on its own")
 	root.AddCommand(newServeCmd(), newResourcesCmd(), newIdleCmd(), newStatusCmd(), newAboutCmd(),

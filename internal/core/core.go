@@ -353,8 +353,25 @@ type About struct {
 	Sim       *SimClock `json:"sim,omitempty"` // the simulated systems' clock; nil when none is simulated
 }
 
-// Version is set at build time with -ldflags "-X github.com/mosaic-hpc/mosaic/internal/core.Version=…".
+// Version is set at build time with -ldflags "-X github.com/mosaic-hpc/mosaic/internal/core.Version=…"
+// (scripts/build.sh does, from `git describe`). Without it, init takes the module
+// version Go stamps into the binary (`go install …@v1.2.3`, or a VCS pseudo-version
+// with -buildvcs), and "dev" only when there is none.
 var Version = "dev"
+
+func init() { Version = resolveVersion(Version, debug.ReadBuildInfo) }
+
+// resolveVersion is the version to report: the one set at link time, else the main
+// module's version from the build info, else "dev".
+func resolveVersion(linked string, info func() (*debug.BuildInfo, bool)) string {
+	if linked != "" && linked != "dev" {
+		return linked
+	}
+	if bi, ok := info(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
 
 // About reports version and configuration.
 func (c *Core) About() About {
