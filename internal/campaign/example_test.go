@@ -21,6 +21,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/agent"
 	"github.com/mosaic-hpc/mosaic/internal/exchange"
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
 const exampleDir = "../../examples/campaigns"
@@ -59,9 +60,7 @@ func TestExampleFederatedChatSpec(t *testing.T) {
 // exchange with the campaign's peer policy.
 func TestExampleFederatedChatRuns(t *testing.T) {
 	for _, bin := range []string{"python3", "sh"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed; the example agents need it", bin)
-		}
+		rigenv.NeedTool(t, bin, "apt-get install "+bin) // the example agents need it
 	}
 	s, err := Load(filepath.Join(exampleDir, "federated-chat.jsonc"))
 	if err != nil {

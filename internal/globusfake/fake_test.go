@@ -11,6 +11,7 @@ import (
 
 	"github.com/mosaic-hpc/mosaic/internal/auth"
 	"github.com/mosaic-hpc/mosaic/internal/transport/globus"
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
 // token gets a Compute token with a client-credentials grant.
@@ -70,7 +71,7 @@ func TestFakeRefusesWrongShapes(t *testing.T) {
 
 func TestFakeDefaultResultIsNotJSON(t *testing.T) {
 	if err := Python(); err != nil {
-		t.Skip("python3 not installed")
+		rigenv.Missing(t, "python3 not installed (apt-get install python3)")
 	}
 	s := New(t)
 	tok := token(t, s)

@@ -88,7 +88,7 @@ func TestSSHDedicated(t *testing.T) {
 
 func TestSSHConnectionRefused(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/ssh"); err != nil {
-		t.Skip("no OpenSSH client installed")
+		rigenv.Missing(t, "no OpenSSH client installed (apt-get install openssh-client)")
 	}
 	s := &SSH{Host: "127.0.0.1", Port: 1, ControlDir: filepath.Join(t.TempDir(), "cm"),
 		ConfigFile: "/dev/null", ConnectTimeout: 3 * time.Second}

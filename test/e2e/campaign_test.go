@@ -298,9 +298,7 @@ func isZombie(pid int) bool {
 // spawn-site processes tagged with different sites, bootstrap, then the
 // timeline API shows the messages tagged by site, cross-site ones flagged.
 func TestCampaignOnCoreExchange(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is needed by the example's coordinator")
-	}
+	needTool(t, "python3", "apt-get install python3") // the example's coordinator
 	e := newEnv(t)
 	e.serve()
 	camp := exampleCampaign(t)

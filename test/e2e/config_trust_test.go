@@ -235,9 +235,7 @@ func aboutCatalog(t *testing.T, addr, token string) (string, int) {
 // runs and the command never does. `serve --env-file ./.env` names it: then the catalog
 // is used, ProxyCommand included (the user's own file keeps every ssh option).
 func TestWorkDirSitesCannotRunCommands(t *testing.T) {
-	if _, err := exec.LookPath("ssh"); err != nil {
-		t.Skip("needs the OpenSSH client (apt-get install openssh-client)")
-	}
+	needTool(t, "ssh", "apt-get install openssh-client")
 	e := newEnv(t)
 	vars := without(e.vars, "MOSAIC_SITES")
 	repo := t.TempDir()
@@ -278,9 +276,7 @@ func TestWorkDirSitesCannotRunCommands(t *testing.T) {
 // TestDoctorIgnoresWorkDirSites: doctor follows serve's lookup; a sites.yaml in the
 // working directory is not probed (its ProxyCommand does not run) unless named.
 func TestDoctorIgnoresWorkDirSites(t *testing.T) {
-	if _, err := exec.LookPath("ssh"); err != nil {
-		t.Skip("needs the OpenSSH client (apt-get install openssh-client)")
-	}
+	needTool(t, "ssh", "apt-get install openssh-client")
 	e := newEnv(t)
 	vars := without(e.vars, "MOSAIC_SITES")
 	repo := t.TempDir()

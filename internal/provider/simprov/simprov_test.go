@@ -18,6 +18,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/sim"
 	"github.com/mosaic-hpc/mosaic/internal/site"
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
 var ctx = context.Background()
@@ -540,7 +541,7 @@ func TestJobIDsGrowAcrossRestarts(t *testing.T) {
 func TestTraceBackedSystem(t *testing.T) {
 	path := filepath.Join("..", "..", "..", "..", "shared", "traces", "lublin_256.swf.gz")
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("trace %s not available (%v); the shared traces folder is outside the repository", path, err)
+		rigenv.Missing(t, fmt.Sprintf("trace %s not available (%v); the shared traces folder must be beside the clone", path, err))
 	}
 	sys := testSystem()
 	sys.SimConfig = &site.SimSystem{Load: site.SimLoad{Trace: path, Utilization: 0.9}}

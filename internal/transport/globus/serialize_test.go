@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mosaic-hpc/mosaic/internal/transport"
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
 func TestPackBuffersCountsCharacters(t *testing.T) {
@@ -83,9 +84,7 @@ func TestPureSourceRoundTrip(t *testing.T) {
 // TestPythonAgreesWithEncoding decodes Mosaic's payloads with the SDK's algorithm in
 // real Python (serialize/utils.py unpack_buffers, concretes.py JSONData).
 func TestPythonAgreesWithEncoding(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	rigenv.NeedTool(t, "python3", "apt-get install python3")
 	p, err := TaskPayload([]any{[]string{"echo", "héllo ✓"}, "", 1.5, 100}, nil)
 	if err != nil {
 		t.Fatal(err)

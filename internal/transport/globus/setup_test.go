@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
 func TestSetupScript(t *testing.T) {
@@ -40,9 +42,7 @@ func TestSetupScript(t *testing.T) {
 // first run configures and starts, a re-run keeps config.yaml, applies a changed
 // template and restarts.
 func TestSetupScriptRerun(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
+	rigenv.NeedTool(t, "bash", "apt-get install bash")
 	home := t.TempDir()
 	venv := filepath.Join(home, ".gce-venv")
 	_ = os.MkdirAll(filepath.Join(venv, "bin"), 0o755)

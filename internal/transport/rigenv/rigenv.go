@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -71,4 +72,25 @@ func Require(t testing.TB) Env {
 		t.Skip("Slurm test rig not running: start it with scripts/testrig/up.sh")
 	}
 	return env
+}
+
+// Missing skips a test whose dependency (a program, a data file) is absent, except
+// under CI=true, where .ci/run installs every dependency and a missing one is a
+// failure rather than a silently skipped test.
+func Missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true, so this is a failure)", msg)
+	}
+	t.Skip(msg)
+}
+
+// NeedTool returns the path of program name, or calls Missing with how to install it.
+func NeedTool(t testing.TB, name, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, fmt.Sprintf("%s is not installed; install it with %s to run this test", name, install))
+	}
+	return p
 }
