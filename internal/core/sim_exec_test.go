@@ -78,12 +78,22 @@ func newSimWorld(t *testing.T, speed float64, systems [][2]string) *simWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return buildSimWorld(t, speed, 7, cat, func(string) bool { return true })
+}
+
+// buildSimWorld starts one simulator per catalog system (without background load where
+// quiet says so), a store and a core over them.
+func buildSimWorld(t *testing.T, speed float64, seed int64, cat *site.Catalog, quiet func(system string) bool) *simWorld {
+	t.Helper()
 	w := &simWorld{t: t, provs: map[string]*simprov.Provider{}, count: map[string]*countingProvider{}}
 	var provs []provider.Provider
 	dir := t.TempDir()
 	for _, sys := range cat.Systems {
-		p, err := simprov.New(sys, site.SimGlobal{Seed: 7}, simprov.Options{Speed: speed, WorkDir: filepath.Join(dir, "sim"),
-			Tick: 20 * time.Millisecond, Configure: noLoad})
+		opts := simprov.Options{Speed: speed, WorkDir: filepath.Join(dir, "sim"), Tick: 20 * time.Millisecond}
+		if quiet(sys.Name) {
+			opts.Configure = noLoad
+		}
+		p, err := simprov.New(sys, site.SimGlobal{Seed: seed}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

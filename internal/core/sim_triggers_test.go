@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -11,10 +10,7 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
-	"github.com/mosaic-hpc/mosaic/internal/provider"
-	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
 	"github.com/mosaic-hpc/mosaic/internal/site"
-	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
 // These tests drive each continuation trigger (site outage, queue-wait overrun, a
@@ -79,37 +75,7 @@ func newLoadedWorld(t *testing.T, speed float64, catalog string, quiet ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &simWorld{t: t, provs: map[string]*simprov.Provider{}, count: map[string]*countingProvider{}}
-	var provs []provider.Provider
-	dir := t.TempDir()
-	for _, sys := range cat.Systems {
-		opts := simprov.Options{Speed: speed, WorkDir: filepath.Join(dir, "sim"), Tick: 20 * time.Millisecond}
-		if slices.Contains(quiet, sys.Name) {
-			opts.Configure = noLoad
-		}
-		p, err := simprov.New(sys, site.SimGlobal{Seed: 11}, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Start()
-		t.Cleanup(func() { p.Close() })
-		w.provs[sys.Name] = p
-		cp := &countingProvider{Provider: p}
-		w.count[sys.Name] = cp
-		provs = append(provs, cp)
-	}
-	st, err := store.Open(context.Background(), filepath.Join(dir, "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.c = c
-	c.Refresh(context.Background())
-	return w
+	return buildSimWorld(t, speed, 11, cat, func(name string) bool { return slices.Contains(quiet, name) })
 }
 
 // allEvents returns a task's events in the order they were written.
