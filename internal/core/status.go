@@ -73,13 +73,13 @@ func (c *Core) SimClock() *SimClock {
 // walltimes, max_queue_wait), so at 60× a 1m real wait is 1h. Other providers' times
 // are returned as they are.
 func siteTime(p any, now, t time.Time) time.Time {
-	s, ok := p.(speeder)
-	if !ok || s.Speed() <= 0 || t.IsZero() || !t.After(now) {
+	speed := speedOf(p)
+	if speed == 1 || t.IsZero() || !t.After(now) {
 		return t
 	}
 	const most = 30 * 24 * time.Hour // the scheduler caps waits far below this
 	wait := min(t.Sub(now), most)
-	return now.Add(time.Duration(min(float64(wait)*s.Speed(), float64(most))))
+	return now.Add(time.Duration(min(float64(wait)*speed, float64(most))))
 }
 
 // speedOf is a provider's clock rate relative to the wall clock (the simulator's
