@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -71,6 +72,7 @@ type Core struct {
 	stopRun   context.CancelFunc // cancels Run's context (Close)
 	ownsStore bool
 	lease     store.Lease // the store's owner lease (Open takes it, Close releases it); nil if none
+	simTmp    string      // temporary sim work directory of an in-memory store (Close removes it)
 }
 
 // New assembles a core; call Run to start probing.
@@ -428,6 +430,9 @@ func (c *Core) Close() error {
 	}
 	if c.lease != nil {
 		errs = append(errs, c.lease.Release())
+	}
+	if c.simTmp != "" {
+		errs = append(errs, os.RemoveAll(c.simTmp))
 	}
 	return errors.Join(errs...)
 }

@@ -81,6 +81,7 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 		log.Warn("the store failed its integrity check; it was moved aside and an empty store started", "path", cfg.DBPath, "kept_as", m)
 	}
 	var cat *site.Catalog
+	var simTmp string // a temporary sim work directory Close removes
 	if cfg.SitesFile != "" {
 		cat, err = site.Load(cfg.SitesFile)
 		if err != nil {
@@ -93,7 +94,19 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 		cat.Sim.Speed = cfg.SimSpeed
 	}
 	if cat.Sim.WorkDir == "" {
-		cat.Sim.WorkDir = simWorkDir(cfg)
+		dir, tmp, err := simWorkDir(cfg)
+		if err != nil {
+			return nil, err
+		}
+		cat.Sim.WorkDir = dir
+		if tmp {
+			simTmp = dir
+			defer func() {
+				if !ok {
+					os.RemoveAll(dir)
+				}
+			}()
+		}
 	}
 	provs, err := buildProviders(cat, log, ownPaths(cfg, cat))
 	if err != nil {
@@ -124,6 +137,7 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	}
 	c.ownsStore = true
 	c.lease = lease
+	c.simTmp = simTmp
 	if lease != nil {
 		log.Debug("store lease taken", "lock", store.LockPath(cfg.DBPath), "generation", lease.Owner().Generation)
 		go watchLease(ctx, lease, log)
@@ -134,12 +148,21 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 
 // simWorkDir is where simulated jobs run: beside the store, so two cores on two stores
 // (the lease's advice to a second core) never share simulated jobs. The default store
-// keeps the historical <state>/sim.
-func simWorkDir(cfg *config.Config) string {
-	if filepath.Clean(cfg.DBPath) == filepath.Join(cfg.StateDir, "mosaic.db") {
-		return filepath.Join(cfg.StateDir, "sim")
+// keeps the historical <state>/sim. An in-memory store gets a private temporary
+// directory (tmp is true; Close removes it), never a ":memory:.sim" in the working
+// directory.
+func simWorkDir(cfg *config.Config) (dir string, tmp bool, err error) {
+	if cfg.DBPath == "" || cfg.DBPath == ":memory:" {
+		d, err := os.MkdirTemp("", "mosaic-sim-")
+		if err != nil {
+			return "", false, fmt.Errorf("simulated sites need a work directory: %w", err)
+		}
+		return d, true, nil
 	}
-	return filepath.Clean(cfg.DBPath) + ".sim"
+	if filepath.Clean(cfg.DBPath) == filepath.Join(cfg.StateDir, "mosaic.db") {
+		return filepath.Join(cfg.StateDir, "sim"), false, nil
+	}
+	return filepath.Clean(cfg.DBPath) + ".sim", false, nil
 }
 
 // leaseCheckEvery is how often a running core confirms it still owns its store.

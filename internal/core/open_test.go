@@ -78,3 +78,29 @@ func TestOpenProtectsConfiguredPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenInMemoryLeavesNoSimDirInWorkDir: an in-memory store's simulated jobs run in a
+// private temporary directory that Close removes, never in ":memory:.sim" under the
+// working directory (tests of every surface used to litter their package directory).
+func TestOpenInMemoryLeavesNoSimDirInWorkDir(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	cfg := &config.Config{StateDir: t.TempDir(), DBPath: ":memory:"}
+	c, err := Open(context.Background(), OpenOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := c.cat.Sim.WorkDir
+	if !strings.HasPrefix(dir, os.TempDir()) || strings.Contains(dir, ":memory:") {
+		t.Fatalf("sim work dir %q, want a private temporary directory", dir)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("sim work dir %s still there after Close (%v)", dir, err)
+	}
+	if ents, _ := os.ReadDir(wd); len(ents) != 0 {
+		t.Fatalf("working directory has %v after an in-memory core", ents)
+	}
+}
