@@ -12,6 +12,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // jsonFlag adds gh-style --json: alone it prints every field; --json=a,b keeps only
@@ -48,11 +50,7 @@ func (v *jsonValue) Set(s string) error {
 	if s == "*" || s == "" {
 		return nil
 	}
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			v.fields = append(v.fields, f)
-		}
-	}
+	v.fields = model.SplitList(s)
 	if len(v.prints) == 0 {
 		return nil
 	}

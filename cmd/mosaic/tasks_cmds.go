@@ -55,16 +55,6 @@ func parseDurationRange(flag, s string) (model.DurationRange, error) {
 	return model.DurationRange{Min: a, Max: b}, nil
 }
 
-func splitComma(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 type submitFlags struct {
 	name, command, scriptFile, description, envelopeFile string
 	auto                                                 bool
@@ -134,14 +124,14 @@ func (f *submitFlags) request(cmd *cobra.Command) (client.SubmitRequest, error) 
 		if err != nil {
 			return req, err
 		}
-		env.Constraints = model.Constraints{GPUModels: splitComma(f.gpuModel), AvoidGPUModels: splitComma(f.avoidGPU),
-			Arch: splitComma(f.arch), AvoidSystems: splitComma(f.avoid), Features: splitComma(f.features), MinGPUMemoryGB: f.gpuMem}
+		env.Constraints = model.Constraints{GPUModels: model.SplitList(f.gpuModel), AvoidGPUModels: model.SplitList(f.avoidGPU),
+			Arch: model.SplitList(f.arch), AvoidSystems: model.SplitList(f.avoid), Features: model.SplitList(f.features), MinGPUMemoryGB: f.gpuMem}
 		if f.container != "" {
-			rt, img, ok := strings.Cut(f.container, ":")
-			if !ok || (rt != "apptainer" && rt != "singularity") {
-				return req, fmt.Errorf("--container %q: want apptainer:IMAGE or singularity:IMAGE", f.container)
+			ct, err := model.ParseContainerRef(f.container)
+			if err != nil {
+				return req, fmt.Errorf("--container %w", err)
 			}
-			env.Constraints.Container = &model.Container{Runtime: rt, Image: img}
+			env.Constraints.Container = ct
 		}
 		req.Envelope = &env
 	}
@@ -421,7 +411,7 @@ func newTaskCmd() *cobra.Command {
 						exit = strconv.Itoa(*a.ExitCode)
 					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.N, a.System, a.Partition, dash(a.JobID), a.State, exit,
-						sizingText(a.Spec), dash(oneLine(a.Reason, 60)))
+						a.Spec.SizeCompact(), dash(oneLine(a.Reason, 60)))
 				}
 				tw.Flush()
 			}
@@ -506,14 +496,6 @@ func printSimTimes(w io.Writer, attempts []*model.Attempt, sc *core.SimClock, no
 	}
 }
 
-func sizingText(s model.JobSpec) string {
-	g := ""
-	if s.GPUs > 0 {
-		g = fmt.Sprintf("%dg ", s.GPUs)
-	}
-	return fmt.Sprintf("%dn %s%dc %s", s.Nodes, g, s.TotalCores(), s.Walltime.Slurm())
-}
-
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
@@ -545,7 +527,7 @@ func newTasksCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ts, err := c.Tasks(cmd.Context(), splitComma(state), limit)
+			ts, err := c.Tasks(cmd.Context(), model.SplitList(state), limit)
 			if err != nil {
 				return err
 			}

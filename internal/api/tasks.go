@@ -114,16 +114,6 @@ type envelopeOut struct {
 	}
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "submit-task", Method: http.MethodPost, Path: "/api/tasks",
@@ -149,7 +139,7 @@ func (s *Server) registerTasks() {
 		Summary: "List tasks, newest first", Tags: []string{"tasks"},
 	}, func(ctx context.Context, in *tasksIn) (*tasksOut, error) {
 		var states []model.TaskState
-		for _, st := range splitList(in.State) {
+		for _, st := range model.SplitList(in.State) {
 			states = append(states, model.TaskState(st))
 		}
 		ts, err := s.core.Tasks(ctx, states, in.Limit)
@@ -218,7 +208,7 @@ func (s *Server) registerTasks() {
 		Description: "Newest first by default; limit keeps the newest N. Page back with before=next_before; read " +
 			"forward (oldest first) with after_id.",
 	}, func(ctx context.Context, in *eventsIn) (*eventsOut, error) {
-		q := core.EventQuery{TaskID: in.Task, AfterID: in.AfterID, BeforeID: in.Before, Kinds: splitList(in.Kind), Limit: in.Limit}
+		q := core.EventQuery{TaskID: in.Task, AfterID: in.AfterID, BeforeID: in.Before, Kinds: model.SplitList(in.Kind), Limit: in.Limit}
 		switch strings.TrimSpace(in.Order) {
 		case "newest":
 			q.Newest = true

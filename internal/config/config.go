@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // DefaultAddr is where the core listens unless told otherwise.
@@ -315,11 +317,7 @@ func Resolve(env Env) (*Config, error) {
 		c.SimSpeed = f
 	}
 	if v := get("MOSAIC_ALLOW_HOST"); v != "" {
-		for _, h := range strings.Split(v, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				c.AllowHosts = append(c.AllowHosts, h)
-			}
-		}
+		c.AllowHosts = append(c.AllowHosts, model.SplitList(v)...)
 	}
 	c.URL = get("MOSAIC_URL")
 	if c.URL == "" {

@@ -332,7 +332,7 @@ func (c *Core) Tasks(ctx context.Context, states []model.TaskState, limit int) (
 		if n := len(atts); n > 0 {
 			a := atts[n-1]
 			s.System, s.Partition, s.JobID, s.JobState = a.System, a.Partition, a.JobID, a.State
-			s.Sizing = execution.Sizing(a.Spec)
+			s.Sizing = a.Spec.Size()
 		}
 		out = append(out, s)
 	}

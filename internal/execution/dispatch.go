@@ -43,7 +43,7 @@ func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Plac
 	if !pl.EstimatedStart.IsZero() {
 		a.EstimatedStart = ptr(pl.EstimatedStart.UTC())
 	}
-	msg := fmt.Sprintf("attempt %d → %s:%s (%s)", n, pl.System, pl.Partition, Sizing(spec))
+	msg := fmt.Sprintf("attempt %d → %s:%s (%s)", n, pl.System, pl.Partition, spec.Size())
 	if err := e.o.Store.CreateAttempt(ctx, a, ev(t.ID, n, pl.System, "dispatch", msg, why, model.ActorRules)); err != nil {
 		return nil, err
 	}
@@ -165,25 +165,4 @@ func classify(err error) string {
 		return "transient: the site was unreachable or busy"
 	}
 	return "permanent: the site refused the request"
-}
-
-// Sizing renders a job size for people: "1 node, 2 GPUs, 16 cores, 64 GB/node, 2h".
-func Sizing(s model.JobSpec) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d node", s.Nodes)
-	if s.Nodes != 1 {
-		b.WriteString("s")
-	}
-	if s.GPUs > 0 {
-		fmt.Fprintf(&b, ", %d GPU", s.GPUs)
-		if s.GPUs != 1 {
-			b.WriteString("s")
-		}
-	}
-	fmt.Fprintf(&b, ", %d cores", s.TotalCores())
-	if s.MemoryGB > 0 {
-		fmt.Fprintf(&b, ", %d GB/node", s.MemoryGB)
-	}
-	fmt.Fprintf(&b, ", %s", s.Walltime)
-	return b.String()
 }

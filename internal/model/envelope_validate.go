@@ -52,9 +52,6 @@ var gpuAliases = map[string]string{
 	"H100NVL": "H100",
 }
 
-// KnownContainerRuntimes are the runtime names an envelope may ask for.
-var KnownContainerRuntimes = []string{"apptainer", "singularity", "podman", "docker", "charliecloud", "enroot", "shifter"}
-
 // KnownArchs are the canonical CPU architectures.
 var KnownArchs = []string{"x86_64", "aarch64"}
 
@@ -315,8 +312,14 @@ func (e *Envelope) Validate() error {
 		} else if err := CheckLine("it", ct.Image, MaxLineChars); err != nil {
 			bad("constraints.container.image", "%v", err)
 		}
-		if ct.Runtime != "" && !contains(KnownContainerRuntimes, ct.Runtime) {
-			bad("constraints.container.runtime", "unknown runtime %q; use one of %v", ct.Runtime, KnownContainerRuntimes)
+		switch {
+		case ct.Runtime == "":
+		case !IsKnownContainerRuntime(ct.Runtime):
+			bad("constraints.container.runtime", "unknown runtime %q; use %s", ct.Runtime, strings.Join(RunnableContainerRuntimes, " or "))
+		default:
+			if _, err := ScriptRuntime(ct); err != nil {
+				bad("constraints.container.runtime", "%v", err)
+			}
 		}
 	}
 	for _, f := range e.Constraints.Features {

@@ -63,11 +63,7 @@ func NewPolicy(name string) (Policy, error) {
 func ParsePolicies(list string) ([]Policy, error) {
 	var out []Policy
 	seen := map[string]bool{}
-	for _, f := range strings.Split(list, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
+	for _, f := range model.SplitList(list) {
 		names := []string{f}
 		if strings.EqualFold(f, "all") {
 			names = PolicyNames

@@ -48,5 +48,5 @@ func ExampleScheduler_Place() {
 	//
 	// mode: auto   objective: earliest_start   ranker: heuristic
 	// chosen: Delta@NCSA/gpuA100x4/bbka-delta-gpu
-	// rationale: Delta@NCSA/gpuA100x4/bbka-delta-gpu: 1 node(s), 4xA100, 64 cpus/node, 2h; estimated wait 0s (queue), 8.0 SU, score 1.000. Best of 1 feasible among 2 candidates for earliest_start by heuristic ranking.
+	// rationale: Delta@NCSA/gpuA100x4/bbka-delta-gpu: 1 node, 4× A100, 64 cores, 256 GB/node, 2h; estimated wait 0s (queue), 8.0 SU, score 1.000. Best of 1 feasible among 2 candidates for earliest_start by heuristic ranking.
 }

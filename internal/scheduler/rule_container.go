@@ -23,26 +23,21 @@ func (ContainerRule) Check(r *Request, c *Candidate) Verdict {
 	if len(have) == 0 {
 		return Failf(r, func() string { return "no container runtime reported here; the task runs in " + ct.Image })
 	}
-	if ct.Runtime == "" {
-		return Pass(have[0])
+	want := ct.Runtime
+	if want == "" {
+		want = model.DefaultContainerRuntime // what the job script runs
 	}
 	for _, h := range have {
-		if runtimeCompatible(ct.Runtime, h) {
+		if runtimeCompatible(want, h) {
 			return Pass(h)
 		}
 	}
 	return Failf(r, func() string {
-		return "runtime " + ct.Runtime + " is not available (have " + strings.Join(have, ",") + ")"
+		return "runtime " + want + " is not available (have " + strings.Join(have, ",") + ")"
 	})
 }
 
-func runtimeCompatible(want, have string) bool {
-	if strings.EqualFold(want, have) {
-		return true
-	}
-	isApp := func(s string) bool { return strings.EqualFold(s, "apptainer") || strings.EqualFold(s, "singularity") }
-	return isApp(want) && isApp(have)
-}
+func runtimeCompatible(want, have string) bool { return model.ContainerRuntimeCompatible(want, have) }
 
 // Constant implements ConstantRule: no container passes everywhere.
 func (ContainerRule) Constant(r *Request) (pass, ok bool) {
@@ -59,11 +54,12 @@ func (ContainerRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health
 	if len(have) == 0 {
 		return true
 	}
-	if ct.Runtime == "" {
-		return false
+	want := ct.Runtime
+	if want == "" {
+		want = model.DefaultContainerRuntime
 	}
 	for _, h := range have {
-		if runtimeCompatible(ct.Runtime, h) {
+		if runtimeCompatible(want, h) {
 			return false
 		}
 	}

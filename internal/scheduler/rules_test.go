@@ -155,7 +155,10 @@ func TestRuleContainer(t *testing.T) {
 		{name: "no container", pass: true, reason: "no container"},
 		{name: "any runtime", env: img(""), pass: true, reason: "apptainer"},
 		{name: "singularity on apptainer", env: img("singularity"), pass: true, reason: "apptainer"},
-		{name: "podman missing", env: img("podman"), reason: "runtime podman is not available"},
+		{name: "singularity missing", env: img("singularity"), rec: func(r *model.ResourceRecord) { r.ContainerRuntimes = []string{"charliecloud"} }, reason: "runtime singularity is not available"},
+		// The job script runs apptainer when the task names no runtime; a site with
+		// only docker cannot run it (it used to pass with "docker").
+		{name: "default needs apptainer", env: img(""), rec: func(r *model.ResourceRecord) { r.ContainerRuntimes = []string{"docker"} }, reason: "runtime apptainer is not available (have docker)"},
 		{name: "no runtimes", env: img(""), rec: func(r *model.ResourceRecord) { r.ContainerRuntimes = nil }, reason: "no container runtime"},
 	})
 }

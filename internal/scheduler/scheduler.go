@@ -369,9 +369,9 @@ func (s *Scheduler) noFeasible(taskID string, d *Decision, req *Request) error {
 func rationale(d *Decision, c *Candidate, nFeasible, nAll int) string {
 	s := c.Sizing
 	// Built with strconv appends rather than fmt (which boxes every argument and
-	// parses the format at run time); the text is byte for byte what
-	// "%s: %d node(s)[, %dx%s], %d cpus/node, %s; estimated wait %s (%s), %.1f SU,
-	// score %.3f. Best of %d feasible among %d candidates for %s by %s ranking" gave.
+	// parses the format at run time): "SYS/PART/ACCT: SIZE; estimated wait W (SRC),
+	// N SU, score S. Best of F feasible among A candidates for OBJ by R ranking", the
+	// size as model.JobSpec.AppendSize writes it everywhere.
 	buf := make([]byte, 0, 256)
 	buf = append(buf, c.System...)
 	buf = append(buf, '/')
@@ -379,18 +379,7 @@ func rationale(d *Decision, c *Candidate, nFeasible, nAll int) string {
 	buf = append(buf, '/')
 	buf = append(buf, c.Account...)
 	buf = append(buf, ": "...)
-	buf = strconv.AppendInt(buf, int64(s.Nodes), 10)
-	buf = append(buf, " node(s)"...)
-	if s.GPUs > 0 {
-		buf = append(buf, ", "...)
-		buf = strconv.AppendInt(buf, int64(s.GPUs), 10)
-		buf = append(buf, 'x')
-		buf = append(buf, s.GPUModel...)
-	}
-	buf = append(buf, ", "...)
-	buf = strconv.AppendInt(buf, int64(s.CPUsPerTask), 10)
-	buf = append(buf, " cpus/node, "...)
-	buf = append(buf, s.Walltime.String()...)
+	buf = s.AppendSize(buf)
 	buf = append(buf, "; estimated wait "...)
 	buf = append(buf, c.EstWait.String()...)
 	buf = append(buf, " ("...)

@@ -14,9 +14,7 @@ import (
 var (
 	kinds    = []string{KindSim, KindSSH, KindLocal, KindGlobus}
 	dialects = []string{DialectSlurm, DialectPBS}
-	// knownRuntimes are container runtimes the providers know how to drive or report.
-	knownRuntimes = []string{"apptainer", "singularity", "docker", "podman", "charliecloud", "shifter", "enroot", "sarus", "podman-hpc"}
-	uuidRe        = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	uuidRe   = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 )
 
 // Validate checks every rule on an already-built catalog (for example one assembled in
@@ -128,8 +126,8 @@ func validateSystem(s *System, path string, rep *reporter) {
 		switch {
 		case strings.TrimSpace(r) == "":
 			rep.errf(p, "empty container runtime name")
-		case !slices.Contains(knownRuntimes, strings.ToLower(r)):
-			rep.warnf(p, "unknown container runtime %q%s; known: %s", r, suggest(r, knownRuntimes), strings.Join(knownRuntimes, ", "))
+		case !model.IsKnownContainerRuntime(r):
+			rep.warnf(p, "unknown container runtime %q%s; known: %s", r, suggest(r, model.KnownContainerRuntimes), strings.Join(model.KnownContainerRuntimes, ", "))
 		}
 	}
 	validateWords(s.Features, path+".features", rep)

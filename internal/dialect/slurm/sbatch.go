@@ -137,12 +137,9 @@ func RenderScript(spec model.JobSpec, files dialect.JobFiles, envScript string) 
 		d.Body = strings.TrimRight(body, "\n")
 	}
 	if c := spec.Container; c != nil {
-		rt := c.Runtime
-		if rt == "" {
-			rt = "apptainer"
-		}
-		if rt != "apptainer" && rt != "singularity" {
-			return nil, fmt.Errorf("job spec %s: container runtime %q: want apptainer or singularity", spec.Tag, rt)
+		rt, err := model.ScriptRuntime(c)
+		if err != nil {
+			return nil, fmt.Errorf("job spec %s: %w", spec.Tag, err)
 		}
 		if c.Image == "" {
 			return nil, fmt.Errorf("job spec %s: container image is empty", spec.Tag)

@@ -195,11 +195,9 @@ func Heuristic(description string) model.Envelope {
 	env.Walltime = model.DurationRange{Min: wmin, Max: wmax}
 
 	if m := reImage.FindStringSubmatch(description); m != nil {
-		rt := ""
-		if strings.Contains(t, "singularity") {
-			rt = "singularity"
-		} else if strings.Contains(t, "apptainer") {
-			rt = "apptainer"
+		rt := model.ContainerRuntimeNamedIn(t)
+		if !model.IsRunnableContainerRuntime(rt) {
+			rt = "" // "a docker image" names the image's origin; the site's apptainer runs it
 		}
 		env.Constraints.Container = &model.Container{Image: m[1], Runtime: rt}
 		why = append(why, "container "+m[1])
