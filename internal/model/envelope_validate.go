@@ -358,15 +358,6 @@ func validObjective(o Objective) bool {
 	return false
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // DecodeEnvelopeJSON reads one envelope from JSON, refusing unknown fields and trailing
 // data, then normalizes and validates it.
 func DecodeEnvelopeJSON(b []byte) (Envelope, error) {
