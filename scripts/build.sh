@@ -5,6 +5,7 @@
 #
 #   ./scripts/build.sh            writes ./mosaic
 #   OUT=/usr/local/bin/mosaic ./scripts/build.sh
+#   MAX_BYTES=40000000 ./scripts/build.sh   fails if the binary is larger (scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-mosaic}"
@@ -16,3 +17,8 @@ CGO_ENABLED=0 go build -trimpath -buildvcs="$VCS" \
   -o "$OUT" ./cmd/mosaic
 size=$(stat -c %s "$OUT")
 echo "built $OUT: mosaic $VERSION, $((size / 1024 / 1024)) MiB ($size bytes)"
+if [ -n "${MAX_BYTES:-}" ] && [ "$size" -gt "$MAX_BYTES" ]; then
+  echo "the release binary is $size bytes, over the $MAX_BYTES-byte budget (docs/PERFORMANCE.md):" >&2
+  echo "find the new weight with: go build -o /tmp/m ./cmd/mosaic && go tool nm -size -sort size /tmp/m | head -40" >&2
+  exit 1
+fi

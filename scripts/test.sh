@@ -2,7 +2,8 @@
 # Runs every Mosaic test on a fresh Debian machine with Go. It installs what the tests
 # need — Debian packages (Redis for the exchange, Chromium for the UI, Node.js for the
 # MCP client test, Python for the fake Globus endpoint, Slurm + sshd via the test rig) and Go modules — then vets, checks
-# formatting, builds the static binary and runs `go test ./...`.
+# formatting, builds the release binary (failing if it is over 40,000,000 bytes) and
+# runs `go test ./...`.
 #
 #   ./scripts/test.sh            everything
 #   ./scripts/test.sh -run Demo  extra arguments go to `go test`
@@ -59,8 +60,10 @@ if [ ! -x "$STATICCHECK_BIN/staticcheck" ]; then
 fi
 "$STATICCHECK_BIN/staticcheck" ./...
 
-echo "== static build"
-CGO_ENABLED=0 go build -o /dev/null ./cmd/mosaic
+echo "== release build (static, stripped; at most 40,000,000 bytes)"
+release=$(mktemp -d)
+OUT="$release/mosaic" MAX_BYTES=40000000 scripts/build.sh || { rm -rf "$release"; exit 1; }
+rm -rf "$release"
 
 if [ "$SUDO" != none ]; then
   echo "== Slurm test rig"

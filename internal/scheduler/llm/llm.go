@@ -1,7 +1,8 @@
 // Package llm is Mosaic's small client for large language models: the Anthropic Messages
-// API (through github.com/anthropics/anthropic-sdk-go) or any OpenAI-compatible
-// chat-completions endpoint. It only sends a prompt and returns the text answer;
-// callers parse and check it. API keys are never logged or put in errors.
+// API or any OpenAI-compatible chat-completions endpoint, both spoken directly over
+// net/http (anthropic.go and openai.go cite the wire formats). It only sends a prompt
+// and returns the text answer; callers parse and check it. API keys are never logged or
+// put in errors.
 package llm
 
 import (
@@ -37,7 +38,7 @@ const (
 // Config says which model to call. APIKey is a secret: Config's String hides it.
 type Config struct {
 	Provider  string
-	BaseURL   string // Anthropic: API root (the SDK appends /v1/messages); OpenAI: the /v1 root
+	BaseURL   string // Anthropic: API root (the client appends /v1/messages; default DefaultAnthropicBaseURL); OpenAI: the /v1 root
 	APIKey    string
 	Model     string
 	Timeout   time.Duration
