@@ -49,6 +49,16 @@ for c in "${CLUSTERS[@]}"; do
   stop "$RIG/$c/run/slurmctld.pid" slurmctld
 done
 for p in $(rig_stepds); do log "killing leftover slurmstepd $p"; kill -KILL "$p" 2>/dev/null; done
+# PBS (scripts/testrig/pbs.sh): delete the rig user's jobs, then stop the complex.
+stop "$RIG/ssh/sshd_pbs.pid" sshd
+if [[ -f $RIG/pbs/pbs.env && -x /etc/init.d/pbs ]]; then
+  pbs_user=$(sed -n 's/^RIG_PBS_USER=//p' "$RIG/pbs/pbs.env")
+  if [[ -n $pbs_user ]] && timeout 5 /opt/pbs/bin/qstat -Q >/dev/null 2>&1; then
+    ids=$(timeout 10 /opt/pbs/bin/qselect -u "$pbs_user" 2>/dev/null | tr '\n' ' ')
+    if [[ -n ${ids// } ]]; then log "pbs: deleting jobs $ids"; timeout 20 /opt/pbs/bin/qdel -W force $ids 2>/dev/null; fi
+  fi
+  /etc/init.d/pbs stop >/dev/null 2>&1 && log "stopped PBS"
+fi
 stop "$RIG/dbd/run/slurmdbd.pid" slurmdbd
 stop "$RIG/db/run/mariadbd.pid" mariadbd
 stop "$RIG/munge/munged.pid" munged
