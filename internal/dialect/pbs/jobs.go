@@ -76,29 +76,40 @@ func finished(exit int, hasExit bool, substate int) (model.JobState, int, int) {
 }
 
 // ParseJobs reads `qstat [-x] -f -F json` output into statuses keyed by the full job
-// id. A document without "Jobs" means no job matched (json-quirks Q9).
+// id: one document, or several one after another (one qstat per id, statusLoop). A
+// document without "Jobs" means no job matched (json-quirks Q9).
 func (p *PBS) ParseJobs(out []byte) (map[string]model.JobStatus, error) {
-	doc, err := decode(out, "qstat -f -F json")
+	docs, err := decodeAll(out, "qstat -f -F json")
 	if err != nil {
 		return nil, err
 	}
 	res := map[string]model.JobStatus{}
-	jobsV, ok := doc["Jobs"]
-	if !ok {
-		return res, nil
+	for _, doc := range docs {
+		jobsV, ok := doc["Jobs"]
+		if !ok {
+			continue
+		}
+		jobs, ok := jobsV.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("qstat -f -F json: \"Jobs\" is not an object")
+		}
+		if err := p.parseJobMap(jobs, res); err != nil {
+			return nil, err
+		}
 	}
-	jobs, ok := jobsV.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("qstat -f -F json: \"Jobs\" is not an object")
-	}
+	return res, nil
+}
+
+// parseJobMap adds the jobs of one document's "Jobs" object to res.
+func (p *PBS) parseJobMap(jobs map[string]any, res map[string]model.JobStatus) error {
 	for id, v := range jobs {
 		j := obj(v)
 		if j == nil {
-			return nil, fmt.Errorf("qstat -f -F json: job %s is not an object", id)
+			return fmt.Errorf("qstat -f -F json: job %s is not an object", id)
 		}
 		raw := str(j["job_state"])
 		if raw == "" {
-			return nil, fmt.Errorf("qstat -f -F json: job %s has no job_state", id)
+			return fmt.Errorf("qstat -f -F json: job %s has no job_state", id)
 		}
 		exitV, hasExit := j["Exit_status"]
 		exit := num(exitV)
@@ -123,7 +134,7 @@ func (p *PBS) ParseJobs(out []byte) (map[string]model.JobStatus, error) {
 		}
 		res[id] = s
 	}
-	return res, nil
+	return nil
 }
 
 // execHosts turns "n1/0*8+n2/0*8" into "n1,n2".

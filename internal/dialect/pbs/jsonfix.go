@@ -3,7 +3,9 @@ package pbs
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 )
@@ -119,6 +121,29 @@ func decode(b []byte, what string) (map[string]any, error) {
 		return nil, fmt.Errorf("%s: invalid JSON even after repair: %w", what, err)
 	}
 	return doc, nil
+}
+
+// decodeAll is decode for output holding several documents one after another (as a
+// loop of qstat calls prints them); at least one is required, trailing garbage is an
+// error.
+func decodeAll(b []byte, what string) ([]map[string]any, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("%s: empty output", what)
+	}
+	dec := json.NewDecoder(bytes.NewReader(Repair(b)))
+	dec.UseNumber()
+	var docs []map[string]any
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) && len(docs) > 0 {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: invalid JSON even after repair (document %d): %w", what, len(docs)+1, err)
+		}
+		docs = append(docs, doc)
+	}
 }
 
 // str renders a scalar as text: strings as is, numbers in their original text,

@@ -46,16 +46,16 @@ func (p *PBS) ParseVersion(out []byte) (string, error) {
 	return "", fmt.Errorf("qstat --version printed %q, not \"pbs_version = X\"", strings.TrimSpace(string(out)))
 }
 
-// ProbeCommands are the queue listing and the node listing.
+// ProbeCommands are the queue listing, the node listing and the job listing (for the
+// user's own running and waiting jobs).
 func (p *PBS) ProbeCommands() [][]string {
-	return [][]string{{"qstat", "-Q", "-f", "-F", "json"}, {"pbsnodes", "-a", "-F", "json"}}
+	return [][]string{{"qstat", "-Q", "-f", "-F", "json"}, {"pbsnodes", "-a", "-F", "json"}, MyJobsCommand()}
 }
 
-// ParseProbe builds one record per queue. The user's own job counts are not
-// available from these two commands and stay zero.
+// ParseProbe builds one record per queue, with the user's own job counts.
 func (p *PBS) ParseProbe(outs []dialect.Output, user string) ([]model.ResourceRecord, error) {
-	if len(outs) != 2 {
-		return nil, fmt.Errorf("pbs probe: want 2 outputs (qstat -Q, pbsnodes), got %d", len(outs))
+	if len(outs) != 3 {
+		return nil, fmt.Errorf("pbs probe: want 3 outputs (qstat -Q, pbsnodes, qstat -a), got %d", len(outs))
 	}
 	if outs[0].ExitCode != 0 {
 		return nil, fmt.Errorf("qstat -Q failed: %s", message(outs[0]))
@@ -74,6 +74,21 @@ func (p *PBS) ParseProbe(outs []dialect.Output, user string) ([]model.ResourceRe
 	recs := QueueRecords(qs, ns)
 	if len(recs) == 0 {
 		return nil, errors.New("qstat -Q listed no execution or route queue")
+	}
+	if outs[2].ExitCode != 0 {
+		return nil, fmt.Errorf("qstat -a failed: %s", message(outs[2]))
+	}
+	names := make([]string, len(recs))
+	for i, r := range recs {
+		names[i] = r.Partition
+	}
+	mine, err := ParseMyJobs(outs[2].Stdout, user, names)
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		c := mine[recs[i].Partition]
+		recs[i].MyRunningJobs, recs[i].MyPendingJobs = c.Running, c.Pending
 	}
 	return recs, nil
 }
@@ -104,17 +119,32 @@ func (p *PBS) ParseSubmit(out dialect.Output) (string, error) {
 	return id, nil
 }
 
-// StatusCommand is `qstat -x -f -F json IDS...` (finished jobs included).
+// statusLoop runs one `qstat -x -f -F json ID` per id in one remote call: with several
+// ids, qstat's JSON mode prints only the first job (seen on OpenPBS 23.06; see
+// ../shared/notes/pbs-from-source.md), and listing every job of the server instead
+// costs a large site megabytes per tick. The exit status is the last failing qstat's.
+const statusLoop = `rc=0; for j in "$@"; do qstat -x -f -F json "$j" || rc=$?; done; exit $rc`
+
+// StatusCommand is `qstat -x -f -F json ID` (finished jobs included); several ids are
+// asked one qstat each, within one remote call (statusLoop).
 func (p *PBS) StatusCommand(jobIDs []string) []string {
-	return append([]string{"qstat", "-x", "-f", "-F", "json"}, jobIDs...)
+	if len(jobIDs) <= 1 {
+		return append([]string{"qstat", "-x", "-f", "-F", "json"}, jobIDs...)
+	}
+	return append([]string{"sh", "-c", statusLoop, "mosaic-qstat"}, jobIDs...)
 }
 
-// ParseStatus reads the job document. qstat exits non-zero when some ids are unknown
-// but still prints the others, so stdout is parsed whenever it holds a document.
+// ParseStatus reads the job documents (one per qstat). qstat exits non-zero when an id
+// is unknown (153, "Unknown Job Id", e.g. history expired) but still prints the others;
+// a job missing from the answer is absent from the map, never an error. Any other
+// failure (the server unreachable, a usage error) is an error.
 func (p *PBS) ParseStatus(jobIDs []string, out dialect.Output) (map[string]model.JobStatus, error) {
 	if out.ExitCode != 0 {
-		if cannotConnect(out.Stderr) || len(strings.TrimSpace(string(out.Stdout))) == 0 {
+		if cannotConnect(out.Stderr) || (len(strings.TrimSpace(string(out.Stdout))) == 0 && !onlyUnknownJobs(out.Stderr)) {
 			return nil, fmt.Errorf("qstat failed: %s", message(out))
+		}
+		if len(strings.TrimSpace(string(out.Stdout))) == 0 {
+			return map[string]model.JobStatus{}, nil
 		}
 	}
 	all, err := p.ParseJobs(out.Stdout)
@@ -205,6 +235,17 @@ func seqLess(a, b string) bool {
 		return len(sa) < len(sb)
 	}
 	return sa < sb
+}
+
+// onlyUnknownJobs reports whether stderr holds only qstat's "Unknown Job Id" lines.
+func onlyUnknownJobs(stderr []byte) bool {
+	lines := nonEmptyLines(stderr)
+	for _, l := range lines {
+		if !strings.Contains(strings.ToLower(l), "unknown job id") {
+			return false
+		}
+	}
+	return len(lines) > 0
 }
 
 func cannotConnect(stderr []byte) bool {

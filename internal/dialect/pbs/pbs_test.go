@@ -159,7 +159,7 @@ func TestRepairKeepsValid(t *testing.T) {
 
 func TestProbeFixtures(t *testing.T) {
 	recs, err := utc.ParseProbe([]dialect.Output{{Stdout: fixture(t, "qstat-Q-f-F-json.polaris-2022.1.1.sample.json")},
-		{Stdout: fixture(t, "pbsnodes-a-F-json.sample.json")}}, "")
+		{Stdout: fixture(t, "pbsnodes-a-F-json.sample.json")}, {}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestProbeFixtures(t *testing.T) {
 		t.Errorf("route queue: %+v", r)
 	}
 	recs, err = utc.ParseProbe([]dialect.Output{{Stdout: fixture(t, "qstat-Q-f-F-json.barbora-20.0.1.sample.json")},
-		{Stdout: fixture(t, "pbsnodes-a-F-json.iitd-2021.1.3.sample.json")}}, "")
+		{Stdout: fixture(t, "pbsnodes-a-F-json.iitd-2021.1.3.sample.json")}, {}}, "")
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("%+v %v", recs, err)
 	}
@@ -191,11 +191,11 @@ func TestProbeFixtures(t *testing.T) {
 		t.Errorf("qexp: %+v", r)
 	}
 	recs, err = utc.ParseProbe([]dialect.Output{{Stdout: fixture(t, "qstat-Q-f-F-json.sample.json")},
-		{Stdout: fixture(t, "pbsnodes-a-F-json.openpbs-23.06.06.sample.json")}}, "")
+		{Stdout: fixture(t, "pbsnodes-a-F-json.openpbs-23.06.06.sample.json")}, {}}, "")
 	if err != nil || len(recs) < 10 {
 		t.Errorf("aurora queues: %d %v", len(recs), err)
 	}
-	if _, err := utc.ParseProbe([]dialect.Output{{ExitCode: 1, Stderr: []byte("qstat: cannot connect to server x (errno=15010)")}, {}}, ""); err == nil ||
+	if _, err := utc.ParseProbe([]dialect.Output{{ExitCode: 1, Stderr: []byte("qstat: cannot connect to server x (errno=15010)")}, {}, {}}, ""); err == nil ||
 		!strings.Contains(err.Error(), "cannot connect") {
 		t.Errorf("qstat failure: %v", err)
 	}

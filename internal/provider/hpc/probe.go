@@ -12,7 +12,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
-// Probe runs the dialect's probe commands (two calls for Slurm and PBS, plus `id -un`
+// Probe runs the dialect's probe commands (two calls for Slurm, three for PBS, plus `id -un`
 // once per provider when the catalog has no user) and returns one record per
 // (partition, account). When the catalog lists partitions, only those are reported,
 // enriched with the catalog's limits.
