@@ -169,3 +169,32 @@ func TestRigPBSGPUQueueing(t *testing.T) {
 		waitState(t, p, id, 60*time.Second, final)
 	}
 }
+
+// TestRigPBSLookAround: env, exec and put-file work on the PBS login shell as on Slurm;
+// qstat options that print job environments stay refused.
+func TestRigPBSLookAround(t *testing.T) {
+	p, _ := pbsProvider(t)
+	ctx := context.Background()
+	env, err := p.Env(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.User != "mosaicpbs" || !env.WorkDirExists || !strings.HasPrefix(env.Python, "Python 3") {
+		t.Errorf("env on PBS: %+v", env)
+	}
+	res, err := p.Exec(ctx, []string{"qstat", "-Q"})
+	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "workq") {
+		t.Errorf("exec qstat -Q: %+v %v", res, err)
+	}
+	if _, err := p.Exec(ctx, []string{"qstat", "-f", "-v"}); err == nil {
+		t.Errorf("qstat -f -v prints job environments; it must be refused")
+	}
+	path, err := p.PutFile(ctx, "mosaic-lookaround.txt", []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = p.Exec(ctx, []string{"cat", path})
+	if err != nil || res.Stdout != "hello" {
+		t.Errorf("cat the put file %s: %+v %v", path, res, err)
+	}
+}
