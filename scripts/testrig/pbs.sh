@@ -18,7 +18,7 @@
 #
 # Layout:  queue workq  CPU, default, walltime max 24h (default 1h)
 #          queue gpu    ngpus<=4, walltime max 4h (default 30m)
-#          node         the machine's host name, 4 ngpus
+#          node         the machine's host name, 64 ncpus, 256000mb, 4 ngpus
 #          user         $RIG_PBS_USER (default mosaicpbs), key login via rig-pbs
 set -euo pipefail
 
@@ -135,6 +135,10 @@ printf '#!/bin/sh\ncat >/dev/null\n' >$PREFIX/bin/pbs_nomail; chmod 755 $PREFIX/
 q "set server mailer = $PREFIX/bin/pbs_nomail"
 qmgr -c 'list resource ngpus' >/dev/null 2>&1 || q 'create resource ngpus type=long, flag=nh'
 q "set node $node resources_available.ngpus = 4"
+# The Slurm nodes' shape (64 CPUs, 256000 MB), so one federation's sizing compares like
+# with like; the jobs are sleeps and echoes, not real load.
+q "set node $node resources_available.ncpus = 64"
+q "set node $node resources_available.mem = 256000mb"
 qmgr -c 'list queue workq' >/dev/null 2>&1 || q 'create queue workq queue_type=execution'
 q 'set queue workq resources_max.walltime = 24:00:00'
 q 'set queue workq resources_default.walltime = 01:00:00'
@@ -198,6 +202,7 @@ RIG_PBS_WORKDIR=$WORK
 RIG_PBS_QUEUE_CPU=workq
 RIG_PBS_QUEUE_GPU=gpu
 RIG_PBS_GPUS_PER_NODE=4
+RIG_PBS_NODE_CPUS=64
 RIG_PBS_EXEC=$PREFIX
 RIG_SSH_HOST_PBS=rig-pbs
 RIG_SSH_PORT_PBS=$PBS_SSH_PORT

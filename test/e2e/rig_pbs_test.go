@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
+)
+
+// The three-site federation: the rig's two Slurm clusters and its OpenPBS complex
+// (scripts/testrig/pbs.sh), one catalog, one rule chain.
+
+func needPBSRig(t *testing.T) *rig {
+	t.Helper()
+	return &rig{t: t, env: rigenv.RequirePBS(t)}
+}
+
+// sitesWithPBS is sites() plus the PBS complex as system "pbs".
+func (r *rig) sitesWithPBS() string {
+	r.t.Helper()
+	b, err := os.ReadFile(r.sites())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	s := string(b) + fmt.Sprintf(`  - name: pbs
+    kind: ssh
+    dialect: pbs
+    host: %s
+    ssh: {config_file: %s}
+    accounts: [%s]
+    workdir: %s
+`, r.env.Get(r.t, "RIG_SSH_HOST_PBS"), r.env.Get(r.t, "RIG_SSH_CONFIG"), r.env.Get(r.t, "RIG_ACCOUNT"), r.env.Get(r.t, "RIG_PBS_WORKDIR"))
+	p := filepath.Join(r.t.TempDir(), "sites3.yaml")
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
+// pbs runs a PBS client command as the rig's PBS user (over its sshd, as Mosaic does).
+func (r *rig) pbs(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("ssh", append([]string{"-F", r.env.Get(r.t, "RIG_SSH_CONFIG"), r.env.Get(r.t, "RIG_SSH_HOST_PBS")}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("%s on pbs: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// blockPBS fills the PBS node's CPUs with a long job; it returns the job id.
+func (r *rig) blockPBS(wall string) string {
+	r.t.Helper()
+	id := strings.TrimSpace(r.pbs("cd", r.env.Get(r.t, "RIG_PBS_WORKDIR"), "&&", "qsub", "-N", "rig-blocker", "-j", "oe", "-o", "/dev/null",
+		"-l", "select=1:ncpus="+r.env.Get(r.t, "RIG_PBS_NODE_CPUS"), "-l", "walltime="+wall, "--", "/bin/sleep", "3000"))
+	r.t.Cleanup(func() {
+		exec.Command("ssh", "-F", r.env.Get(r.t, "RIG_SSH_CONFIG"), r.env.Get(r.t, "RIG_SSH_HOST_PBS"), "qdel", "-W", "force", id).Run()
+	})
+	for range 120 {
+		if strings.Contains(r.pbs("qstat", "-f", id), "job_state = R") {
+			return id
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	r.t.Fatalf("PBS blocker %s never started", id)
+	return ""
+}
+
+// pbsQueued lists the rig user's live PBS job names starting with prefix.
+func (r *rig) pbsQueued(prefix string) []string {
+	var out []string
+	for _, l := range strings.Split(r.pbs("qstat", "-f"), "\n") {
+		l = strings.TrimSpace(l)
+		if name, ok := strings.CutPrefix(l, "Job_Name = "); ok && strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestRigThreeSiteFederation: 20 tasks over alpha, beta and pbs, placed by one
+// scheduler; each site gets some, every task ends succeeded with its output.
+func TestRigThreeSiteFederation(t *testing.T) {
+	r := needPBSRig(t)
+	e := newEnv(t)
+	e.serve("--sites", r.sitesWithPBS(), "--tick", "1s")
+	out, errOut, rc := e.run("status")
+	if rc != 0 || !strings.Contains(out, "pbs") {
+		t.Fatalf("status: %s %s", out, errOut)
+	}
+	var ids []string
+	for i := range 20 {
+		// 24 cores for 20 s: two fit a 64-core node, so the work spreads as queues fill.
+		ids = append(ids, submitID(t, e, "--name", fmt.Sprintf("fed%02d", i), "--cpus", "24", "--walltime", "5m",
+			"--command", fmt.Sprintf("sleep 20; echo done-%02d", i)))
+		if i%4 == 3 {
+			time.Sleep(1500 * time.Millisecond) // a probe that sees what was placed
+		}
+	}
+	per := map[string]int{}
+	for _, id := range ids {
+		task := e.waitTask(id, 6*time.Minute, final)
+		if task.State != "succeeded" {
+			t.Errorf("task %s: %s (%s)", id, task.State, task.Reason)
+			continue
+		}
+		per[task.Attempts[len(task.Attempts)-1].System]++
+	}
+	t.Logf("tasks per system: %v", per)
+	for _, s := range []string{"alpha", "beta", "pbs"} {
+		if per[s] == 0 {
+			t.Errorf("no task ran on %s: %v", s, per)
+		}
+	}
+	for _, id := range ids[:3] {
+		out, _, _ := e.run("logs", id)
+		if !strings.Contains(out, "done-") {
+			t.Errorf("logs of %s: %s", id, out)
+		}
+	}
+}
+
+// TestRigSlurmDownMigratesToPBS: every site full; a task waits on a Slurm cluster;
+// that cluster's controller stops while PBS frees up: the task moves to PBS and
+// finishes there, and nothing of it is left queued anywhere.
+func TestRigSlurmDownMigratesToPBS(t *testing.T) {
+	r := needPBSRig(t)
+	e := newEnv(t)
+	r.block("alpha")
+	r.block("beta")
+	pbsBlocker := r.blockPBS("20:00:00") // longer than the Slurm blockers: the task queues on Slurm
+	e.serve("--sites", r.sitesWithPBS(), "--tick", "1s")
+	time.Sleep(1500 * time.Millisecond)
+	id := submitID(t, e, "--name", "to-pbs", "--cpus", "1", "--walltime", "5m", "--command", "echo moved-to-pbs")
+	task := e.waitTask(id, 30*time.Second, func(t taskJSON) bool { return len(t.Attempts) > 0 && t.Attempts[0].JobID != "" })
+	first := task.Attempts[0].System
+	if first == "pbs" {
+		t.Fatalf("the task queued on pbs behind a 20 h blocker; want a Slurm cluster: %+v", task.Attempts)
+	}
+	r.pbs("qdel", pbsBlocker)
+	r.stopCtld(first)
+	defer r.startCtld(first)
+	task = e.waitTask(id, 150*time.Second, final)
+	last := task.Attempts[len(task.Attempts)-1]
+	if task.State != "succeeded" || last.System != "pbs" {
+		evs, _, _ := e.run("events", "--task", id)
+		t.Fatalf("task %s on %s, want succeeded on pbs: %+v\n%s", task.State, last.System, task.Attempts, evs)
+	}
+	out, _, _ := e.run("logs", id)
+	if !strings.Contains(out, "moved-to-pbs") {
+		t.Errorf("logs: %s", out)
+	}
+	r.startCtld(first)
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(r.queued(first, "mosaic-"+id)) == 0 && len(r.pbsQueued("mosaic-"+id)) == 0 {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("jobs of task %s still queued: %s %v, pbs %v", id, first, r.queued(first, "mosaic-"+id), r.pbsQueued("mosaic-"+id))
+}
