@@ -544,3 +544,94 @@ func TestRigCampaignAutoPlacement(t *testing.T) {
 		t.Fatalf("no auto placement line:\n%s", out)
 	}
 }
+
+// TestRigCampaignSubmitJobIsATask: a submit-mode site's job is a task of the core's
+// engine: its id is in the run directory while the launch runs, `campaign stop`
+// cancels it through the engine (nothing left in alpha's queue), and afterwards the
+// core serves it as a cancelled task pinned to alpha, under the launcher's job name,
+// with the run id in its events.
+func TestRigCampaignSubmitJobIsATask(t *testing.T) {
+	r := needRig(t)
+	e := newEnv(t)
+	sites := r.sites()
+	l, run, _, _ := launchAcrossClusters(t, r, e, "task", "--startup-timeout", "120s")
+	l.waitFor("all 2 sites ready", 150*time.Second)
+	data, err := os.ReadFile(filepath.Join(e.home, "state", "mosaic", "campaigns", run, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		TasksStore string `json:"tasks_store"`
+		Sites      []struct {
+			Name         string `json:"name"`
+			TaskID       string `json:"task_id"`
+			SubmittedJob string `json:"submitted_job"`
+		} `json:"sites"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Sites) != 2 || st.Sites[0].Name != "alpha" || st.Sites[0].TaskID == "" || st.Sites[0].SubmittedJob == "" || st.Sites[1].TaskID != "" {
+		t.Fatalf("run directory: want alpha's task and job (and no task for the attached beta): %s", data)
+	}
+	if st.TasksStore != filepath.Join(e.home, "state", "mosaic", "mosaic.db") {
+		t.Errorf("tasks store %q, want the user's store", st.TasksStore)
+	}
+	task, job := st.Sites[0].TaskID, st.Sites[0].SubmittedJob
+	prefix := "mosaic-c-" + run + "-alpha"
+	if q := r.queued("alpha", prefix); len(q) != 1 {
+		t.Fatalf("alpha's queue holds %v, want the slice's job %s", q, prefix)
+	}
+	so, se, code := e.run("campaign", "stop", run, "--sites", sites)
+	if code != 0 {
+		t.Fatalf("campaign stop: exit %d\n%s%s\nlauncher:\n%s", code, so, se, l.output())
+	}
+	_ = l.wait(90 * time.Second)
+	var left []string
+	for i := 0; i < 40; i++ {
+		if left = r.queued("alpha", prefix); len(left) == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("alpha's job left after stop: %v", left)
+	}
+	if out := l.output(); !strings.Contains(out, "cancelled job "+job+" (task "+task+")") {
+		t.Errorf("the launcher did not cancel task %s through the engine:\n%s", task, out)
+	}
+	// The core serves the task from the same store.
+	e.serve("--sites", sites)
+	code, body := httpGet("http://"+e.addr+"/api/tasks/"+task, e.token())
+	if code != 200 {
+		t.Fatalf("task %s: HTTP %d %s", task, code, body)
+	}
+	var td struct {
+		Name   string `json:"name"`
+		State  string `json:"state"`
+		Target struct {
+			System    string `json:"system"`
+			Partition string `json:"partition"`
+		} `json:"target"`
+		Attempts []struct {
+			Tag   string `json:"tag"`
+			JobID string `json:"job_id"`
+			State string `json:"state"`
+		} `json:"attempts"`
+	}
+	if err := json.Unmarshal(body, &td); err != nil {
+		t.Fatal(err)
+	}
+	if td.State != "cancelled" || !strings.Contains(td.Name, run) || td.Target.System != "alpha" || td.Target.Partition != "cpu" ||
+		len(td.Attempts) != 1 || td.Attempts[0].Tag != prefix || td.Attempts[0].JobID != job || td.Attempts[0].State != "cancelled" {
+		t.Errorf("task: %s", body)
+	}
+	code, body = httpGet("http://"+e.addr+"/api/tasks", e.token())
+	if code != 200 || !strings.Contains(string(body), `"id":"`+task+`"`) {
+		t.Errorf("task list lacks %s: HTTP %d %s", task, code, body)
+	}
+	code, body = httpGet("http://"+e.addr+"/api/events?task="+task, e.token())
+	if code != 200 || !strings.Contains(string(body), "campaign run "+run) || !strings.Contains(string(body), "cancelled") {
+		t.Errorf("events of %s: HTTP %d %s", task, code, body)
+	}
+}
