@@ -450,13 +450,13 @@ func newCampaignStatusCmd() *cobra.Command {
 			}
 			fmt.Fprintf(w, "run %s (campaign %s): %s\nexchange %s\n", st.RunID, st.CampaignName, st.State, st.ExchangeURL)
 			tw := table(w)
-			fmt.Fprintln(tw, "SITE\tMODE\tAGENTS\tJOB\tSTATE\tLOG")
+			fmt.Fprintln(tw, "SITE\tMODE\tAGENTS\tJOB\tTASK\tSTATE\tLOG")
 			for _, s := range st.Sites {
 				job := s.SubmittedJob
 				if job == "" {
 					job = s.JobID
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Mode, strings.Join(s.Agents, ","), dash(job), s.State, dash(s.Log))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Mode, strings.Join(s.Agents, ","), dash(job), dash(s.TaskID), s.State, dash(s.Log))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -83,7 +83,7 @@ func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (
 		why += "; forwarded variables " + strings.Join(keys, ", ") + " are exported in the job and not stored"
 	}
 	evs := []model.Event{{TaskID: task.ID, Kind: "decision", Actor: model.ActorUser, System: target.System, Time: now,
-		Message: fmt.Sprintf("campaign run %s: %s pinned to %s:%s by campaign launch", req.RunID, task.Name, target.System, target.Partition), Rationale: why}}
+		Message: fmt.Sprintf("campaign run %s: site %s's slice pinned to %s:%s by campaign launch", req.RunID, req.Site, target.System, target.Partition), Rationale: why}}
 	if err := c.store.CreateTask(ctx, &store.TaskRow{Task: task, Policy: pol}, evs...); err != nil {
 		return "", fmt.Errorf("store the campaign job of site %s: %w", req.Site, err)
 	}

@@ -501,6 +501,10 @@ func TestRigCampaignStopAfterLauncherCrash(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("campaign stop: exit %d\n%s%s", code, so, se)
 	}
+	// The dead launcher's task is cancelled through the engine, from the store.
+	if !strings.Contains(se, "alpha: task ") || !strings.Contains(se, " cancelled (job ") {
+		t.Errorf("campaign stop did not cancel alpha's task through the engine:\n%s", se)
+	}
 	var left []string
 	for i := 0; i < 40; i++ {
 		left = append(r.queued("alpha", prefix), stepsNamed(r, job, prefix)...)
@@ -542,6 +546,14 @@ func TestRigCampaignAutoPlacement(t *testing.T) {
 	}
 	if !strings.Contains(out, "auto placement: alpha:") && !strings.Contains(out, "auto placement: beta:") {
 		t.Fatalf("no auto placement line:\n%s", out)
+	}
+	// The running core owns the user's store: the run's tasks went to a store of its own.
+	own := filepath.Join(e.home, "state", "mosaic", "campaigns", run+".tasks.db")
+	if !strings.Contains(out, "run "+run+"'s tasks are kept in "+own) {
+		t.Errorf("no note of the run's own store %s:\n%s", own, out)
+	}
+	if _, err := os.Stat(own); err != nil {
+		t.Errorf("the run's store: %v", err)
 	}
 }
 
