@@ -103,6 +103,11 @@ func (b *SubmitBackend) Start(ctx context.Context) error {
 		b.l.printf("WARNING: task %s could not be recorded in the run directory (%v); cancel it with `mosaic cancel %s` if the launch fails", task, recErr, task)
 	}
 	if err != nil {
+		if v, verr := b.jobs.CampaignJob(sctx, task); task != "" && verr == nil && v.TaskState.Final() {
+			b.mu.Lock()
+			b.final = true // the engine recorded the refusal: nothing to cancel
+			b.mu.Unlock()
+		}
 		_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State, s.Error = string(model.JobSubmitError), err.Error() })
 		return fmt.Errorf("site %s: submit: %w", b.l.Spec.Name, err)
 	}

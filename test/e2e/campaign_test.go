@@ -647,3 +647,51 @@ func TestRigCampaignSubmitJobIsATask(t *testing.T) {
 		t.Errorf("events of %s: HTTP %d %s", task, code, body)
 	}
 }
+
+// TestRigCampaignSubmitRefused: a job the site refuses fails the launch at once with
+// the site's reason; its task is failed (never retried) and nothing is cancelled.
+func TestRigCampaignSubmitRefused(t *testing.T) {
+	r := needRig(t)
+	e := newEnv(t)
+	run := fmt.Sprintf("e2e-refused-%d", rand.IntN(1e9))
+	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sites(), "--mosaic-bin", binary,
+		"--site", "alpha:queue=nosuch;walltime=00:05:00;agents=coordinator,worker-a,worker-b", "--startup-timeout", "60s")
+	err := l.wait(120 * time.Second)
+	out := l.output()
+	if err == nil || !strings.Contains(out, "site alpha: submit: task ") || !strings.Contains(out, "alpha refused the job") {
+		t.Fatalf("launch: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "cancelled job") {
+		t.Errorf("a refused job was cancelled:\n%s", out)
+	}
+	data, err := os.ReadFile(filepath.Join(e.home, "state", "mosaic", "campaigns", run, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		State string `json:"state"`
+		Sites []struct {
+			TaskID string `json:"task_id"`
+			State  string `json:"state"`
+		} `json:"sites"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.State != "failed" || len(st.Sites) != 1 || st.Sites[0].TaskID == "" || st.Sites[0].State != "submit_error" {
+		t.Fatalf("run directory: %s", data)
+	}
+	e.serve("--sites", r.sites())
+	code, body := httpGet("http://"+e.addr+"/api/tasks/"+st.Sites[0].TaskID, e.token())
+	var td struct {
+		State    string `json:"state"`
+		Attempts []struct {
+			Tag   string `json:"tag"`
+			State string `json:"state"`
+		} `json:"attempts"`
+	}
+	if code != 200 || json.Unmarshal(body, &td) != nil || td.State != "failed" || len(td.Attempts) != 1 ||
+		td.Attempts[0].Tag != "mosaic-c-"+run+"-alpha" || td.Attempts[0].State != "submit_error" {
+		t.Errorf("refused task: HTTP %d %s", code, body)
+	}
+}
