@@ -256,13 +256,15 @@ func openCampaignCore(ctx context.Context, cfg *config.Config, dbPath, run strin
 	if c2.Tick == 0 || c2.Tick > campaignTick {
 		c2.Tick = campaignTick
 	}
-	c, err := core.Open(ctx, core.OpenOptions{Config: &c2})
+	// It places nothing (campaign jobs are pinned), so no LLM settings are read.
+	noLLM := func(string) string { return "" }
+	c, err := core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM})
 	var held *store.LeaseHeldError
 	if run != "" && errors.As(err, &held) {
 		own := filepath.Join(campaign.CampaignsRoot(cfg.StateDir), run+".tasks.db")
 		fmt.Fprintf(out, "campaign jobs: the store %s is in use (%s); run %s's tasks are kept in %s\n", dbPath, held.Error(), run, own)
 		c2.DBPath = own
-		c, err = core.Open(ctx, core.OpenOptions{Config: &c2})
+		c, err = core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM})
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("open the core that runs the campaign's submit-mode jobs: %w", err)
