@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mosaic-hpc/mosaic/client"
-	"github.com/mosaic-hpc/mosaic/internal/model"
+	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mosaic-hpc/mosaic/agent"
+	"github.com/mosaic-hpc/mosaic/client"
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/site"
+	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
 func newCampaignCmd() *cobra.Command {
@@ -236,6 +241,37 @@ func campaignEnv(sitesFlag string) (*config.Config, *site.Catalog, error) {
 	return cfg, cat, nil
 }
 
+// campaignTick is how often a launcher's core probes and follows its jobs: the
+// launcher reports each job's transitions, so it polls more often than serve.
+const campaignTick = 5 * time.Second
+
+// openCampaignCore opens the core that runs a campaign's submit-mode jobs as
+// tasks, on the store at dbPath with the sites file of cfg. With run set (a
+// launch), a store owned by a running `mosaic serve` is left to it and the
+// run's tasks go to a store of their own under the campaigns directory
+// (`MOSAIC_DB=that mosaic tasks` shows them once the launch is over).
+func openCampaignCore(ctx context.Context, cfg *config.Config, dbPath, run string, out io.Writer) (*core.Core, string, error) {
+	c2 := *cfg
+	c2.DBPath = dbPath
+	if c2.Tick == 0 || c2.Tick > campaignTick {
+		c2.Tick = campaignTick
+	}
+	// It places nothing (campaign jobs are pinned), so no LLM settings are read.
+	noLLM := func(string) string { return "" }
+	c, err := core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM})
+	var held *store.LeaseHeldError
+	if run != "" && errors.As(err, &held) {
+		own := filepath.Join(campaign.CampaignsRoot(cfg.StateDir), run+".tasks.db")
+		fmt.Fprintf(out, "campaign jobs: the store %s is in use (%s); run %s's tasks are kept in %s\n", dbPath, held.Error(), run, own)
+		c2.DBPath = own
+		c, err = core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM})
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("open the core that runs the campaign's submit-mode jobs: %w", err)
+	}
+	return c, c2.DBPath, nil
+}
+
 func newCampaignLaunchCmd() *cobra.Command {
 	var (
 		file, run, sitesFile, mosaicBin, recipient          string
@@ -317,6 +353,26 @@ unless --exchange-url is given.`,
 			}
 			ctx, stop := hangupContext()
 			defer stop()
+			if slices.ContainsFunc(sites, func(sp campaign.SiteSpec) bool { return sp.Mode == campaign.ModeSubmit }) {
+				if cat == nil {
+					return errors.New("no sites catalog: pass --sites FILE or set MOSAIC_SITES")
+				}
+				c, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, run, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				cctx, stopCore := context.WithCancel(context.WithoutCancel(ctx))
+				go c.Run(cctx)
+				defer func() {
+					// Confirm the cancels the stop asked for before the core goes.
+					mctx, cancel := context.WithTimeout(cctx, 30*time.Second)
+					_ = c.MonitorOnce(mctx)
+					cancel()
+					stopCore()
+					_ = c.Close()
+				}()
+				opts.Jobs, opts.TasksStore = c, db
+			}
 			if err := campaign.Launch(ctx, opts); err != nil {
 				if ctx.Err() != nil {
 					return &exitError{code: 130, msg: err.Error()}
@@ -396,13 +452,13 @@ func newCampaignStatusCmd() *cobra.Command {
 			}
 			fmt.Fprintf(w, "run %s (campaign %s): %s\nexchange %s\n", st.RunID, st.CampaignName, st.State, st.ExchangeURL)
 			tw := table(w)
-			fmt.Fprintln(tw, "SITE\tMODE\tAGENTS\tJOB\tSTATE\tLOG")
+			fmt.Fprintln(tw, "SITE\tMODE\tAGENTS\tJOB\tTASK\tSTATE\tLOG")
 			for _, s := range st.Sites {
 				job := s.SubmittedJob
 				if job == "" {
 					job = s.JobID
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Mode, strings.Join(s.Agents, ","), dash(job), s.State, dash(s.Log))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Mode, strings.Join(s.Agents, ","), dash(job), dash(s.TaskID), s.State, dash(s.Log))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -436,7 +492,24 @@ func newCampaignStopCmd() *cobra.Command {
 			}
 			ctx, stop := signalContext()
 			defer stop()
-			return campaign.StopRun(ctx, campaign.CampaignsRoot(cfg.StateDir), args[0], cat, nil, cmd.ErrOrStderr())
+			openJobs := func(ctx context.Context, db string) (campaign.Jobs, func(), error) {
+				if db == "" {
+					return nil, nil, errors.New("the run directory names no store")
+				}
+				c, _, err := openCampaignCore(ctx, cfg, db, "", cmd.ErrOrStderr())
+				if err != nil {
+					return nil, nil, err
+				}
+				return c, func() {
+					// One probe and monitor round confirm the cancels at the sites.
+					mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+					c.Refresh(mctx)
+					_ = c.MonitorOnce(mctx)
+					cancel()
+					_ = c.Close()
+				}, nil
+			}
+			return campaign.StopRun(ctx, campaign.CampaignsRoot(cfg.StateDir), args[0], cat, nil, cmd.ErrOrStderr(), openJobs)
 		},
 	}
 	cmd.Flags().StringVar(&sitesFile, "sites", "", "sites catalog (default $MOSAIC_SITES)")

@@ -27,7 +27,7 @@ func testLaunch(t *testing.T, sp SiteSpec) SiteLaunch {
 func TestSubmitScriptExportsBeforeEnvScript(t *testing.T) {
 	sp := SiteSpec{Name: "alpha", Mode: ModeSubmit, Queue: "cpu", Walltime: model.Duration(time.Hour), Agents: []string{"coordinator"}}
 	sys := site.System{Name: "alpha", Kind: site.KindLocal, Accounts: []string{"rigacct"}, EnvScript: "/etc/site-env.sh"}
-	b, err := NewSubmitBackend(sys, testLaunch(t, sp), nil)
+	b, err := NewSubmitBackend(sys, testLaunch(t, sp), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,12 @@ type LaunchOptions struct {
 	// reverse ssh tunnel and a relay on its login node: TunnelAuto (default:
 	// when the login node cannot reach it), TunnelAlways or TunnelNever.
 	Tunnel string
+	// Jobs runs submit-mode sites' jobs as tasks of the core's engine (the
+	// core implements it); submit-mode sites fail to start without it.
+	Jobs Jobs
+	// TasksStore names the store behind Jobs, recorded in the run directory
+	// for `campaign stop` ("" = none).
+	TasksStore string
 	// NewBackend, when set, replaces the attach/submit backends (tests).
 	NewBackend func(l SiteLaunch, sys site.System) (Backend, error)
 	// CheckSites verifies on every login node, before launching, that mosaic
@@ -78,9 +84,41 @@ type LaunchOptions struct {
 // ctx is cancelled (Ctrl-C), in which case every site is stopped: no job or
 // process is left behind. Everything needed to stop the run later is in the
 // run directory before any remote work starts.
-func Launch(ctx context.Context, o LaunchOptions) (err error) {
-	out := &syncWriter{w: o.Out}
-	o.Out = out
+//
+// The phases are separate functions: planLaunch (local checks),
+// setupExchange, persistRun, newBackends, bringUp (start and readiness),
+// announceReady (bootstrap) and follow.
+func Launch(ctx context.Context, o LaunchOptions) error {
+	o.Out = &syncWriter{w: o.Out}
+	o.defaults()
+	plan, err := planLaunch(&o)
+	if err != nil {
+		return err
+	}
+	x, err := setupExchange(ctx, &o, plan)
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	run, err := persistRun(&o, plan, x)
+	if err != nil {
+		return err
+	}
+	backends, err := newBackends(&o, plan, x, run.dir)
+	if err != nil {
+		run.finish(ctx, RunFailed, err)
+		return err
+	}
+	defer closeAll(backends)
+	if err := bringUp(ctx, &o, plan, x, run, backends); err != nil {
+		return err
+	}
+	announceReady(ctx, &o, x, run, len(backends))
+	return follow(ctx, o, backends, run.dir, x.srv, run.stopper(ctx, backends, o.Out), func(state string, e error) { run.finish(ctx, state, e) })
+}
+
+// defaults fills the zero durations, logger and writer.
+func (o *LaunchOptions) defaults() {
 	if o.StartupTimeout <= 0 {
 		o.StartupTimeout = DefaultStartupTimeout
 	}
@@ -93,149 +131,187 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	plan, err := planLaunch(&o)
-	if err != nil {
-		return err
+	if o.Out == nil {
+		o.Out = io.Discard
 	}
+}
 
-	// Exchange: external, or embedded in this launcher.
-	var srv *exchange.Server
-	var listenAddr string
-	localURL, agentURL, token := o.ExchangeURL, o.ExchangeURL, o.ExchangeToken
+// launchExchange is the exchange a launch uses: embedded in the launcher (srv
+// set) or external, the URLs the launcher and each site's agents use, the
+// run's operator token and the launcher's own client.
+type launchExchange struct {
+	srv                *exchange.Server // nil for an external exchange
+	listenAddr         string
+	localURL, agentURL string
+	token              string
+	siteURL            map[string]string // site -> URL its agents use (a tunnel's when one is open)
+	cl                 *agent.Client
+	closers            []func() // undone in reverse by Close
+}
+
+// Close ends the tunnels and the embedded exchange, last opened first.
+func (x *launchExchange) Close() {
+	for i := len(x.closers) - 1; i >= 0; i-- {
+		x.closers[i]()
+	}
+	x.closers = nil
+}
+
+// setupExchange prepares the run's exchange before anything is persisted or
+// started: an external one (its token must be the run's, and it must know the
+// campaign), or one embedded in this launcher on ExchangeListen with the
+// campaign registered, each agent tagged with its site and the run token
+// issued. It then opens the reverse tunnels sites need and, with CheckSites,
+// checks every login node. On error everything it opened is closed.
+func setupExchange(ctx context.Context, o *LaunchOptions, plan []sitePlan) (_ *launchExchange, err error) {
+	x := &launchExchange{localURL: o.ExchangeURL, agentURL: o.ExchangeURL, token: o.ExchangeToken, siteURL: map[string]string{}}
+	defer func() {
+		if err != nil {
+			x.Close()
+		}
+	}()
+	out := o.Out
 	if o.ExchangeURL == "" && o.Spec.Exchange.URL != "" {
-		o.ExchangeURL, localURL, agentURL = o.Spec.Exchange.URL, o.Spec.Exchange.URL, o.Spec.Exchange.URL
+		o.ExchangeURL, x.localURL, x.agentURL = o.Spec.Exchange.URL, o.Spec.Exchange.URL, o.Spec.Exchange.URL
 	}
 	if o.ExchangeURL == "" {
-		var be exchange.Backend
-		if o.Spec.Exchange.Backend == "redis" {
-			r, rerr := exchange.NewRedis(ctx, o.Spec.Exchange.RedisURL, "")
-			if rerr != nil {
-				return fmt.Errorf("exchange backend redis (%s): %w", o.Spec.Exchange.RedisURL, rerr)
-			}
-			be = r
+		if err := x.embed(ctx, o, plan); err != nil {
+			return nil, err
 		}
-		cfg := o.ExchangeLimits
-		cfg.Backend, cfg.Logger = be, o.Logger
-		if cfg.MaxMessageBytes == 0 {
-			cfg.MaxMessageBytes = o.Spec.Exchange.MaxMessageBytes
-		}
-		srv = exchange.NewServer(cfg)
-		defer srv.Close()
-		listen := o.ExchangeListen
-		if listen == "" {
-			listen = "127.0.0.1:0"
-		}
-		ln, lerr := net.Listen("tcp", listen)
-		if lerr != nil {
-			return fmt.Errorf("exchange: listen on %s: %w (pass --exchange-listen HOST:PORT with a free port, or --exchange-url)", listen, lerr)
-		}
-		sctx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
-		srvDone := make(chan struct{})
-		go func() { _ = srv.Serve(sctx, ln); close(srvDone) }()
-		defer func() { stopSrv(); <-srvDone }()
-		listenAddr = ln.Addr().String()
-		localURL = "http://" + listenAddr
-		agentURL = localURL
-		if err := srv.RegisterCampaign(ctx, o.RunID, o.Spec.Campaign); err != nil {
-			return err
-		}
-		for _, p := range plan {
-			for _, a := range p.spec.Agents {
-				_ = srv.SetAgentSite(ctx, o.RunID, a, p.spec.Name)
-			}
-		}
-		if token, err = srv.IssueToken(ctx, o.RunID); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "exchange: serving run %s on %s\n", o.RunID, localURL)
-	} else if token == "" {
-		return fmt.Errorf("--exchange-url %s needs a token: set %s", o.ExchangeURL, agent.EnvExchangeToken)
-	} else if agent.IsAgentToken(token) {
-		return fmt.Errorf("--exchange-url %s needs the run's token (the one given to `mosaic exchange serve`), not an agent token (%s…): agents' tokens are derived from it", o.ExchangeURL, agent.AgentTokenPrefix)
+		fmt.Fprintf(out, "exchange: serving run %s on %s\n", o.RunID, x.localURL)
+	} else if x.token == "" {
+		return nil, fmt.Errorf("--exchange-url %s needs a token: set %s", o.ExchangeURL, agent.EnvExchangeToken)
+	} else if agent.IsAgentToken(x.token) {
+		return nil, fmt.Errorf("--exchange-url %s needs the run's token (the one given to `mosaic exchange serve`), not an agent token (%s…): agents' tokens are derived from it", o.ExchangeURL, agent.AgentTokenPrefix)
 	}
 	if o.AgentExchangeURL != "" {
-		agentURL = o.AgentExchangeURL
+		x.agentURL = o.AgentExchangeURL
 	}
-	cl, err := agent.New(localURL, token, agent.WithRequestWindow(5*time.Second))
-	if err != nil {
-		return err
+	if x.cl, err = agent.New(x.localURL, x.token, agent.WithRequestWindow(5*time.Second)); err != nil {
+		return nil, err
 	}
-	if srv == nil {
-		if err := checkAgentTokens(ctx, localURL, token, o.RunID, o.Spec); err != nil {
-			return err
+	if x.srv == nil {
+		if err := checkAgentTokens(ctx, x.localURL, x.token, o.RunID, o.Spec); err != nil {
+			return nil, err
 		}
 	}
-	siteURL := map[string]string{}
 	for _, p := range plan {
-		siteURL[p.spec.Name] = agentURL
+		x.siteURL[p.spec.Name] = x.agentURL
 	}
-	if srv != nil && o.AgentExchangeURL == "" {
-		tunnels, err := openTunnels(ctx, plan, &o, listenAddr, siteURL, out)
-		defer func() {
+	if x.srv != nil && o.AgentExchangeURL == "" {
+		tunnels, err := openTunnels(ctx, plan, o, x.listenAddr, x.siteURL, out)
+		x.closers = append(x.closers, func() {
 			for _, t := range tunnels {
 				t.Close()
 			}
-		}()
+		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if o.CheckSites {
-		if err := checkSites(ctx, plan, &o, siteURL, out); err != nil {
-			return err
+		if err := checkSites(ctx, plan, o, x.siteURL, out); err != nil {
+			return nil, err
 		}
 	}
+	return x, nil
+}
 
-	// Persist before acting.
-	abs, _ := filepath.Abs(o.Spec.Path)
-	st := RunState{RunID: o.RunID, Campaign: abs, CampaignName: o.Spec.Name, State: RunStarting, ExchangeURL: agentURL, LauncherPID: os.Getpid()}
+// embed starts the launcher's own exchange (memory, or the campaign's Redis
+// backend) on ExchangeListen, registers the campaign, tags each agent with its
+// site and issues the run token.
+func (x *launchExchange) embed(ctx context.Context, o *LaunchOptions, plan []sitePlan) error {
+	var be exchange.Backend
+	if o.Spec.Exchange.Backend == "redis" {
+		r, err := exchange.NewRedis(ctx, o.Spec.Exchange.RedisURL, "")
+		if err != nil {
+			return fmt.Errorf("exchange backend redis (%s): %w", o.Spec.Exchange.RedisURL, err)
+		}
+		be = r
+	}
+	cfg := o.ExchangeLimits
+	cfg.Backend, cfg.Logger = be, o.Logger
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = o.Spec.Exchange.MaxMessageBytes
+	}
+	srv := exchange.NewServer(cfg)
+	x.closers = append(x.closers, func() { srv.Close() })
+	listen := o.ExchangeListen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("exchange: listen on %s: %w (pass --exchange-listen HOST:PORT with a free port, or --exchange-url)", listen, err)
+	}
+	sctx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
+	srvDone := make(chan struct{})
+	go func() { _ = srv.Serve(sctx, ln); close(srvDone) }()
+	x.closers = append(x.closers, func() { stopSrv(); <-srvDone })
+	x.srv, x.listenAddr = srv, ln.Addr().String()
+	x.localURL = "http://" + x.listenAddr
+	x.agentURL = x.localURL
+	if err := srv.RegisterCampaign(ctx, o.RunID, o.Spec.Campaign); err != nil {
+		return err
+	}
 	for _, p := range plan {
-		st.Sites = append(st.Sites, SiteState{SiteSpec: p.spec, State: "planned", Exchange: siteURL[p.spec.Name]})
+		for _, a := range p.spec.Agents {
+			_ = srv.SetAgentSite(ctx, o.RunID, a, p.spec.Name)
+		}
+	}
+	x.token, err = srv.IssueToken(ctx, o.RunID)
+	return err
+}
+
+// launchRun is a run's directory as the launch keeps it up to date.
+type launchRun struct {
+	dir *RunDir
+	abs string // absolute path of the campaign file
+	srv *exchange.Server
+}
+
+// persistRun writes the run directory before any remote work: the run's
+// state (every site "planned", with the exchange URL its agents use, the
+// launcher's pid and the store of its tasks) and the run token (0600), so that
+// `campaign status` and `campaign stop` work from here on, even if the
+// launcher dies.
+func persistRun(o *LaunchOptions, plan []sitePlan, x *launchExchange) (*launchRun, error) {
+	abs, _ := filepath.Abs(o.Spec.Path)
+	st := RunState{RunID: o.RunID, Campaign: abs, CampaignName: o.Spec.Name, State: RunStarting, ExchangeURL: x.agentURL,
+		LauncherPID: os.Getpid(), TasksStore: o.TasksStore}
+	for _, p := range plan {
+		st.Sites = append(st.Sites, SiteState{SiteSpec: p.spec, State: "planned", Exchange: x.siteURL[p.spec.Name]})
 	}
 	dir, err := CreateRunDir(o.Root, st)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := dir.WriteToken(token); err != nil {
-		return err
+	if err := dir.WriteToken(x.token); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(out, "run %s: directory %s\n", o.RunID, dir.Path)
-	finish := func(state string, e error) {
-		_ = dir.Update(func(s *RunState) {
-			s.State = state
-			if e != nil {
-				s.Error = e.Error()
-			}
-		})
-		if srv != nil {
-			if recs, terr := srv.TimelineContext(context.WithoutCancel(ctx), o.RunID); terr == nil {
-				_ = dir.WriteJSON("timeline.json", recs)
-			}
-		}
-	}
+	fmt.Fprintf(o.Out, "run %s: directory %s\n", o.RunID, dir.Path)
+	return &launchRun{dir: dir, abs: abs, srv: x.srv}, nil
+}
 
-	backends := make([]Backend, len(plan))
-	for i, p := range plan {
-		l := SiteLaunch{Spec: p.spec, RunID: o.RunID, Campaign: p.campaign, MosaicBin: o.MosaicBin, Exchange: siteURL[p.spec.Name],
-			Tokens: SliceTokens(token, o.RunID, p.spec.Agents), Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: out}
-		var b Backend
-		var berr error
-		if o.NewBackend != nil {
-			b, berr = o.NewBackend(l, p.sys)
-		} else if p.spec.Mode == ModeAttach {
-			b, berr = NewAttachBackend(p.sys, l, o.LocalEnv)
-		} else {
-			b, berr = NewSubmitBackend(p.sys, l, o.LocalEnv)
+// finish records the run's final state (and error) and its timeline.
+func (r *launchRun) finish(ctx context.Context, state string, e error) {
+	_ = r.dir.Update(func(s *RunState) {
+		s.State = state
+		if e != nil {
+			s.Error = e.Error()
 		}
-		if berr != nil {
-			closeAll(backends[:i])
-			finish(RunFailed, berr)
-			return berr
+	})
+	if r.srv != nil {
+		if recs, err := r.srv.TimelineContext(context.WithoutCancel(ctx), r.dir.State().RunID); err == nil {
+			_ = r.dir.WriteJSON("timeline.json", recs)
 		}
-		backends[i] = b
 	}
-	defer closeAll(backends)
-	stopAll := func(why string) {
+}
+
+// stopper returns the function that stops every site in parallel (bounded to
+// two minutes, whatever ctx says), recording each stopped site.
+func (r *launchRun) stopper(ctx context.Context, backends []Backend, out io.Writer) func(why string) {
+	return func(why string) {
 		fmt.Fprintf(out, "stopping every site (%s)\n", why)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
@@ -247,7 +323,7 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 				if err := b.Stop(sctx); err != nil {
 					fmt.Fprintf(out, "%s: stop: %v\n", b.Site(), err)
 				} else {
-					_ = dir.UpdateSite(b.Site(), func(s *SiteState) {
+					_ = r.dir.UpdateSite(b.Site(), func(s *SiteState) {
 						if !isFinalSiteState(s.State) || s.State == "ready" || s.State == "running" {
 							s.State = "stopped"
 						}
@@ -257,40 +333,78 @@ func Launch(ctx context.Context, o LaunchOptions) (err error) {
 		}
 		wg.Wait()
 	}
+}
 
-	// Start in parallel.
+// newBackends builds one backend per site: attach, submit (its job an engine
+// task through o.Jobs) or the test hook NewBackend. On error the ones built
+// are closed.
+func newBackends(o *LaunchOptions, plan []sitePlan, x *launchExchange, dir *RunDir) ([]Backend, error) {
+	backends := make([]Backend, len(plan))
+	for i, p := range plan {
+		l := SiteLaunch{Spec: p.spec, RunID: o.RunID, Campaign: p.campaign, MosaicBin: o.MosaicBin, Exchange: x.siteURL[p.spec.Name],
+			Tokens: SliceTokens(x.token, o.RunID, p.spec.Agents), Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: o.Out}
+		var b Backend
+		var err error
+		switch {
+		case o.NewBackend != nil:
+			b, err = o.NewBackend(l, p.sys)
+		case p.spec.Mode == ModeAttach:
+			b, err = NewAttachBackend(p.sys, l, o.LocalEnv)
+		default:
+			b, err = NewSubmitBackend(p.sys, l, o.LocalEnv, o.Jobs)
+		}
+		if err != nil {
+			closeAll(backends[:i])
+			return nil, err
+		}
+		backends[i] = b
+	}
+	return backends, nil
+}
+
+// bringUp starts every site in parallel, then waits in parallel until each
+// site's agents are all registered. Any failure (or ctx ending) stops every
+// site and records the run as failed.
+func bringUp(ctx context.Context, o *LaunchOptions, plan []sitePlan, x *launchExchange, run *launchRun, backends []Backend) error {
+	stopAll := run.stopper(ctx, backends, o.Out)
 	if err := parallel(ctx, backends, func(ctx context.Context, b Backend) error { return b.Start(ctx) }); err != nil {
 		stopAll("a site failed to start")
-		finish(RunFailed, err)
+		run.finish(ctx, RunFailed, err)
 		return err
 	}
-	// Ready in parallel.
 	if err := parallel(ctx, backends, func(ctx context.Context, b Backend) error {
-		return waitSiteReady(ctx, cl, o, b, planFor(plan, b.Site()), dir, out)
+		return waitSiteReady(ctx, x.cl, *o, b, planFor(plan, b.Site()), run.dir, o.Out)
 	}); err != nil {
 		why := "a site failed before it was ready"
 		if ctx.Err() != nil {
 			why = "interrupted"
 		}
 		stopAll(why)
-		finish(RunFailed, err)
+		run.finish(ctx, RunFailed, err)
 		return err
 	}
-	_ = dir.Update(func(s *RunState) { s.State = RunReady })
-	fmt.Fprintf(out, "all %d sites ready\n", len(backends))
-	if o.AutoBootstrap {
-		berr := Bootstrap(ctx, cl, o.Spec, o.RunID, BootstrapOptions{Recipient: o.Recipient, Timeout: time.Minute, Log: out})
-		if berr != nil {
-			fmt.Fprintf(out, "bootstrap failed: %v\nthe agents keep running; rerun it with:\n  %s %s campaign bootstrap --campaign %s --run-id %s --exchange-url %s\n",
-				berr, agent.EnvExchangeToken+"=$(cat "+filepath.Join(dir.Path, "token")+")", o.MosaicBin, abs, o.RunID, localURL)
-		} else {
-			_ = dir.Update(func(s *RunState) { s.Bootstrapped = true })
-		}
-	} else {
+	return nil
+}
+
+// announceReady records the run as ready and, with AutoBootstrap, sends the
+// user task (a failure leaves the agents running and prints the command that
+// retries it); without, it prints that command.
+func announceReady(ctx context.Context, o *LaunchOptions, x *launchExchange, run *launchRun, sites int) {
+	out := o.Out
+	_ = run.dir.Update(func(s *RunState) { s.State = RunReady })
+	fmt.Fprintf(out, "all %d sites ready\n", sites)
+	if !o.AutoBootstrap {
 		fmt.Fprintf(out, "send the user task with:\n  %s campaign bootstrap --campaign %s --run-id %s --exchange-url %s  (token: %s)\n",
-			o.MosaicBin, abs, o.RunID, localURL, filepath.Join(dir.Path, "token"))
+			o.MosaicBin, run.abs, o.RunID, x.localURL, filepath.Join(run.dir.Path, "token"))
+		return
 	}
-	return follow(ctx, o, backends, dir, srv, stopAll, finish)
+	err := Bootstrap(ctx, x.cl, o.Spec, o.RunID, BootstrapOptions{Recipient: o.Recipient, Timeout: time.Minute, Log: out})
+	if err != nil {
+		fmt.Fprintf(out, "bootstrap failed: %v\nthe agents keep running; rerun it with:\n  %s %s campaign bootstrap --campaign %s --run-id %s --exchange-url %s\n",
+			err, agent.EnvExchangeToken+"=$(cat "+filepath.Join(run.dir.Path, "token")+")", o.MosaicBin, run.abs, o.RunID, x.localURL)
+		return
+	}
+	_ = run.dir.Update(func(s *RunState) { s.Bootstrapped = true })
 }
 
 // checkAgentTokens asks an external exchange, with the first agent's derived

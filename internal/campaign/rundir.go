@@ -23,17 +23,20 @@ const (
 
 // RunState is what a run directory records about a launch (state.json).
 type RunState struct {
-	RunID        string      `json:"run_id"`
-	Campaign     string      `json:"campaign"`      // absolute path of the campaign file
-	CampaignName string      `json:"campaign_name"` // its "name"
-	State        string      `json:"state"`
-	Created      time.Time   `json:"created"`
-	Updated      time.Time   `json:"updated"`
-	ExchangeURL  string      `json:"exchange_url"`
-	LauncherPID  int         `json:"launcher_pid,omitempty"`
-	Bootstrapped bool        `json:"bootstrapped,omitempty"`
-	Error        string      `json:"error,omitempty"`
-	Sites        []SiteState `json:"sites"`
+	RunID        string    `json:"run_id"`
+	Campaign     string    `json:"campaign"`      // absolute path of the campaign file
+	CampaignName string    `json:"campaign_name"` // its "name"
+	State        string    `json:"state"`
+	Created      time.Time `json:"created"`
+	Updated      time.Time `json:"updated"`
+	ExchangeURL  string    `json:"exchange_url"`
+	LauncherPID  int       `json:"launcher_pid,omitempty"`
+	Bootstrapped bool      `json:"bootstrapped,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	// TasksStore is the store holding the run's submit-mode jobs as tasks (the
+	// core's store the launcher used); `campaign stop` cancels them through it.
+	TasksStore string      `json:"tasks_store,omitempty"`
+	Sites      []SiteState `json:"sites"`
 }
 
 // SiteState is one site of a run.
@@ -47,6 +50,9 @@ type SiteState struct {
 	Exchange string `json:"exchange,omitempty"`
 	// Log is the remote log of the slice.
 	Log string `json:"log,omitempty"`
+	// TaskID is the core's task that runs the site's job (submit mode): stored
+	// before the site is called.
+	TaskID string `json:"task_id,omitempty"`
 	// SubmittedJob is the batch job id Mosaic submitted (submit mode).
 	SubmittedJob string `json:"submitted_job,omitempty"`
 	// StepName names the srun step Mosaic started inside JobID (attach mode).

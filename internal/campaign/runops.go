@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,10 +75,17 @@ func statusOf(ctx context.Context, p *hpc.Provider, id string) (map[string]jobSt
 	return out, nil
 }
 
+// OpenJobs opens the Jobs of the store a run recorded (RunState.TasksStore);
+// done releases it.
+type OpenJobs func(ctx context.Context, store string) (jobs Jobs, done func(), err error)
+
 // StopRun stops a run from its directory: it interrupts a live launcher (which
-// tears its sites down), then makes sure itself: cancels submitted jobs,
-// hangs up attach sessions and ends their remote steps or processes.
-func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEnv []string, out io.Writer) error {
+// tears its sites down), then makes sure itself: cancels submit-mode sites'
+// tasks through the core's engine (openJobs, on the run's store), hangs up
+// attach sessions and ends their remote steps or processes. A job whose task
+// cannot be reached (no openJobs, the store busy or lost, a run directory
+// older than tasks) is cancelled at its site directly.
+func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEnv []string, out io.Writer, openJobs OpenJobs) error {
 	d, err := OpenRunDir(root, runID)
 	if err != nil {
 		return err
@@ -90,8 +98,37 @@ func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEn
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
+	var jobs Jobs
+	if openJobs != nil && slices.ContainsFunc(st.Sites, func(s SiteState) bool { return s.TaskID != "" }) {
+		j, done, err := openJobs(ctx, st.TasksStore)
+		if err != nil {
+			fmt.Fprintf(out, "the run's tasks cannot be reached (%v); cancelling their jobs at the sites directly\n", err)
+		} else {
+			defer done()
+			jobs = j
+		}
+	}
 	var errs []error
 	for _, s := range st.Sites {
+		if s.TaskID != "" && jobs != nil {
+			cctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := jobs.CancelCampaignJob(cctx, s.TaskID, "campaign run "+runID+" stopped (campaign stop)")
+			cancel()
+			if err == nil {
+				fmt.Fprintf(out, "%s: task %s cancelled (job %s; or it had already ended)\n", s.Name, s.TaskID, orDash(s.SubmittedJob))
+				_ = d.UpdateSite(s.Name, func(x *SiteState) {
+					if !isFinalSiteState(x.State) {
+						x.State = "stopped"
+					}
+				})
+				continue
+			}
+			if s.SubmittedJob == "" {
+				errs = append(errs, fmt.Errorf("site %s: cancel task %s: %w", s.Name, s.TaskID, err))
+				continue
+			}
+			fmt.Fprintf(out, "%s: cancel task %s: %v; cancelling job %s at the site directly\n", s.Name, s.TaskID, err, s.SubmittedJob)
+		}
 		sys, ok := cat.System(s.Name)
 		if !ok {
 			errs = append(errs, fmt.Errorf("site %s is no longer in the sites catalog; clean it up by hand (job %s, dir %s)", s.Name, s.SubmittedJob+s.JobID, s.RemoteDir))

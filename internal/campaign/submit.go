@@ -9,27 +9,29 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
-	"github.com/mosaic-hpc/mosaic/internal/provider/hpc"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
-// SubmitBackend submits a batch job (the site's dialect: Slurm or PBS) that
-// runs the slice, follows its state and cancels it on stop.
+// SubmitBackend runs the slice as a batch job (the site's dialect: Slurm or
+// PBS) that is a task of the core's execution engine (Jobs): stored before the
+// site is called, followed by the engine's monitor, cancelled through it.
 type SubmitBackend struct {
 	l    SiteLaunch
 	sys  site.System
 	conn *siteConn
-	prov *hpc.Provider
+	jobs Jobs
 
 	mu    sync.Mutex
+	task  string
 	job   string
 	dir   string
 	state model.JobState
+	final bool
 	color bool
 }
 
-// NewSubmitBackend prepares a submit-mode site.
-func NewSubmitBackend(sys site.System, l SiteLaunch, localEnv []string) (*SubmitBackend, error) {
+// NewSubmitBackend prepares a submit-mode site whose job jobs runs.
+func NewSubmitBackend(sys site.System, l SiteLaunch, localEnv []string, jobs Jobs) (*SubmitBackend, error) {
 	if l.Spec.Mode != ModeSubmit {
 		return nil, fmt.Errorf("site %s: not a submit spec", l.Spec.Name)
 	}
@@ -37,11 +39,7 @@ func NewSubmitBackend(sys site.System, l SiteLaunch, localEnv []string) (*Submit
 	if err != nil {
 		return nil, err
 	}
-	prov, err := hpc.New(sys, hpc.WithTransport(conn.tr))
-	if err != nil {
-		return nil, fmt.Errorf("site %s: %w", sys.Name, err)
-	}
-	return &SubmitBackend{l: l, sys: sys, conn: conn, prov: prov, color: colorOK(l.Out)}, nil
+	return &SubmitBackend{l: l, sys: sys, conn: conn, jobs: jobs, color: colorOK(l.Out)}, nil
 }
 
 // Site implements Backend.
@@ -64,11 +62,15 @@ func (b *SubmitBackend) JobSpec(dir string) model.JobSpec {
 	}
 }
 
-// Start implements Backend: prepare the site directory, submit, and persist
-// the job id before returning. The submission itself is not cancellable by
-// ctx (an interrupted sbatch may still have queued the job); its id is saved
-// the moment it is known so that stop can cancel it.
+// Start implements Backend: prepare the site directory, then hand the job to
+// the engine, which stores the task (its id is in the run directory before the
+// site is called) and submits it. The submission itself is not cancellable by
+// ctx (an interrupted sbatch may still have queued the job); the engine records
+// the job id the moment it is known so that stop can cancel it.
 func (b *SubmitBackend) Start(ctx context.Context) error {
+	if b.jobs == nil {
+		return fmt.Errorf("site %s: submit mode runs the job as a task of Mosaic's core, and this launcher has none (campaign.LaunchOptions.Jobs); `mosaic campaign launch` opens one on the store", b.l.Spec.Name)
+	}
 	rd := b.l.remoteDir(b.sys.WorkDir)
 	res, err := b.conn.sh(ctx, prepareScript, strings.NewReader(b.l.tokensFile()), rd)
 	if err != nil {
@@ -88,70 +90,109 @@ func (b *SubmitBackend) Start(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	id, err := b.prov.Submit(sctx, b.JobSpec(dir))
+	var recErr error
+	req := JobRequest{RunID: b.l.RunID, Site: b.l.Spec.Name, Agents: b.l.Spec.Agents, Spec: b.JobSpec(dir),
+		Stored: func(id string) {
+			b.mu.Lock()
+			b.task = id
+			b.mu.Unlock()
+			recErr = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.TaskID = id })
+		}}
+	task, err := b.jobs.SubmitCampaignJob(sctx, req)
+	if recErr != nil {
+		b.l.printf("WARNING: task %s could not be recorded in the run directory (%v); cancel it with `mosaic cancel %s` if the launch fails", task, recErr, task)
+	}
 	if err != nil {
+		if v, verr := b.jobs.CampaignJob(sctx, task); task != "" && verr == nil && v.TaskState.Final() {
+			b.mu.Lock()
+			b.final = true // the engine recorded the refusal: nothing to cancel
+			b.mu.Unlock()
+		}
 		_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State, s.Error = string(model.JobSubmitError), err.Error() })
 		return fmt.Errorf("site %s: submit: %w", b.l.Spec.Name, err)
 	}
-	b.mu.Lock()
-	b.job = id
-	b.mu.Unlock()
-	if err := b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.SubmittedJob, s.State = id, string(model.JobPending) }); err != nil {
-		b.l.printf("WARNING: job %s was submitted but could not be recorded (%v); cancel it by hand if the launch fails", id, err)
+	v, err := b.jobs.CampaignJob(sctx, task)
+	if err != nil {
+		return fmt.Errorf("site %s: task %s: %w", b.l.Spec.Name, task, err)
 	}
-	b.l.printf("submitted job %s to %s (queue %s, walltime %s); log %s/site.log", paint(b.color, "1;36", id), b.conn.login(), b.l.Spec.Queue, b.l.Spec.Walltime.Slurm(), dir)
+	b.mu.Lock()
+	b.task, b.job = task, v.JobID
+	b.mu.Unlock()
+	if err := b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.TaskID, s.SubmittedJob, s.State = task, v.JobID, string(model.JobPending) }); err != nil {
+		b.l.printf("WARNING: job %s (task %s) was submitted but could not be recorded (%v); cancel it with `mosaic cancel %s` if the launch fails", v.JobID, task, err, task)
+	}
+	b.l.printf("submitted job %s to %s (queue %s, walltime %s, task %s); log %s/site.log", paint(b.color, "1;36", orDash(v.JobID)), b.conn.login(), b.l.Spec.Queue, b.l.Spec.Walltime.Slurm(), task, dir)
 	return nil
 }
 
-// Poll implements Backend, printing each state transition.
+// Poll implements Backend: the task's state as the engine's monitor last saw
+// it, printing each job state transition.
 func (b *SubmitBackend) Poll(ctx context.Context) (string, bool, error) {
 	b.mu.Lock()
-	id, dir, prev := b.job, b.dir, b.state
+	task, job, dir, prev := b.task, b.job, b.dir, b.state
 	b.mu.Unlock()
-	if id == "" {
+	if task == "" {
 		return "not submitted", false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	st, err := b.prov.Status(ctx, []string{id})
+	v, err := b.jobs.CampaignJob(ctx, task)
 	if err != nil {
-		return string(prev), false, fmt.Errorf("site %s: status of job %s: %w", b.l.Spec.Name, id, err)
+		return string(prev), false, fmt.Errorf("site %s: task %s: %w", b.l.Spec.Name, task, err)
 	}
-	js, ok := st[id]
-	if !ok {
-		return string(prev), false, nil // not visible yet
-	}
-	if js.State != prev {
+	if v.JobID != "" && v.JobID != job {
 		b.mu.Lock()
-		b.state = js.State
+		b.job = v.JobID
 		b.mu.Unlock()
-		b.l.printf("job %s: %s -> %s", id, orDash(string(prev)), paint(b.color, stateColor(js.State), string(js.State)))
-		_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State = string(js.State) })
+		job = v.JobID
+		_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.SubmittedJob = v.JobID })
 	}
-	if !js.State.Final() {
-		return string(js.State), false, nil
+	state := v.State
+	if state == "" || state == model.JobSubmitting {
+		return string(prev), false, nil // not at the site yet
 	}
-	if js.State == model.JobSucceeded {
-		return string(js.State), true, nil
+	if state != prev {
+		b.mu.Lock()
+		b.state = state
+		b.mu.Unlock()
+		b.l.printf("job %s: %s -> %s", job, orDash(string(prev)), paint(b.color, stateColor(state), string(state)))
+		_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State = string(state) })
 	}
-	return string(js.State), true, fmt.Errorf("site %s: job %s ended %s (exit %d)\n--- tail of %s/site.log on %s ---\n%s",
-		b.l.Spec.Name, id, js.State, js.ExitCode, dir, b.conn.login(), b.conn.tail(ctx, dir+"/site.log", 30))
+	if !v.TaskState.Final() {
+		return string(state), false, nil
+	}
+	b.mu.Lock()
+	b.final = true
+	b.mu.Unlock()
+	if v.TaskState == model.TaskSucceeded {
+		return string(state), true, nil
+	}
+	code := "-"
+	if v.ExitCode != nil {
+		code = fmt.Sprint(*v.ExitCode)
+	}
+	return string(state), true, fmt.Errorf("site %s: job %s (task %s) ended %s (exit %s)\n--- tail of %s/site.log on %s ---\n%s",
+		b.l.Spec.Name, job, task, state, code, dir, b.conn.login(), b.conn.tail(ctx, dir+"/site.log", 30))
 }
 
-// Stop implements Backend: cancel the job unless it already ended.
+// Stop implements Backend: cancel the task through the engine unless it
+// already ended.
 func (b *SubmitBackend) Stop(ctx context.Context) error {
 	b.mu.Lock()
-	id, st := b.job, b.state
+	task, job, final := b.task, b.job, b.final
 	b.mu.Unlock()
-	if id == "" || st.Final() {
+	if task == "" || final {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := b.prov.Cancel(ctx, []string{id}); err != nil {
-		return fmt.Errorf("site %s: cancel job %s: %w (cancel it by hand with scancel/qdel)", b.l.Spec.Name, id, err)
+	if err := b.jobs.CancelCampaignJob(ctx, task, "campaign run "+b.l.RunID+" stopped"); err != nil {
+		return fmt.Errorf("site %s: cancel task %s (job %s): %w (cancel it with `mosaic cancel %s`, or by hand with scancel/qdel)", b.l.Spec.Name, task, orDash(job), err, task)
 	}
-	b.l.printf("cancelled job %s", id)
+	b.mu.Lock()
+	b.final = true
+	b.mu.Unlock()
+	b.l.printf("cancelled job %s (task %s)", orDash(job), task)
 	_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State = string(model.JobCancelled) })
 	return nil
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
-// campaignState is the campaign part of a Core, kept in a registry keyed by the
-// Core so that core.go needs no new field. A process creates one or a few
-// Cores, so entries are never removed.
+// campaignState is the campaign part of a Core: its embedded exchange (made on
+// first use) and the directory of launched runs. Each Core builds its own in
+// New, so two cores in one process share nothing.
 type campaignState struct {
 	once sync.Once
 	srv  *exchange.Server
@@ -25,12 +25,7 @@ type campaignState struct {
 	root string
 }
 
-var campaignStates sync.Map // *Core -> *campaignState
-
-func (c *Core) campaigns() *campaignState {
-	v, _ := campaignStates.LoadOrStore(c, &campaignState{})
-	return v.(*campaignState)
-}
+func (c *Core) campaigns() *campaignState { return c.camp }
 
 // Exchange returns the agent exchange embedded in this core, created on first
 // use (in-memory backend). The API serves it under /exchange/ with its own
@@ -102,6 +97,7 @@ type CampaignSite struct {
 	Mode         string    `json:"mode"`
 	Agents       []string  `json:"agents"`
 	JobID        string    `json:"job_id,omitempty"`        // the allocation attached to
+	TaskID       string    `json:"task_id,omitempty"`       // the task running the submitted job
 	SubmittedJob string    `json:"submitted_job,omitempty"` // the job Mosaic submitted
 	Host         string    `json:"host,omitempty"`
 	Login        string    `json:"login,omitempty"`
@@ -149,7 +145,7 @@ func (c *Core) CampaignRun(ctx context.Context, run string) (*CampaignRunDetail,
 	}
 	for _, s := range st.Sites {
 		out.Sites = append(out.Sites, s.Name)
-		out.SiteStatus = append(out.SiteStatus, CampaignSite{Name: s.Name, Mode: string(s.Mode), Agents: s.Agents, JobID: s.JobID,
+		out.SiteStatus = append(out.SiteStatus, CampaignSite{Name: s.Name, Mode: string(s.Mode), Agents: s.Agents, JobID: s.JobID, TaskID: s.TaskID,
 			SubmittedJob: s.SubmittedJob, Host: s.Host, Login: s.Login, Log: s.Log, State: s.State, Error: s.Error, Updated: s.Updated})
 	}
 	tl, err := c.CampaignTimeline(ctx, run)

@@ -71,8 +71,9 @@ type Core struct {
 	stopMu    sync.Mutex
 	stopRun   context.CancelFunc // cancels Run's context (Close)
 	ownsStore bool
-	lease     store.Lease // the store's owner lease (Open takes it, Close releases it); nil if none
-	simTmp    string      // temporary sim work directory of an in-memory store (Close removes it)
+	lease     store.Lease    // the store's owner lease (Open takes it, Close releases it); nil if none
+	simTmp    string         // temporary sim work directory of an in-memory store (Close removes it)
+	camp      *campaignState // this core's exchange and campaigns directory (campaigns.go)
 }
 
 // New assembles a core; call Run to start probing.
@@ -96,7 +97,7 @@ func New(opts Options) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{cat: opts.Catalog, store: opts.Store, collector: col, log: opts.Logger, clock: opts.Clock, started: opts.Clock()}
+	c := &Core{cat: opts.Catalog, store: opts.Store, collector: col, log: opts.Logger, clock: opts.Clock, started: opts.Clock(), camp: &campaignState{}}
 	var llmClient llm.Client
 	if opts.Getenv != nil {
 		cl, err := llm.FromEnv(opts.Getenv)

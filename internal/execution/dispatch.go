@@ -38,6 +38,20 @@ func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Plac
 	spec.Name = t.Name
 	spec.System, spec.Partition, spec.Account = pl.System, pl.Partition, pl.Account
 	spec.Command, spec.Script = t.Command, t.Script
+	if pl.Tag != "" {
+		spec.Tag = pl.Tag
+	}
+	// The site gets the secret values; the store keeps the spec without them.
+	sub := spec
+	if len(pl.Env) > 0 {
+		sub.Env = make(map[string]string, len(spec.Env)+len(pl.Env))
+		for k, v := range spec.Env {
+			sub.Env[k] = v
+		}
+		for k, v := range pl.Env {
+			sub.Env[k] = v
+		}
+	}
 	a := &model.Attempt{TaskID: t.ID, N: n, Tag: spec.Tag, System: pl.System, Partition: pl.Partition, Account: pl.Account,
 		Spec: spec, State: model.JobSubmitting, CreatedAt: e.now()}
 	if !pl.EstimatedStart.IsZero() {
@@ -50,7 +64,7 @@ func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Plac
 	p, err := e.provider(pl.System)
 	var jobID string
 	if err == nil {
-		jobID, err = e.submit(ctx, p, spec)
+		jobID, err = e.submit(ctx, p, sub)
 	}
 	if errors.Is(err, errSubmitUnknown) {
 		// The site may hold the job: leave the attempt submitting without a job id. The

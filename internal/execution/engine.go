@@ -29,6 +29,14 @@ type Placement struct {
 	Decision       json.RawMessage // the decision trace
 	Rationale      string
 	EstimatedStart time.Time // zero if unknown
+	// Tag, when set, is the job tag (job name) of this attempt instead of
+	// mosaic-<task>-<n>; it must be unique per attempt (a campaign slice's job keeps
+	// its recognisable mosaic-c-<run>-<site>). Continuations never carry it over.
+	Tag string
+	// Env is exported in the job like Spec.Env but never stored (forwarded secrets
+	// stay out of the store, the API and the events). A resubmission after a crash
+	// runs without these values.
+	Env map[string]string
 }
 
 // Placer chooses a placement for a task, never on an excluded system. The core

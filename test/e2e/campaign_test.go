@@ -501,6 +501,10 @@ func TestRigCampaignStopAfterLauncherCrash(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("campaign stop: exit %d\n%s%s", code, so, se)
 	}
+	// The dead launcher's task is cancelled through the engine, from the store.
+	if !strings.Contains(se, "alpha: task ") || !strings.Contains(se, " cancelled (job ") {
+		t.Errorf("campaign stop did not cancel alpha's task through the engine:\n%s", se)
+	}
 	var left []string
 	for i := 0; i < 40; i++ {
 		left = append(r.queued("alpha", prefix), stepsNamed(r, job, prefix)...)
@@ -542,5 +546,152 @@ func TestRigCampaignAutoPlacement(t *testing.T) {
 	}
 	if !strings.Contains(out, "auto placement: alpha:") && !strings.Contains(out, "auto placement: beta:") {
 		t.Fatalf("no auto placement line:\n%s", out)
+	}
+	// The running core owns the user's store: the run's tasks went to a store of its own.
+	own := filepath.Join(e.home, "state", "mosaic", "campaigns", run+".tasks.db")
+	if !strings.Contains(out, "run "+run+"'s tasks are kept in "+own) {
+		t.Errorf("no note of the run's own store %s:\n%s", own, out)
+	}
+	if _, err := os.Stat(own); err != nil {
+		t.Errorf("the run's store: %v", err)
+	}
+}
+
+// TestRigCampaignSubmitJobIsATask: a submit-mode site's job is a task of the core's
+// engine: its id is in the run directory while the launch runs, `campaign stop`
+// cancels it through the engine (nothing left in alpha's queue), and afterwards the
+// core serves it as a cancelled task pinned to alpha, under the launcher's job name,
+// with the run id in its events.
+func TestRigCampaignSubmitJobIsATask(t *testing.T) {
+	r := needRig(t)
+	e := newEnv(t)
+	sites := r.sites()
+	l, run, _, _ := launchAcrossClusters(t, r, e, "task", "--startup-timeout", "120s")
+	l.waitFor("all 2 sites ready", 150*time.Second)
+	data, err := os.ReadFile(filepath.Join(e.home, "state", "mosaic", "campaigns", run, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		TasksStore string `json:"tasks_store"`
+		Sites      []struct {
+			Name         string `json:"name"`
+			TaskID       string `json:"task_id"`
+			SubmittedJob string `json:"submitted_job"`
+		} `json:"sites"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Sites) != 2 || st.Sites[0].Name != "alpha" || st.Sites[0].TaskID == "" || st.Sites[0].SubmittedJob == "" || st.Sites[1].TaskID != "" {
+		t.Fatalf("run directory: want alpha's task and job (and no task for the attached beta): %s", data)
+	}
+	if st.TasksStore != filepath.Join(e.home, "state", "mosaic", "mosaic.db") {
+		t.Errorf("tasks store %q, want the user's store", st.TasksStore)
+	}
+	task, job := st.Sites[0].TaskID, st.Sites[0].SubmittedJob
+	prefix := "mosaic-c-" + run + "-alpha"
+	if q := r.queued("alpha", prefix); len(q) != 1 {
+		t.Fatalf("alpha's queue holds %v, want the slice's job %s", q, prefix)
+	}
+	so, se, code := e.run("campaign", "stop", run, "--sites", sites)
+	if code != 0 {
+		t.Fatalf("campaign stop: exit %d\n%s%s\nlauncher:\n%s", code, so, se, l.output())
+	}
+	_ = l.wait(90 * time.Second)
+	var left []string
+	for i := 0; i < 40; i++ {
+		if left = r.queued("alpha", prefix); len(left) == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("alpha's job left after stop: %v", left)
+	}
+	if out := l.output(); !strings.Contains(out, "cancelled job "+job+" (task "+task+")") {
+		t.Errorf("the launcher did not cancel task %s through the engine:\n%s", task, out)
+	}
+	// The core serves the task from the same store.
+	e.serve("--sites", sites)
+	code, body := httpGet("http://"+e.addr+"/api/tasks/"+task, e.token())
+	if code != 200 {
+		t.Fatalf("task %s: HTTP %d %s", task, code, body)
+	}
+	var td struct {
+		Name   string `json:"name"`
+		State  string `json:"state"`
+		Target struct {
+			System    string `json:"system"`
+			Partition string `json:"partition"`
+		} `json:"target"`
+		Attempts []struct {
+			Tag   string `json:"tag"`
+			JobID string `json:"job_id"`
+			State string `json:"state"`
+		} `json:"attempts"`
+	}
+	if err := json.Unmarshal(body, &td); err != nil {
+		t.Fatal(err)
+	}
+	if td.State != "cancelled" || !strings.Contains(td.Name, run) || td.Target.System != "alpha" || td.Target.Partition != "cpu" ||
+		len(td.Attempts) != 1 || td.Attempts[0].Tag != prefix || td.Attempts[0].JobID != job || td.Attempts[0].State != "cancelled" {
+		t.Errorf("task: %s", body)
+	}
+	code, body = httpGet("http://"+e.addr+"/api/tasks", e.token())
+	if code != 200 || !strings.Contains(string(body), `"id":"`+task+`"`) {
+		t.Errorf("task list lacks %s: HTTP %d %s", task, code, body)
+	}
+	code, body = httpGet("http://"+e.addr+"/api/events?task="+task, e.token())
+	if code != 200 || !strings.Contains(string(body), "campaign run "+run) || !strings.Contains(string(body), "cancelled") {
+		t.Errorf("events of %s: HTTP %d %s", task, code, body)
+	}
+}
+
+// TestRigCampaignSubmitRefused: a job the site refuses fails the launch at once with
+// the site's reason; its task is failed (never retried) and nothing is cancelled.
+func TestRigCampaignSubmitRefused(t *testing.T) {
+	r := needRig(t)
+	e := newEnv(t)
+	run := fmt.Sprintf("e2e-refused-%d", rand.IntN(1e9))
+	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sites(), "--mosaic-bin", binary,
+		"--site", "alpha:queue=nosuch;walltime=00:05:00;agents=coordinator,worker-a,worker-b", "--startup-timeout", "60s")
+	err := l.wait(120 * time.Second)
+	out := l.output()
+	if err == nil || !strings.Contains(out, "site alpha: submit: task ") || !strings.Contains(out, "alpha refused the job") {
+		t.Fatalf("launch: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "cancelled job") {
+		t.Errorf("a refused job was cancelled:\n%s", out)
+	}
+	data, err := os.ReadFile(filepath.Join(e.home, "state", "mosaic", "campaigns", run, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		State string `json:"state"`
+		Sites []struct {
+			TaskID string `json:"task_id"`
+			State  string `json:"state"`
+		} `json:"sites"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.State != "failed" || len(st.Sites) != 1 || st.Sites[0].TaskID == "" || st.Sites[0].State != "submit_error" {
+		t.Fatalf("run directory: %s", data)
+	}
+	e.serve("--sites", r.sites())
+	code, body := httpGet("http://"+e.addr+"/api/tasks/"+st.Sites[0].TaskID, e.token())
+	var td struct {
+		State    string `json:"state"`
+		Attempts []struct {
+			Tag   string `json:"tag"`
+			State string `json:"state"`
+		} `json:"attempts"`
+	}
+	if code != 200 || json.Unmarshal(body, &td) != nil || td.State != "failed" || len(td.Attempts) != 1 ||
+		td.Attempts[0].Tag != "mosaic-c-"+run+"-alpha" || td.Attempts[0].State != "submit_error" {
+		t.Errorf("refused task: HTTP %d %s", code, body)
 	}
 }

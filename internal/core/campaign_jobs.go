@@ -1,0 +1,149 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/campaign"
+	"github.com/mosaic-hpc/mosaic/internal/execution"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// The core runs campaign launchers' submit-mode jobs as its own tasks.
+var _ campaign.Jobs = (*Core)(nil)
+
+// campaignPolicy: a slice's job runs once, where its --site says. Its agents are
+// tied to the run's exchange and to the launcher following them, so a retry, a
+// resize or a move would start a slice nobody waits for; the launcher reports
+// the failure with the site log's tail instead.
+func campaignPolicy() model.Policy {
+	off := false
+	return model.Policy{MaxAttempts: 1, RetryFailed: -1, RetryTransient: &off, ResizeOnTimeout: &off, ResizeOnOOM: &off, MigrateOnWait: &off}
+}
+
+// SubmitCampaignJob implements campaign.Jobs: the slice's job becomes a task
+// pinned to its system and partition with exactly the launcher's job spec (no
+// placement: the user named the site, or the scheduler already placed an auto
+// site), stored with an event naming the run before the engine submits it. The
+// forwarded environment (Spec.Env) reaches the job but never the store.
+func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (string, error) {
+	if c.engine == nil {
+		return "", fmt.Errorf("this core has no store, so it cannot run campaign jobs: %w", ErrInvalid)
+	}
+	if err := campaign.ValidateRunID(req.RunID); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	spec := req.Spec
+	if spec.Tag == "" || spec.Partition == "" || spec.Walltime <= 0 || (spec.Command == "" && spec.Script == "") {
+		return "", fmt.Errorf("campaign job of site %s: tag, partition, walltime and command are required: %w", req.Site, ErrInvalid)
+	}
+	target, err := c.ParseTarget(spec.System + ":" + spec.Partition)
+	if err != nil {
+		return "", err
+	}
+	spec.System = target.System
+	name := spec.Name
+	if name == "" {
+		name = "campaign " + req.RunID + " on " + req.Site
+	}
+	if r := []rune(name); len(r) > model.MaxNameChars {
+		name = string(r[:model.MaxNameChars])
+	}
+	task := model.Task{Name: name, Command: spec.Command, Script: spec.Script, Target: target, State: model.TaskPlaced}
+	if err := checkRequestText(SubmitRequest{Name: task.Name, Command: task.Command, Script: task.Script}); err != nil {
+		return "", err
+	}
+	secret := spec.Env
+	spec.Env = nil
+	nodes := max(spec.Nodes, 1)
+	cores := max(spec.NTasks, 1) * max(spec.CPUsPerTask, 1)
+	task.Envelope = model.Envelope{Nodes: model.IntRange{Min: nodes, Max: nodes}, CPUCores: model.IntRange{Min: cores, Max: cores},
+		Walltime: model.DurationRange{Min: spec.Walltime, Max: spec.Walltime}, Source: model.SourceUser,
+		Rationale: "the campaign's --site " + req.Site}
+	if spec.GPUs > 0 {
+		task.Envelope.GPUs = model.IntRange{Min: spec.GPUs, Max: spec.GPUs}
+	}
+	task.ID = newTaskID()
+	now := c.clock().UTC()
+	task.CreatedAt, task.UpdatedAt = now, now
+	pol, _ := json.Marshal(campaignPolicy())
+	why := fmt.Sprintf("campaign run %s: site %s's slice [%s] runs where its --site says; it is never retried, resized or moved (its agents are tied to the run's exchange)",
+		req.RunID, req.Site, strings.Join(req.Agents, " "))
+	if len(secret) > 0 {
+		keys := make([]string, 0, len(secret))
+		for k := range secret {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		why += "; forwarded variables " + strings.Join(keys, ", ") + " are exported in the job and not stored"
+	}
+	evs := []model.Event{{TaskID: task.ID, Kind: "decision", Actor: model.ActorUser, System: target.System, Time: now,
+		Message: fmt.Sprintf("campaign run %s: site %s's slice pinned to %s:%s by campaign launch", req.RunID, req.Site, target.System, target.Partition), Rationale: why}}
+	if err := c.store.CreateTask(ctx, &store.TaskRow{Task: task, Policy: pol}, evs...); err != nil {
+		return "", fmt.Errorf("store the campaign job of site %s: %w", req.Site, err)
+	}
+	if req.Stored != nil {
+		req.Stored(task.ID)
+	}
+	pl := &execution.Placement{System: target.System, Partition: target.Partition, Account: spec.Account, Spec: spec,
+		Rationale: why, Tag: spec.Tag, Env: secret}
+	// Stored: its attempt must not depend on the caller staying (a launcher's
+	// Ctrl-C during sbatch is answered by cancelling the task, not by losing it).
+	if err := c.engine.Dispatch(context.WithoutCancel(ctx), task.ID, pl, why); err != nil {
+		return task.ID, fmt.Errorf("task %s: dispatch: %w", task.ID, err)
+	}
+	v, err := c.CampaignJob(ctx, task.ID)
+	if err != nil {
+		return task.ID, err
+	}
+	if v.TaskState == model.TaskFailed {
+		return task.ID, fmt.Errorf("task %s: %s refused the job: %s", task.ID, target.System, v.Reason)
+	}
+	return task.ID, nil
+}
+
+// CampaignJob implements campaign.Jobs: the task's state and its latest
+// attempt's job.
+func (c *Core) CampaignJob(ctx context.Context, taskID string) (campaign.JobView, error) {
+	if c.store == nil {
+		return campaign.JobView{}, fmt.Errorf("this core has no store: %w", ErrNotFound)
+	}
+	t, err := c.Task(ctx, taskID)
+	if err != nil {
+		return campaign.JobView{}, err
+	}
+	v := campaign.JobView{TaskID: t.ID, TaskState: t.State, Reason: t.Reason}
+	if n := len(t.Attempts); n > 0 {
+		a := t.Attempts[n-1]
+		v.JobID, v.State, v.ExitCode = a.JobID, a.State, a.ExitCode
+		if a.Reason != "" && v.Reason == "" {
+			v.Reason = a.Reason
+		}
+	}
+	return v, nil
+}
+
+// CancelCampaignJob implements campaign.Jobs: the engine cancels the task's
+// job at its site (the monitor confirms it); a task that already ended is left
+// as it is.
+func (c *Core) CancelCampaignJob(ctx context.Context, taskID, why string) error {
+	v, err := c.CampaignJob(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if v.TaskState.Final() {
+		return nil
+	}
+	if err := c.engine.Cancel(ctx, taskID, why); err != nil {
+		if v, verr := c.CampaignJob(ctx, taskID); verr == nil && v.TaskState.Final() && !errors.Is(err, ErrBusy) {
+			return nil // it ended meanwhile
+		}
+		return err
+	}
+	return nil
+}
