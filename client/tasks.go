@@ -7,24 +7,21 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mosaic-hpc/mosaic/internal/core"
-	"github.com/mosaic-hpc/mosaic/internal/model"
-	"github.com/mosaic-hpc/mosaic/internal/scheduler"
-	"github.com/mosaic-hpc/mosaic/internal/scheduler/draft"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
-// Task types.
+// Task types (aliases of the api/v1 wire types).
 type (
-	SubmitRequest = core.SubmitRequest
-	SubmitResult  = core.SubmitResult
-	TaskDetail    = core.TaskDetail
-	TaskSummary   = core.TaskSummary
-	Decision      = scheduler.Decision
-	Envelope      = model.Envelope
-	Event         = model.Event
-	Logs          = core.JobLogs
-	EventPage     = core.EventPage
-	DraftResult   = draft.Result
+	SubmitRequest = v1.SubmitRequest
+	SubmitResult  = v1.SubmitResult
+	TaskDetail    = v1.TaskDetail
+	TaskSummary   = v1.TaskSummary
+	Decision      = v1.Decision
+	Envelope      = v1.Envelope
+	Event         = v1.Event
+	Logs          = v1.Logs
+	EventPage     = v1.EventPage
+	DraftResult   = v1.DraftResult
 )
 
 // Submit submits a task (or, with DryRun, only places it).
@@ -138,12 +135,9 @@ func (c *Client) EventsPage(ctx context.Context, f EventFilter) (*EventPage, err
 	return &out, nil
 }
 
-// DraftEnvelope drafts an envelope from a description.
-func (c *Client) DraftEnvelope(ctx context.Context, name, description string) (*DraftResult, string, error) {
-	var out struct {
-		DraftResult
-		Drafter string `json:"drafter"`
-	}
+// DraftEnvelope drafts an envelope from a description; the result names its drafter.
+func (c *Client) DraftEnvelope(ctx context.Context, name, description string) (*DraftResult, error) {
+	var out DraftResult
 	err := c.do(ctx, http.MethodPost, "/api/envelope/generate", nil, map[string]string{"name": name, "description": description}, &out)
-	return &out.DraftResult, out.Drafter, err
+	return &out, err
 }
