@@ -38,21 +38,10 @@ type (
 )
 
 // ErrNoCore means nothing answered at the core's URL.
-var ErrNoCore = errors.New("no Mosaic core is running")
+var ErrNoCore = v1.ErrNoCore
 
 // APIError is an error response from the core (an RFC 9457 problem).
-type APIError struct {
-	Status int    `json:"status"`
-	Title  string `json:"title"`
-	Detail string `json:"detail"`
-}
-
-func (e *APIError) Error() string {
-	if e.Detail != "" {
-		return e.Detail
-	}
-	return fmt.Sprintf("%d %s", e.Status, e.Title)
-}
+type APIError = v1.Error
 
 // Client talks to one core.
 type Client struct {
@@ -177,12 +166,7 @@ func (c *Client) Resource(ctx context.Context, system string) (*ResourceDetail, 
 }
 
 // IdleQuery filters Idle.
-type IdleQuery struct {
-	GPUs, GPUMemGB, Cores int
-	Arch, GPUModel        string
-	MaxQueue              int // -1 = any
-	Provider, System      string
-}
+type IdleQuery = v1.IdleQuery
 
 // Idle returns partitions with free capacity now.
 func (c *Client) Idle(ctx context.Context, f IdleQuery) ([]ResourceRecord, error) {

@@ -79,17 +79,9 @@ func (c *Client) TaskLogs(ctx context.Context, id string, attempt, tail int) (*L
 }
 
 // EventFilter selects events.
-type EventFilter struct {
-	Task     string
-	Since    string // RFC 3339 or a duration back from now
-	AfterID  int64  // only newer than this id (the page is then oldest first)
-	BeforeID int64  // only older than this id: EventPage.NextBefore of the previous page
-	Kinds    []string
-	Limit    int
-	Order    string // "newest" (default) or "oldest" (default with AfterID)
-}
+type EventFilter = v1.EventQuery
 
-func (f EventFilter) query() url.Values {
+func eventQuery(f EventFilter) url.Values {
 	q := url.Values{}
 	if f.Task != "" {
 		q.Set("task", f.Task)
@@ -129,7 +121,7 @@ func (c *Client) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 // NextAfter for newer ones, LastID to follow the stream from.
 func (c *Client) EventsPage(ctx context.Context, f EventFilter) (*EventPage, error) {
 	var out EventPage
-	if err := c.do(ctx, http.MethodGet, "/api/events", f.query(), nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, "/api/events", eventQuery(f), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

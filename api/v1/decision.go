@@ -70,3 +70,13 @@ type Candidate struct {
 
 // Key is "system/partition/account", the candidate's identity in traces.
 func (c *Candidate) Key() string { return c.System + "/" + c.Partition + "/" + c.Account }
+
+// ChosenCandidate returns the chosen candidate, or nil.
+func (d *Decision) ChosenCandidate() *Candidate {
+	for _, c := range d.Candidates {
+		if c.Key() == d.Chosen {
+			return c
+		}
+	}
+	return nil
+}

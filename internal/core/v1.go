@@ -2,7 +2,11 @@ package core
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
+	"time"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/exchange"
@@ -384,4 +388,118 @@ func V1CampaignTimeline(t *CampaignTimeline) *v1.CampaignTimeline {
 		}
 	}
 	return out
+}
+
+// V1Error maps an error of the core onto the problem the API answers with: the HTTP
+// status that fits it and the message intact. A *v1.Error passes through.
+func V1Error(err error) *v1.Error {
+	if err == nil {
+		return nil
+	}
+	var ve *v1.Error
+	if errors.As(err, &ve) {
+		return ve
+	}
+	msg := err.Error()
+	status := http.StatusInternalServerError
+	var re *RefusedError
+	switch {
+	case errors.Is(err, ErrUnavailable):
+		status = http.StatusServiceUnavailable
+	case errors.As(err, &re):
+		// A look-around refusal: 400 malformed, 403 secrets or outside the workdir,
+		// 409 a target in the way, 413 too large.
+		switch re.Kind {
+		case RefusedForbidden:
+			status = http.StatusForbidden
+		case RefusedConflict:
+			status = http.StatusConflict
+		case RefusedTooLarge:
+			status = http.StatusRequestEntityTooLarge
+		default:
+			status = http.StatusBadRequest
+		}
+	case errors.Is(err, ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, ErrNotReady):
+		status, msg = http.StatusServiceUnavailable, msg+"; retry in a few seconds"
+	case errors.Is(err, ErrInvalid):
+		status = http.StatusUnprocessableEntity
+	case errors.Is(err, ErrBusy):
+		status = http.StatusConflict
+	}
+	return &v1.Error{Status: status, Title: http.StatusText(status), Detail: msg}
+}
+
+// refused is a 422 answer for a malformed query parameter.
+func refused(format string, args ...any) *v1.Error {
+	return &v1.Error{Status: http.StatusUnprocessableEntity, Title: http.StatusText(http.StatusUnprocessableEntity),
+		Detail: fmt.Sprintf(format, args...)}
+}
+
+// ParseSince reads an RFC 3339 time or a duration back from now; "" is an hour ago.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return now.Add(-time.Hour), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := model.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, refused("since=%q: want an RFC 3339 time or a duration such as 1h", s)
+	}
+	return now.Add(-d.D()), nil
+}
+
+// EventQueryFromV1 reads a wire event query: order newest (the default without
+// after_id) or oldest, since as ParseSince reads it.
+func EventQueryFromV1(f v1.EventQuery, now time.Time) (EventQuery, error) {
+	q := EventQuery{TaskID: f.Task, AfterID: f.AfterID, BeforeID: f.BeforeID, Kinds: f.Kinds, Limit: f.Limit}
+	switch strings.TrimSpace(f.Order) {
+	case "newest":
+		q.Newest = true
+	case "oldest":
+	case "":
+		q.Newest = f.AfterID == 0
+	default:
+		return q, refused("order=%q: want newest or oldest", f.Order)
+	}
+	if f.Since != "" {
+		t, err := ParseSince(f.Since, now)
+		if err != nil {
+			return q, err
+		}
+		q.Since = t
+	}
+	return q, nil
+}
+
+// IdleFilterFromV1 reads a wire idle query.
+func IdleFilterFromV1(f v1.IdleQuery) IdleFilter {
+	return IdleFilter{GPUs: f.GPUs, GPUMemGB: f.GPUMemGB, Cores: f.Cores, Arch: f.Arch, GPUModel: f.GPUModel,
+		MaxQueue: f.MaxQueue, Provider: f.Provider, System: f.System}
+}
+
+// JobSpecFromV1 maps a wire job spec back (the CLI renders sizings with its methods).
+func JobSpecFromV1(s v1.JobSpec) model.JobSpec {
+	return model.JobSpec{Tag: s.Tag, Name: s.Name, System: s.System, Partition: s.Partition, Account: s.Account,
+		Nodes: s.Nodes, NTasks: s.NTasks, CPUsPerTask: s.CPUsPerTask, GPUs: s.GPUs, GPUsPerNode: s.GPUsPerNode,
+		GPUModel: s.GPUModel, MemoryGB: s.MemoryGB, Walltime: model.Duration(s.Walltime), Command: s.Command,
+		Script: s.Script, Env: s.Env, WorkDir: s.WorkDir, Container: (*model.Container)(s.Container)}
+}
+
+// DecisionFromV1 reads a wire decision back into the scheduler's type (the CLI prints
+// its candidate table with it), through the JSON trace both share.
+func DecisionFromV1(d *v1.Decision) (*scheduler.Decision, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	var out scheduler.Decision
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("reading the decision trace: %w", err)
+	}
+	return &out, nil
 }

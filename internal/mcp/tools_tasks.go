@@ -8,7 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mosaic-hpc/mosaic/client"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
+	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -20,9 +21,9 @@ type DraftEnvelopeIn struct {
 
 // DraftEnvelopeOut is a drafted envelope.
 type DraftEnvelopeOut struct {
-	Envelope       model.Envelope `json:"envelope" jsonschema:"[min viable, max useful] ranges plus constraints; pass it to submit_task as envelope, edited if needed"`
-	Drafter        string         `json:"drafter" jsonschema:"heuristic, or the LLM that drafted it"`
-	FallbackReason string         `json:"fallback_reason,omitempty" jsonschema:"why an LLM draft was not used"`
+	Envelope       v1.Envelope `json:"envelope" jsonschema:"[min viable, max useful] ranges plus constraints; pass it to submit_task as envelope, edited if needed"`
+	Drafter        string      `json:"drafter" jsonschema:"heuristic, or the LLM that drafted it"`
+	FallbackReason string      `json:"fallback_reason,omitempty" jsonschema:"why an LLM draft was not used"`
 }
 
 // SubmitTaskIn is a task to place and run.
@@ -61,8 +62,8 @@ type ListTasksIn struct {
 
 // ListTasksOut lists tasks, newest first.
 type ListTasksOut struct {
-	Count int                  `json:"count"`
-	Tasks []client.TaskSummary `json:"tasks" jsonschema:"newest first: id, name, state, where the latest attempt runs, its job id and state"`
+	Count int              `json:"count"`
+	Tasks []v1.TaskSummary `json:"tasks" jsonschema:"newest first: id, name, state, where the latest attempt runs, its job id and state"`
 }
 
 // taskStates are the valid task states.
@@ -122,11 +123,11 @@ func (t *tools) draftEnvelope(ctx context.Context, _ *mcp.CallToolRequest, in Dr
 	if err != nil {
 		return nil, err
 	}
-	r, drafter, err := b.DraftEnvelope(ctx, in.Name, in.Description)
+	r, err := b.DraftEnvelope(ctx, in.Name, in.Description)
 	if err != nil {
 		return nil, err
 	}
-	return &DraftEnvelopeOut{Envelope: r.Envelope, Drafter: drafter, FallbackReason: r.FallbackReason}, nil
+	return &DraftEnvelopeOut{Envelope: r.Envelope, Drafter: r.Drafter, FallbackReason: r.FallbackReason}, nil
 }
 
 func (t *tools) submitTask(ctx context.Context, _ *mcp.CallToolRequest, in SubmitTaskIn) (*SubmitTaskOut, error) {
@@ -146,9 +147,11 @@ func (t *tools) submitTask(ctx context.Context, _ *mcp.CallToolRequest, in Submi
 	if err != nil {
 		return nil, err
 	}
-	res, err := b.Submit(ctx, client.SubmitRequest{Name: in.Name, Command: in.Command, Script: in.Script,
+	// The arguments are read with the core's own types (every duration form a user
+	// types), then travel as the API's wire request.
+	res, err := b.Submit(ctx, core.V1SubmitRequest(core.SubmitRequest{Name: in.Name, Command: in.Command, Script: in.Script,
 		Description: in.Description, Envelope: in.Envelope, AutoEnvelope: in.AutoEnvelope, Target: in.Target,
-		Objective: in.Objective, Policy: in.Policy, DryRun: in.DryRun})
+		Objective: in.Objective, Policy: in.Policy, DryRun: in.DryRun}))
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +192,7 @@ func (t *tools) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in ListTa
 		return nil, err
 	}
 	if ts == nil {
-		ts = []client.TaskSummary{}
+		ts = []v1.TaskSummary{}
 	}
 	return &ListTasksOut{Count: len(ts), Tasks: ts}, nil
 }
@@ -204,7 +207,7 @@ func checkID(id string) error {
 	return nil
 }
 
-func (t *tools) taskCall(ctx context.Context, id string, full bool, call func(Backend) (*client.TaskDetail, error)) (*TaskView, error) {
+func (t *tools) taskCall(ctx context.Context, id string, full bool, call func(Backend) (*v1.TaskDetail, error)) (*TaskView, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
@@ -220,18 +223,18 @@ func (t *tools) taskCall(ctx context.Context, id string, full bool, call func(Ba
 }
 
 func (t *tools) getTask(ctx context.Context, _ *mcp.CallToolRequest, in TaskIn) (*TaskView, error) {
-	return t.taskCall(ctx, in.ID, in.FullTrace, func(b Backend) (*client.TaskDetail, error) { return b.Task(ctx, in.ID) })
+	return t.taskCall(ctx, in.ID, in.FullTrace, func(b Backend) (*v1.TaskDetail, error) { return b.Task(ctx, in.ID) })
 }
 
 func (t *tools) cancelTask(ctx context.Context, _ *mcp.CallToolRequest, in TaskIn) (*TaskView, error) {
-	return t.taskCall(ctx, in.ID, in.FullTrace, func(b Backend) (*client.TaskDetail, error) { return b.Cancel(ctx, in.ID) })
+	return t.taskCall(ctx, in.ID, in.FullTrace, func(b Backend) (*v1.TaskDetail, error) { return b.Cancel(ctx, in.ID) })
 }
 
 func (t *tools) replanTask(ctx context.Context, _ *mcp.CallToolRequest, in ReplanTaskIn) (*TaskView, error) {
-	return t.taskCall(ctx, in.ID, false, func(b Backend) (*client.TaskDetail, error) { return b.Replan(ctx, in.ID, in.ClearTarget) })
+	return t.taskCall(ctx, in.ID, false, func(b Backend) (*v1.TaskDetail, error) { return b.Replan(ctx, in.ID, in.ClearTarget) })
 }
 
-func (t *tools) taskLogs(ctx context.Context, _ *mcp.CallToolRequest, in TaskLogsIn) (*client.Logs, error) {
+func (t *tools) taskLogs(ctx context.Context, _ *mcp.CallToolRequest, in TaskLogsIn) (*v1.Logs, error) {
 	if err := checkID(in.ID); err != nil {
 		return nil, err
 	}

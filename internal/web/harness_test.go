@@ -22,6 +22,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
+	"github.com/mosaic-hpc/mosaic/internal/server"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
@@ -86,7 +87,7 @@ func startDemoWith(t *testing.T, opts func(*api.Options)) *demo {
 	if opts != nil {
 		opts(&o)
 	}
-	srv, err := api.New(c, o)
+	srv, err := server.New(c, server.Options{Options: o})
 	if err != nil {
 		t.Fatal(err)
 	}
