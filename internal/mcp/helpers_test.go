@@ -13,10 +13,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mosaic-hpc/mosaic/client"
-	"github.com/mosaic-hpc/mosaic/internal/api"
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/mcp"
+	"github.com/mosaic-hpc/mosaic/internal/server"
 )
 
 const testToken = "mcp-test-token"
@@ -60,7 +60,10 @@ func openCore(t *testing.T) *core.Core {
 // startCore runs a real core behind the real HTTP API and returns a client for it.
 func startCore(t *testing.T) *client.Client {
 	t.Helper()
-	srv, err := api.New(openCore(t), api.Options{Token: testToken})
+	// The composed server, as `mosaic serve` builds it (its own /mcp is not used here).
+	var o server.Options
+	o.Token, o.Headless = testToken, true
+	srv, err := server.New(openCore(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,9 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/web"
 )
 
+// Server is the composed HTTP server (the API's, with the other surfaces mounted).
+type Server = api.Server
+
 // MCPPath is where the MCP server (streamable HTTP) is mounted.
 const MCPPath = "/mcp"
 
@@ -31,7 +34,7 @@ type Options struct {
 
 // New builds the core's HTTP server: the API, the web UI (unless headless) sharing
 // the API's session store, and /mcp over the core in process, behind the API token.
-func New(c *core.Core, o Options) (*api.Server, error) {
+func New(c *core.Core, o Options) (*Server, error) {
 	if o.Sessions == nil {
 		o.Sessions = session.NewSessions(nil)
 	}
