@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -119,6 +120,11 @@ func (t *tools) findIdle(ctx context.Context, _ *mcp.CallToolRequest, in FindIdl
 	}
 	if a := in.Arch; a != "" && a != "x86_64" && a != "aarch64" {
 		return nil, invalid("arch %q: want x86_64 or aarch64", a)
+	}
+	// The bounds the HTTP API's find-idle operation declares, checked here so both
+	// backends refuse the same arguments.
+	if p := in.Provider; p != "" && !slices.Contains([]string{"sim", "ssh", "local", "globus"}, p) {
+		return nil, invalid("provider %q: want sim, ssh, local or globus", p)
 	}
 	b, err := t.backend(ctx)
 	if err != nil {

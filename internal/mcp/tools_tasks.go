@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -18,6 +19,12 @@ type DraftEnvelopeIn struct {
 	Name        string `json:"name,omitempty" jsonschema:"short task name"`
 	Description string `json:"description" jsonschema:"what the job does: model size, training or inference, data, expected duration"`
 }
+
+// Bounds of draft_envelope's arguments (those of POST /api/envelope/generate).
+const (
+	maxDraftName        = 128
+	maxDraftDescription = 20000
+)
 
 // DraftEnvelopeOut is a drafted envelope.
 type DraftEnvelopeOut struct {
@@ -118,6 +125,10 @@ func (t *tools) registerTasks(s *mcp.Server) {
 func (t *tools) draftEnvelope(ctx context.Context, _ *mcp.CallToolRequest, in DraftEnvelopeIn) (*DraftEnvelopeOut, error) {
 	if strings.TrimSpace(in.Description) == "" {
 		return nil, invalid("description is empty; describe the job (model size, training or inference, expected duration)")
+	}
+	// The bounds of the HTTP API's generate-envelope operation, for both backends.
+	if utf8.RuneCountInString(in.Name) > maxDraftName || utf8.RuneCountInString(in.Description) > maxDraftDescription {
+		return nil, invalid("name is at most %d characters and description at most %d; shorten them", maxDraftName, maxDraftDescription)
 	}
 	b, err := t.backend(ctx)
 	if err != nil {

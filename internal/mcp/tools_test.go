@@ -101,6 +101,7 @@ func TestPoolTools(t *testing.T) {
 		s.fails("find_idle", map[string]any{"gpus": -1}, "negative")
 		s.fails("find_idle", map[string]any{"max_queue": -2}, "max_queue")
 		s.fails("find_idle", map[string]any{"arch": "sparc"}, "x86_64")
+		s.fails("find_idle", map[string]any{"provider": "pbs"}, "sim, ssh, local or globus")
 		s.fails("find_idle", map[string]any{"gpus": "four"}, "gpus")
 
 		s.fails("system_env", map[string]any{"system": "delta"}, "sim", "login node")
@@ -119,6 +120,7 @@ func TestTaskLifecycle(t *testing.T) {
 			t.Fatalf("draft: %+v", draft)
 		}
 		s.fails("draft_envelope", map[string]any{"description": "  "}, "description is empty")
+		s.fails("draft_envelope", map[string]any{"description": strings.Repeat("x", 20001)}, "at most 20000")
 		s.fails("draft_envelope", map[string]any{"name": "x"}, "description")
 
 		// Dry run: a decision, no task.
