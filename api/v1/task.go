@@ -1,6 +1,10 @@
 package v1
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // SubmitRequest is a task to place and run (POST /api/tasks).
 type SubmitRequest struct {
@@ -107,10 +111,24 @@ type TaskDetail struct {
 	Task
 	Policy   Policy     `json:"policy"`
 	Attempts []*Attempt `json:"attempts"`
-	// Decision is the placement decision with its candidate table.
-	Decision *Decision `json:"decision,omitempty"`
+	// Decision is the latest placement decision with its candidate table: a Decision
+	// in JSON, as the core stored it (DecisionTrace decodes it). It is kept raw so a
+	// task read costs no decoding of a trace that may list thousands of candidates.
+	Decision json.RawMessage `json:"decision,omitempty"`
 	// DraftFallback says why an LLM-drafted envelope was not used (heuristic instead).
 	DraftFallback string `json:"draft_fallback,omitempty"`
+}
+
+// DecisionTrace decodes the task's decision; nil when it has none.
+func (t *TaskDetail) DecisionTrace() (*Decision, error) {
+	if len(t.Decision) == 0 || string(t.Decision) == "null" {
+		return nil, nil
+	}
+	var d Decision
+	if err := json.Unmarshal(t.Decision, &d); err != nil {
+		return nil, fmt.Errorf("task %s: decoding its decision trace: %w", t.ID, err)
+	}
+	return &d, nil
 }
 
 // TaskSummary is one row of the task list (GET /api/tasks).

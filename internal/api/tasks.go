@@ -136,11 +136,7 @@ func (s *Server) registerTasks() {
 		if res.DryRun {
 			st = http.StatusOK
 		}
-		body, err := core.V1SubmitResult(res)
-		if err != nil {
-			return nil, toHTTP(err)
-		}
-		return &submitOut{Status: st, Body: body}, nil
+		return &submitOut{Status: st, Body: core.V1SubmitResult(res)}, nil
 	})
 
 	huma.Register(s.api, huma.Operation{
@@ -360,9 +356,5 @@ type ping struct {
 
 // taskOutOf answers with a task's wire form.
 func taskOutOf(t *core.TaskDetail) (*taskOut, error) {
-	d, err := core.V1TaskDetail(t)
-	if err != nil {
-		return nil, toHTTP(err)
-	}
-	return &taskOut{Body: d}, nil
+	return &taskOut{Body: core.V1TaskDetail(t)}, nil
 }

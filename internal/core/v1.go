@@ -23,9 +23,8 @@ import (
 // rest are copied field by field; TestV1JSONMatchesInternal fills every field of the
 // internal types and fails when a mapped value's JSON differs (a forgotten field).
 //
-// Decisions are the exception: a scheduler.Decision explains itself when it is
-// marshalled (the candidate table is built lazily), so its wire form is decoded from
-// that JSON, the trace the core stores.
+// A task's stored decision trace travels as the JSON the core stored (no decoding on
+// a read); a fresh decision is explained, then copied.
 
 // V1Duration maps a duration.
 func V1Duration(d model.Duration) v1.Duration { return v1.Duration(d) }
@@ -119,40 +118,55 @@ func SubmitRequestFromV1(r v1.SubmitRequest) SubmitRequest {
 }
 
 // V1SubmitResult maps a submission's answer.
-func V1SubmitResult(r *SubmitResult) (*v1.SubmitResult, error) {
+func V1SubmitResult(r *SubmitResult) *v1.SubmitResult {
 	out := &v1.SubmitResult{DryRun: r.DryRun}
 	if r.Task != nil {
-		t, err := V1TaskDetail(r.Task)
-		if err != nil {
-			return nil, err
-		}
-		out.Task = t
+		out.Task = V1TaskDetail(r.Task)
 	}
 	if r.Decision != nil {
-		d, err := V1Decision(r.Decision)
-		if err != nil {
-			return nil, err
+		out.Decision = V1Decision(r.Decision)
+	}
+	return out
+}
+
+// V1Decision maps a placement decision. It explains the decision first (as encoding
+// it does), so every candidate has every rule's verdict; like Explain, call it before
+// sharing the decision between goroutines.
+func V1Decision(d *scheduler.Decision) *v1.Decision {
+	d.Explain()
+	out := &v1.Decision{TaskID: d.TaskID, TaskName: d.TaskName, Objective: string(d.Objective),
+		Envelope: V1Envelope(d.Envelope), Mode: d.Mode, Target: (*v1.Target)(d.Target), Exclude: d.Exclude,
+		SnapshotSeq: d.SnapshotSeq, SnapshotAt: d.SnapshotAt, DecidedAt: d.DecidedAt, Rules: d.Rules, Ranker: d.Ranker,
+		FallbackReason: d.FallbackReason, Chosen: d.Chosen, Spec: v1SpecPtr(d.Spec), Rationale: d.Rationale}
+	if d.Candidates != nil {
+		out.Candidates = make([]*v1.Candidate, len(d.Candidates))
+		for i, c := range d.Candidates {
+			out.Candidates[i] = v1Candidate(c)
 		}
-		out.Decision = d
 	}
-	return out, nil
+	return out
 }
 
-// V1Decision maps a placement decision through its explained JSON trace.
-func V1Decision(d *scheduler.Decision) (*v1.Decision, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the decision of task %s: %w", d.TaskID, err)
+func v1Candidate(c *scheduler.Candidate) *v1.Candidate {
+	out := &v1.Candidate{System: c.System, Partition: c.Partition, Account: c.Account, SystemHealth: string(c.SystemHealth),
+		Feasible: c.Feasible, Sizing: v1SpecPtr(c.Sizing), SizingNote: c.SizingNote, WalltimeNote: c.WalltimeNote,
+		Scores: v1.Scores(c.Scores), EstWait: v1.Duration(c.EstWait), WaitSource: c.WaitSource, CostSU: c.CostSU,
+		OverWait: c.OverWait, HeuristicRank: c.HeuristicRank, AIRank: c.AIRank, AIReason: c.AIReason, Rank: c.Rank}
+	if c.Verdicts != nil {
+		out.Verdicts = make([]v1.Verdict, len(c.Verdicts))
+		for i, v := range c.Verdicts {
+			out.Verdicts[i] = v1.Verdict(v)
+		}
 	}
-	return decodeDecision(b)
+	return out
 }
 
-func decodeDecision(b []byte) (*v1.Decision, error) {
-	var out v1.Decision
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("reading a stored decision trace: %w (the store may be damaged; `mosaic tasks` still lists the task)", err)
+func v1SpecPtr(s *model.JobSpec) *v1.JobSpec {
+	if s == nil {
+		return nil
 	}
-	return &out, nil
+	out := v1Spec(*s)
+	return &out
 }
 
 func v1Spec(s model.JobSpec) v1.JobSpec {
@@ -177,23 +191,16 @@ func V1Attempt(a *model.Attempt) *v1.Attempt {
 		EstimatedStart: a.EstimatedStart, StartedAt: a.StartedAt, EndedAt: a.EndedAt}
 }
 
-// V1TaskDetail maps a task with its attempts and decision.
-func V1TaskDetail(t *TaskDetail) (*v1.TaskDetail, error) {
-	out := &v1.TaskDetail{Task: V1Task(t.Task), Policy: V1Policy(t.Policy), DraftFallback: t.DraftFallback}
+// V1TaskDetail maps a task with its attempts and its stored decision trace.
+func V1TaskDetail(t *TaskDetail) *v1.TaskDetail {
+	out := &v1.TaskDetail{Task: V1Task(t.Task), Policy: V1Policy(t.Policy), Decision: t.Decision, DraftFallback: t.DraftFallback}
 	if t.Attempts != nil {
 		out.Attempts = make([]*v1.Attempt, len(t.Attempts))
 		for i, a := range t.Attempts {
 			out.Attempts[i] = V1Attempt(a)
 		}
 	}
-	if len(t.Decision) > 0 && string(t.Decision) != "null" {
-		d, err := decodeDecision(t.Decision)
-		if err != nil {
-			return nil, fmt.Errorf("task %s: %w", t.ID, err)
-		}
-		out.Decision = d
-	}
-	return out, nil
+	return out
 }
 
 // V1TaskSummaries maps the task list.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -102,12 +103,6 @@ func mustJSON(t *testing.T, v any) []byte {
 // encodes back unchanged (what the Go client reads). A field missing from a v1 type
 // or from a mapping fails here.
 func TestV1JSONMatchesInternal(t *testing.T) {
-	must := func(v any, err error) any {
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	type draftOut struct {
 		draft.Result
 		Drafter string `json:"drafter"`
@@ -123,11 +118,11 @@ func TestV1JSONMatchesInternal(t *testing.T) {
 		{"submit request", func() any { return filled[SubmitRequest]() },
 			func(v any) any { return V1SubmitRequest(v.(SubmitRequest)) }, func() any { return new(v1.SubmitRequest) }},
 		{"submit result", func() any { r := filled[SubmitResult](); return &r },
-			func(v any) any { return must(V1SubmitResult(v.(*SubmitResult))) }, func() any { return new(v1.SubmitResult) }},
+			func(v any) any { return V1SubmitResult(v.(*SubmitResult)) }, func() any { return new(v1.SubmitResult) }},
 		{"decision", func() any { d := filled[scheduler.Decision](); return &d },
-			func(v any) any { return must(V1Decision(v.(*scheduler.Decision))) }, func() any { return new(v1.Decision) }},
+			func(v any) any { return V1Decision(v.(*scheduler.Decision)) }, func() any { return new(v1.Decision) }},
 		{"task detail", func() any { d := filled[TaskDetail](); return &d },
-			func(v any) any { return must(V1TaskDetail(v.(*TaskDetail))) }, func() any { return new(v1.TaskDetail) }},
+			func(v any) any { return V1TaskDetail(v.(*TaskDetail)) }, func() any { return new(v1.TaskDetail) }},
 		{"task list", func() any { return filled[[]TaskSummary]() },
 			func(v any) any { return V1TaskSummaries(v.([]TaskSummary)) }, func() any { return new([]v1.TaskSummary) }},
 		{"logs", func() any { l := filled[JobLogs](); return &l },
@@ -206,6 +201,71 @@ func TestV1DurationForms(t *testing.T) {
 	for _, bad := range []string{`"soon"`, `true`, `1e300`} {
 		if err := json.Unmarshal([]byte(bad), &n); err == nil {
 			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// BenchmarkV1Decision: mapping an explained decision with 1,000 candidates onto the
+// wire (a JSON round trip; the API then encodes the result once more).
+func BenchmarkV1Decision(b *testing.B) {
+	d := filled[scheduler.Decision]()
+	c := d.Candidates[0]
+	d.Candidates = make([]*scheduler.Candidate, 1000)
+	for i := range d.Candidates {
+		cc := *c
+		d.Candidates[i] = &cc
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		V1Decision(&d)
+	}
+}
+
+// BenchmarkV1Snapshot: mapping a 1,000-record snapshot onto the wire (a copy).
+func BenchmarkV1Snapshot(b *testing.B) {
+	s := filled[model.ResourceSnapshot]()
+	r := s.Records[0]
+	s.Records = make([]model.ResourceRecord, 1000)
+	for i := range s.Records {
+		s.Records[i] = r
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		V1Snapshot(&s)
+	}
+}
+
+// TestV1DecisionOfAPlacement: a fresh placement decision (its trace still lazy, built
+// by Explain) maps onto the same JSON as encoding it, and the stored trace a task read
+// returns is that JSON too.
+func TestV1DecisionOfAPlacement(t *testing.T) {
+	w := newSimWorld(t, 60, [][2]string{{"A@X", ""}, {"B@Y", ""}})
+	env := &model.Envelope{CPUCores: model.IntRange{Min: 1}, MemoryGB: model.IntRange{Min: 1},
+		Walltime: model.DurationRange{Min: model.Duration(10 * time.Minute)}}
+	for _, dry := range []bool{true, false} {
+		res, err := w.c.SubmitTask(context.Background(), SubmitRequest{Name: "v1", Command: "true", Envelope: env, DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := mustJSON(t, V1Decision(res.Decision)) // first: explains the lazy trace
+		want := mustJSON(t, res.Decision)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("dry=%v: mapped decision differs:\n got %s\nwant %s", dry, got, want)
+		}
+		var d v1.Decision
+		if err := json.Unmarshal(want, &d); err != nil || len(d.Candidates) == 0 || d.ChosenCandidate() == nil {
+			t.Fatalf("dry=%v: decoded decision %+v (%v): want candidates and a chosen one", dry, d, err)
+		}
+		if dry {
+			continue
+		}
+		td, err := w.c.Task(context.Background(), res.Task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := V1TaskDetail(td).DecisionTrace()
+		if err != nil || stored == nil || stored.Chosen != d.Chosen || len(stored.Candidates) != len(d.Candidates) {
+			t.Fatalf("stored trace %+v (%v), want the placement's (%s, %d candidates)", stored, err, d.Chosen, len(d.Candidates))
 		}
 	}
 }

@@ -71,16 +71,14 @@ func (b coreBackend) Submit(ctx context.Context, req v1.SubmitRequest) (*v1.Subm
 	if err != nil {
 		return nil, fail(err)
 	}
-	out, err := core.V1SubmitResult(r)
-	return out, fail(err)
+	return core.V1SubmitResult(r), nil
 }
 
 func (b coreBackend) detail(t *core.TaskDetail, err error) (*v1.TaskDetail, error) {
 	if err != nil {
 		return nil, fail(err)
 	}
-	out, err := core.V1TaskDetail(t)
-	return out, fail(err)
+	return core.V1TaskDetail(t), nil
 }
 
 func (b coreBackend) Task(ctx context.Context, id string) (*v1.TaskDetail, error) {

@@ -108,7 +108,11 @@ func traceOf(d *v1.Decision, full bool) *Trace {
 
 // viewOf converts a task detail.
 func viewOf(t *v1.TaskDetail, full bool) (*TaskView, error) {
-	tr := traceOf(t.Decision, full)
+	d, err := t.DecisionTrace()
+	if err != nil {
+		return nil, err
+	}
+	tr := traceOf(d, full)
 	v := &TaskView{ID: t.ID, Name: t.Name, State: t.State, Final: t.Final(), Reason: t.Reason, Command: t.Command,
 		Target: t.Target, Envelope: t.Envelope, Policy: t.Policy, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		Attempts: t.Attempts, Trace: tr, DraftFallback: t.DraftFallback}
