@@ -5,14 +5,14 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/mosaic-hpc/mosaic/internal/core"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
-// Campaign types.
+// Campaign types (aliases of the api/v1 wire types).
 type (
-	CampaignRunSummary = core.CampaignRunSummary
-	CampaignRunDetail  = core.CampaignRunDetail
-	CampaignTimeline   = core.CampaignTimeline
+	CampaignRunSummary = v1.CampaignRunSummary
+	CampaignRunDetail  = v1.CampaignRunDetail
+	CampaignTimeline   = v1.CampaignTimeline
 )
 
 // CampaignRuns lists launched campaign runs, newest first.

@@ -1,7 +1,11 @@
 // Package client is the Go client of Mosaic's HTTP API. The mosaic CLI uses it, and so
-// can any Go program or agent: New for an explicit URL and token, or FromEnvironment
-// for the same discovery the CLI does (MOSAIC_URL, MOSAIC_TOKEN or the token file, from
-// the environment and $XDG_CONFIG_HOME/mosaic/env, never from the working directory).
+// can any Go program or agent: New(url, token). The core listens on
+// http://127.0.0.1:8642 by default and writes its token to $XDG_CONFIG_HOME/mosaic/token
+// (mode 0600); the CLI finds both from its settings and passes them in.
+//
+// The values it returns are the wire types of package api/v1 (aliased here for
+// convenience). The package imports only api/v1 and the standard library, so a program
+// that uses it does not link the core (a test, deps_test.go, keeps it so).
 package client
 
 import (
@@ -19,39 +23,25 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/config"
-	"github.com/mosaic-hpc/mosaic/internal/core"
-	"github.com/mosaic-hpc/mosaic/internal/model"
-	"github.com/mosaic-hpc/mosaic/internal/store"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
-// Types returned by the API, re-exported so callers outside this module can name them.
+// Federation types (aliases of the api/v1 wire types).
 type (
-	ResourceSnapshot = model.ResourceSnapshot
-	ResourceRecord   = model.ResourceRecord
-	SystemHealth     = model.SystemHealth
-	Status           = core.Status
-	ResourceDetail   = core.ResourceDetail
-	About            = core.About
-	HistoryPoint     = store.HistoryPoint
+	ResourceSnapshot = v1.ResourceSnapshot
+	ResourceRecord   = v1.ResourceRecord
+	SystemHealth     = v1.SystemHealth
+	Status           = v1.Status
+	ResourceDetail   = v1.ResourceDetail
+	About            = v1.About
+	HistoryPoint     = v1.HistoryPoint
 )
 
 // ErrNoCore means nothing answered at the core's URL.
-var ErrNoCore = errors.New("no Mosaic core is running")
+var ErrNoCore = v1.ErrNoCore
 
 // APIError is an error response from the core (an RFC 9457 problem).
-type APIError struct {
-	Status int    `json:"status"`
-	Title  string `json:"title"`
-	Detail string `json:"detail"`
-}
-
-func (e *APIError) Error() string {
-	if e.Detail != "" {
-		return e.Detail
-	}
-	return fmt.Sprintf("%d %s", e.Status, e.Title)
-}
+type APIError = v1.Error
 
 // Client talks to one core.
 type Client struct {
@@ -67,35 +57,6 @@ func New(baseURL, token string) (*Client, error) {
 		return nil, fmt.Errorf("core URL %q: want http://host:port", baseURL)
 	}
 	return &Client{base: u, token: token, http: &http.Client{Timeout: 60 * time.Second}}, nil
-}
-
-// FromEnvironment discovers the core like the CLI: MOSAIC_URL (default
-// http://127.0.0.1:8642, or http://MOSAIC_ADDR), MOSAIC_TOKEN or the token file
-// (MOSAIC_TOKEN_FILE, default $XDG_CONFIG_HOME/mosaic/token), read from the process
-// environment and the user's own $XDG_CONFIG_HOME/mosaic/env. Nothing in the working
-// directory is read: a .env there could send the token to a stranger's listener.
-func FromEnvironment() (*Client, error) { return FromEnvironmentFile("") }
-
-// FromEnvironmentFile is FromEnvironment with the settings of a dotenv file the caller
-// names (KEY=VALUE lines) layered under the process environment; "" = none.
-func FromEnvironmentFile(envFile string) (*Client, error) {
-	ld, err := config.Load(config.LoadOptions{EnvFile: envFile})
-	if err != nil {
-		return nil, err
-	}
-	env := ld.Env
-	cfg, err := config.Resolve(env)
-	if err != nil {
-		return nil, err
-	}
-	tok, _ := env("MOSAIC_TOKEN")
-	if tok == "" {
-		tok, err = config.ReadToken(cfg.TokenPath)
-		if err != nil {
-			return nil, fmt.Errorf("%w at %s: no token at %s (start one with `mosaic serve`, which creates it)", ErrNoCore, cfg.URL, cfg.TokenPath)
-		}
-	}
-	return New(cfg.URL, tok)
 }
 
 // URL returns the core's base URL.
@@ -205,12 +166,7 @@ func (c *Client) Resource(ctx context.Context, system string) (*ResourceDetail, 
 }
 
 // IdleQuery filters Idle.
-type IdleQuery struct {
-	GPUs, GPUMemGB, Cores int
-	Arch, GPUModel        string
-	MaxQueue              int // -1 = any
-	Provider, System      string
-}
+type IdleQuery = v1.IdleQuery
 
 // Idle returns partitions with free capacity now.
 func (c *Client) Idle(ctx context.Context, f IdleQuery) ([]ResourceRecord, error) {

@@ -8,13 +8,13 @@ import (
 	"net/url"
 	"unicode/utf8"
 
-	"github.com/mosaic-hpc/mosaic/internal/core"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
-// Look-around types.
+// Look-around types (aliases of the api/v1 wire types).
 type (
-	SiteEnv    = core.SiteEnv
-	ExecResult = core.ExecResult
+	SiteEnv    = v1.SiteEnv
+	ExecResult = v1.ExecResult
 )
 
 // SystemEnv probes a system's login node.

@@ -240,3 +240,9 @@ func parseStream(body io.Reader, ready func(int64), fn func(Event) error) error 
 	}
 	return errStreamEnded
 }
+
+// FollowTask is FollowEvents for one task's events ("" = all) after afterID,
+// reconnecting for up to reconnectFor (0 = DefaultReconnectFor, negative = never).
+func (c *Client) FollowTask(ctx context.Context, task string, afterID int64, reconnectFor time.Duration, fn func(Event) error) error {
+	return c.FollowEvents(ctx, FollowOptions{Task: task, AfterID: afterID, ReconnectFor: reconnectFor}, fn)
+}

@@ -7,24 +7,21 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mosaic-hpc/mosaic/internal/core"
-	"github.com/mosaic-hpc/mosaic/internal/model"
-	"github.com/mosaic-hpc/mosaic/internal/scheduler"
-	"github.com/mosaic-hpc/mosaic/internal/scheduler/draft"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
-// Task types.
+// Task types (aliases of the api/v1 wire types).
 type (
-	SubmitRequest = core.SubmitRequest
-	SubmitResult  = core.SubmitResult
-	TaskDetail    = core.TaskDetail
-	TaskSummary   = core.TaskSummary
-	Decision      = scheduler.Decision
-	Envelope      = model.Envelope
-	Event         = model.Event
-	Logs          = core.JobLogs
-	EventPage     = core.EventPage
-	DraftResult   = draft.Result
+	SubmitRequest = v1.SubmitRequest
+	SubmitResult  = v1.SubmitResult
+	TaskDetail    = v1.TaskDetail
+	TaskSummary   = v1.TaskSummary
+	Decision      = v1.Decision
+	Envelope      = v1.Envelope
+	Event         = v1.Event
+	Logs          = v1.Logs
+	EventPage     = v1.EventPage
+	DraftResult   = v1.DraftResult
 )
 
 // Submit submits a task (or, with DryRun, only places it).
@@ -82,17 +79,9 @@ func (c *Client) TaskLogs(ctx context.Context, id string, attempt, tail int) (*L
 }
 
 // EventFilter selects events.
-type EventFilter struct {
-	Task     string
-	Since    string // RFC 3339 or a duration back from now
-	AfterID  int64  // only newer than this id (the page is then oldest first)
-	BeforeID int64  // only older than this id: EventPage.NextBefore of the previous page
-	Kinds    []string
-	Limit    int
-	Order    string // "newest" (default) or "oldest" (default with AfterID)
-}
+type EventFilter = v1.EventQuery
 
-func (f EventFilter) query() url.Values {
+func eventQuery(f EventFilter) url.Values {
 	q := url.Values{}
 	if f.Task != "" {
 		q.Set("task", f.Task)
@@ -132,18 +121,15 @@ func (c *Client) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 // NextAfter for newer ones, LastID to follow the stream from.
 func (c *Client) EventsPage(ctx context.Context, f EventFilter) (*EventPage, error) {
 	var out EventPage
-	if err := c.do(ctx, http.MethodGet, "/api/events", f.query(), nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, "/api/events", eventQuery(f), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-// DraftEnvelope drafts an envelope from a description.
-func (c *Client) DraftEnvelope(ctx context.Context, name, description string) (*DraftResult, string, error) {
-	var out struct {
-		DraftResult
-		Drafter string `json:"drafter"`
-	}
+// DraftEnvelope drafts an envelope from a description; the result names its drafter.
+func (c *Client) DraftEnvelope(ctx context.Context, name, description string) (*DraftResult, error) {
+	var out DraftResult
 	err := c.do(ctx, http.MethodPost, "/api/envelope/generate", nil, map[string]string{"name": name, "description": description}, &out)
-	return &out.DraftResult, out.Drafter, err
+	return &out, err
 }

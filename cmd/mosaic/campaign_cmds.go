@@ -530,7 +530,8 @@ func placeAutoSites(cmd *cobra.Command, spec *campaign.Spec, sites []campaign.Si
 	var place campaign.Placer
 	if c, err := newClient(); err == nil {
 		place = func(ctx context.Context, name string, env model.Envelope) (campaign.AutoPlacement, error) {
-			res, err := c.Submit(ctx, client.SubmitRequest{Name: name, Command: "mosaic campaign spawn-site", Envelope: &env, DryRun: true})
+			we := core.V1Envelope(env)
+			res, err := c.Submit(ctx, client.SubmitRequest{Name: name, Command: "mosaic campaign spawn-site", Envelope: &we, DryRun: true})
 			if err != nil {
 				return campaign.AutoPlacement{}, err
 			}
@@ -539,7 +540,7 @@ func placeAutoSites(cmd *cobra.Command, spec *campaign.Spec, sites []campaign.Si
 				return campaign.AutoPlacement{}, fmt.Errorf("the core returned no chosen candidate")
 			}
 			return campaign.AutoPlacement{System: ch.System, Partition: ch.Partition, Account: ch.Account,
-				Walltime: res.Decision.Spec.Walltime, Rationale: res.Decision.Rationale}, nil
+				Walltime: model.Duration(res.Decision.Spec.Walltime), Rationale: res.Decision.Rationale}, nil
 		}
 	}
 	out, placed, err := campaign.ResolveAuto(cmd.Context(), spec, sites, cat, place, fallback)

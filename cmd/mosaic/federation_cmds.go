@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mosaic-hpc/mosaic/client"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 func newResourcesCmd() *cobra.Command {
@@ -64,7 +65,7 @@ func printRecords(w io.Writer, recs []client.ResourceRecord) {
 		}
 		wall := "unlimited"
 		if r.WalltimeCap > 0 {
-			wall = r.WalltimeCap.Slurm()
+			wall = model.Duration(r.WalltimeCap).Slurm()
 		}
 		h := string(r.Health)
 		switch h {

@@ -53,13 +53,24 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// newClient discovers the running core: the environment, --env-file and
-// $XDG_CONFIG_HOME/mosaic/env, never the working directory.
+// newClient discovers the running core: MOSAIC_URL (default http://127.0.0.1:8642,
+// or http://MOSAIC_ADDR) and MOSAIC_TOKEN or the token file (MOSAIC_TOKEN_FILE,
+// default $XDG_CONFIG_HOME/mosaic/token), from the environment, --env-file and
+// $XDG_CONFIG_HOME/mosaic/env, never the working directory: a .env there could send
+// the token to a stranger's listener.
 func newClient() (*client.Client, error) {
-	if _, err := loadEnv(); err != nil {
+	cfg, env, err := loadConfig()
+	if err != nil {
 		return nil, err
 	}
-	return client.FromEnvironmentFile(envFile)
+	tok, _ := env("MOSAIC_TOKEN")
+	if tok == "" {
+		tok, err = config.ReadToken(cfg.TokenPath)
+		if err != nil {
+			return nil, fmt.Errorf("%w at %s: no token at %s (start one with `mosaic serve`, which creates it)", client.ErrNoCore, cfg.URL, cfg.TokenPath)
+		}
+	}
+	return client.New(cfg.URL, tok)
 }
 
 // loadEnv reads the process's settings (the environment, --env-file and the config

@@ -19,6 +19,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/server"
 	"github.com/mosaic-hpc/mosaic/internal/transport/globus"
 )
 
@@ -123,11 +124,13 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 	}
 	defer c.Close()
 	c.SetCampaignsRoot(campaign.CampaignsRoot(cfg.StateDir))
-	opts := api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, Headless: headless, UnauthTimeout: unauthTimeout}
+	// The HTTP server: the API with the web UI and /mcp (over this core, in process).
+	opts := server.Options{Options: api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, UnauthTimeout: unauthTimeout},
+		Headless: headless}
 	if w := auth.NewWebSignIn(globus.DefaultResolver()); w != nil {
 		opts.SignIn = w // Globus web sign-in (GLOBUS_CLIENT_ID/SECRET configured)
 	}
-	srv, err := api.New(c, opts)
+	srv, err := server.New(c, opts)
 	if err != nil {
 		ln.Close()
 		return err

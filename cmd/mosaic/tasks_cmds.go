@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/client"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
-	"github.com/mosaic-hpc/mosaic/internal/scheduler"
 )
 
 // parseIntRange reads "4", "1..4" or "1-4".
@@ -68,7 +68,7 @@ type submitFlags struct {
 
 func (f *submitFlags) request(cmd *cobra.Command) (client.SubmitRequest, error) {
 	req := client.SubmitRequest{Name: f.name, Command: f.command, Description: f.description,
-		AutoEnvelope: f.auto, Target: f.target, Objective: model.Objective(f.objective), DryRun: f.dryRun}
+		AutoEnvelope: f.auto, Target: f.target, Objective: f.objective, DryRun: f.dryRun}
 	if f.scriptFile != "" {
 		b, err := os.ReadFile(f.scriptFile)
 		if err != nil {
@@ -102,7 +102,8 @@ func (f *submitFlags) request(cmd *cobra.Command) (client.SubmitRequest, error) 
 		if err != nil {
 			return req, fmt.Errorf("%s: %w", f.envelopeFile, err)
 		}
-		req.Envelope = &env
+		we := core.V1Envelope(env)
+		req.Envelope = &we
 	case inline:
 		env := model.Envelope{}
 		var err error
@@ -133,7 +134,8 @@ func (f *submitFlags) request(cmd *cobra.Command) (client.SubmitRequest, error) 
 			}
 			env.Constraints.Container = ct
 		}
-		req.Envelope = &env
+		we := core.V1Envelope(env)
+		req.Envelope = &we
 	}
 	return req, nil
 }
@@ -183,7 +185,11 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 				return j.print(out, res)
 			}
 			if res.DryRun {
-				if err := res.Decision.Table(out); err != nil {
+				d, err := core.DecisionFromV1(res.Decision)
+				if err != nil {
+					return err
+				}
+				if err := d.Table(out); err != nil {
 					return err
 				}
 				if a, err := c.About(cmd.Context()); err == nil {
@@ -325,7 +331,7 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 				fmt.Fprintf(w, "[%s] %s\n", fmtElapsed(time.Since(start)), line)
 				last = line
 			}
-			if t.State.Final() {
+			if t.Final() {
 				return t, nil
 			}
 		}
@@ -356,7 +362,7 @@ func fmtElapsed(d time.Duration) string {
 // exitForTask mirrors the job: 0 on success, the job's exit code on failure (1 if it
 // has none), 2 when cancelled.
 func exitForTask(t *client.TaskDetail) error {
-	switch t.State {
+	switch model.TaskState(t.State) {
 	case model.TaskSucceeded:
 		return nil
 	case model.TaskCancelled:
@@ -410,8 +416,9 @@ func newTaskCmd() *cobra.Command {
 					if a.ExitCode != nil {
 						exit = strconv.Itoa(*a.ExitCode)
 					}
+					spec := core.JobSpecFromV1(a.Spec)
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.N, a.System, a.Partition, dash(a.JobID), a.State, exit,
-						a.Spec.SizeCompact(), dash(oneLine(a.Reason, 60)))
+						spec.SizeCompact(), dash(oneLine(a.Reason, 60)))
 				}
 				tw.Flush()
 			}
@@ -434,7 +441,7 @@ func newTaskCmd() *cobra.Command {
 
 // printSimFooter says, under a dry-run's candidate table, which candidates run on a
 // simulated clock and what the chosen walltime and wait mean in real time.
-func printSimFooter(w io.Writer, d *scheduler.Decision, sc *core.SimClock) {
+func printSimFooter(w io.Writer, d *v1.Decision, sc *v1.SimClock) {
 	if d == nil || sc == nil {
 		return
 	}
@@ -464,7 +471,7 @@ func printSimFooter(w io.Writer, d *scheduler.Decision, sc *core.SimClock) {
 
 // printSimTimes gives, for each attempt on a simulated system, its walltime and
 // elapsed time in both clocks (the attempt's times are the wall clock's).
-func printSimTimes(w io.Writer, attempts []*model.Attempt, sc *core.SimClock, now time.Time) {
+func printSimTimes(w io.Writer, attempts []*v1.Attempt, sc *v1.SimClock, now time.Time) {
 	if sc == nil {
 		return
 	}
@@ -484,7 +491,7 @@ func printSimTimes(w io.Writer, attempts []*model.Attempt, sc *core.SimClock, no
 		switch {
 		case a.StartedAt != nil && a.EndedAt != nil:
 			end, verb = *a.EndedAt, "ran"
-		case a.StartedAt == nil && a.State == model.JobPending:
+		case a.StartedAt == nil && a.State == string(model.JobPending):
 			from, verb = &a.CreatedAt, "queued for"
 		}
 		if from != nil && !from.IsZero() {
@@ -759,16 +766,16 @@ func newEnvelopeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, drafter, err := c.DraftEnvelope(cmd.Context(), name, desc)
+			r, err := c.DraftEnvelope(cmd.Context(), name, desc)
 			if err != nil {
 				return err
 			}
 			if j.set {
-				return j.print(cmd.OutOrStdout(), envelopeResult{Envelope: r.Envelope, FallbackReason: r.FallbackReason, Drafter: drafter})
+				return j.print(cmd.OutOrStdout(), envelopeResult{Envelope: r.Envelope, FallbackReason: r.FallbackReason, Drafter: r.Drafter})
 			}
 			e := r.Envelope
 			tw := table(cmd.OutOrStdout())
-			rng := func(r model.IntRange, unit string) string {
+			rng := func(r v1.IntRange, unit string) string {
 				if r.Min == 0 && r.Max == 0 {
 					return "-"
 				}
@@ -784,7 +791,7 @@ func newEnvelopeCmd() *cobra.Command {
 			for _, kv := range [][2]string{{"gpus", rng(e.GPUs, "")}, {"cpu cores", rng(e.CPUCores, "")}, {"memory", rng(e.MemoryGB, " GB")},
 				{"nodes", rng(e.Nodes, "")}, {"walltime", wall}, {"gpu models", dash(strings.Join(e.Constraints.GPUModels, ","))},
 				{"min gpu memory", fmt.Sprintf("%d GB", e.Constraints.MinGPUMemoryGB)}, {"objective", dash(string(e.Objective))},
-				{"source", fmt.Sprintf("%s (confidence %.2f, drafter %s)", e.Source, e.Confidence, drafter)}, {"rationale", dash(e.Rationale)}} {
+				{"source", fmt.Sprintf("%s (confidence %.2f, drafter %s)", e.Source, e.Confidence, r.Drafter)}, {"rationale", dash(e.Rationale)}} {
 				fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
 			}
 			if r.FallbackReason != "" {
@@ -802,7 +809,7 @@ func newEnvelopeCmd() *cobra.Command {
 
 // envelopeResult is what `mosaic envelope --json` prints.
 type envelopeResult struct {
-	Envelope       model.Envelope `json:"envelope"`
-	FallbackReason string         `json:"fallback_reason"`
-	Drafter        string         `json:"drafter"`
+	Envelope       v1.Envelope `json:"envelope"`
+	FallbackReason string      `json:"fallback_reason"`
+	Drafter        string      `json:"drafter"`
 }

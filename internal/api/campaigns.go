@@ -6,6 +6,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
@@ -16,7 +17,7 @@ const ExchangePrefix = "/exchange"
 
 type campaignRunsOut struct {
 	Body struct {
-		Runs []core.CampaignRunSummary `json:"runs"`
+		Runs []v1.CampaignRunSummary `json:"runs"`
 	}
 }
 
@@ -24,9 +25,9 @@ type campaignRunIn struct {
 	Run string `path:"run" maxLength:"128" doc:"Run id"`
 }
 
-type campaignRunOut struct{ Body *core.CampaignRunDetail }
+type campaignRunOut struct{ Body *v1.CampaignRunDetail }
 
-type campaignTimelineOut struct{ Body *core.CampaignTimeline }
+type campaignTimelineOut struct{ Body *v1.CampaignTimeline }
 
 type campaignTokenIn struct {
 	Run  string `path:"run" maxLength:"128" doc:"Run id"`
@@ -55,7 +56,7 @@ func (s *Server) registerCampaigns() {
 			return nil, toHTTP(err)
 		}
 		out := &campaignRunsOut{}
-		out.Body.Runs = runs
+		out.Body.Runs = core.V1CampaignRuns(runs)
 		return out, nil
 	})
 	huma.Register(s.api, huma.Operation{
@@ -66,7 +67,7 @@ func (s *Server) registerCampaigns() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &campaignRunOut{Body: d}, nil
+		return &campaignRunOut{Body: core.V1CampaignRun(d)}, nil
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-campaign-timeline", Method: http.MethodGet, Path: "/api/campaigns/{run}/timeline",
@@ -78,7 +79,7 @@ func (s *Server) registerCampaigns() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &campaignTimelineOut{Body: tl}, nil
+		return &campaignTimelineOut{Body: core.V1CampaignTimeline(tl)}, nil
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "issue-campaign-token", Method: http.MethodPost, Path: "/api/campaigns/{run}/token",

@@ -26,7 +26,7 @@ import (
 // store) behind the real API, with a few tasks submitted so the log has events.
 func eventsServer(t *testing.T) (*httptest.Server, *core.Core) {
 	t.Helper()
-	return coreServer(t, Options{Token: "tok", Headless: true})
+	return coreServer(t, Options{Token: "tok"})
 }
 
 // coreServer is eventsServer with the API's options.
@@ -403,7 +403,7 @@ func TestLogsErrorsAreClear(t *testing.T) {
 // exceeded".
 func TestShutdownEndsStreams(t *testing.T) {
 	_, c := eventsServer(t)
-	srv, err := New(c, Options{Token: "tok", Headless: true})
+	srv, err := New(c, Options{Token: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}

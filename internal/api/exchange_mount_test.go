@@ -19,7 +19,7 @@ func TestExchangeMountUnreadBodiesNotHeld(t *testing.T) {
 	// /exchange itself and unclean paths are the core's to answer, under its
 	// stranger guard: answered at once, closed at UnauthTimeout at the latest.
 	const unauth = 300 * time.Millisecond
-	hs, _ := coreServer(t, Options{Token: "tok", Headless: true, UnauthTimeout: unauth})
+	hs, _ := coreServer(t, Options{Token: "tok", UnauthTimeout: unauth})
 	addr := hs.Listener.Addr().String()
 	for _, c := range []struct{ method, path, host, want string }{
 		{"POST", "/exchange/nosuch", addr, " 404 "},

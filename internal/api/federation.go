@@ -4,39 +4,29 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
-	"github.com/mosaic-hpc/mosaic/internal/model"
-	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
 var jsonMarshal = json.Marshal
 
-// toHTTP maps core errors to problem responses with the message intact.
+// toHTTP maps core errors to problem responses with the message intact (the
+// classification is core.V1Error's, shared with the in-process MCP backend).
 func toHTTP(err error) error {
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, core.ErrNotFound):
-		return huma.Error404NotFound(err.Error())
-	case errors.Is(err, core.ErrNotReady):
-		return huma.Error503ServiceUnavailable(err.Error() + "; retry in a few seconds")
-	case errors.Is(err, core.ErrInvalid):
-		return huma.Error422UnprocessableEntity(err.Error())
-	case errors.Is(err, core.ErrBusy):
-		return huma.Error409Conflict(err.Error())
 	}
-	return huma.Error500InternalServerError(err.Error())
+	e := core.V1Error(err)
+	return huma.NewError(e.Status, e.Detail)
 }
 
 type federationOut struct {
-	Body *model.ResourceSnapshot
+	Body *v1.ResourceSnapshot
 }
 
 type historyIn struct {
@@ -47,8 +37,8 @@ type historyIn struct {
 
 type historyOut struct {
 	Body struct {
-		Since  time.Time            `json:"since"`
-		Points []store.HistoryPoint `json:"points"`
+		Since  time.Time         `json:"since"`
+		Points []v1.HistoryPoint `json:"points"`
 	}
 }
 
@@ -57,7 +47,7 @@ type statusIn struct {
 }
 
 type statusOut struct {
-	Body *core.Status
+	Body *v1.Status
 }
 
 type resourceIn struct {
@@ -65,7 +55,7 @@ type resourceIn struct {
 }
 
 type resourceOut struct {
-	Body *core.ResourceDetail
+	Body *v1.ResourceDetail
 }
 
 type idleIn struct {
@@ -81,28 +71,12 @@ type idleIn struct {
 
 type idleOut struct {
 	Body struct {
-		Partitions []model.ResourceRecord `json:"partitions"`
+		Partitions []v1.ResourceRecord `json:"partitions"`
 	}
 }
 
 type aboutOut struct {
-	Body core.About
-}
-
-// parseSince reads an RFC 3339 time or a duration back from now.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return now.Add(-time.Hour), nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	d, err := model.ParseDuration(s)
-	if err != nil || d < 0 {
-		return time.Time{}, fmt.Errorf("since=%q: want an RFC 3339 time or a duration such as 1h", s)
-	}
-	return now.Add(-d.D()), nil
+	Body v1.About
 }
 
 func (s *Server) registerFederation() {
@@ -115,16 +89,16 @@ func (s *Server) registerFederation() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &federationOut{Body: snap}, nil
+		return &federationOut{Body: core.V1Snapshot(snap)}, nil
 	})
 
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-federation-history", Method: http.MethodGet, Path: "/api/federation/history",
 		Summary: "Downsampled partition history", Tags: []string{"federation"},
 	}, func(ctx context.Context, in *historyIn) (*historyOut, error) {
-		since, err := parseSince(in.Since, time.Now())
+		since, err := core.ParseSince(in.Since, time.Now())
 		if err != nil {
-			return nil, huma.Error422UnprocessableEntity(err.Error())
+			return nil, toHTTP(err)
 		}
 		pts, err := s.core.History(ctx, in.System, since, in.Limit)
 		if err != nil {
@@ -132,9 +106,9 @@ func (s *Server) registerFederation() {
 		}
 		out := &historyOut{}
 		out.Body.Since = since.UTC()
-		out.Body.Points = pts
+		out.Body.Points = core.V1History(pts)
 		if out.Body.Points == nil {
-			out.Body.Points = []store.HistoryPoint{}
+			out.Body.Points = []v1.HistoryPoint{}
 		}
 		return out, nil
 	})
@@ -149,7 +123,7 @@ func (s *Server) registerFederation() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &statusOut{Body: st}, nil
+		return &statusOut{Body: core.V1Status(st)}, nil
 	})
 
 	huma.Register(s.api, huma.Operation{
@@ -160,20 +134,20 @@ func (s *Server) registerFederation() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &resourceOut{Body: d}, nil
+		return &resourceOut{Body: core.V1ResourceDetail(d)}, nil
 	})
 
 	huma.Register(s.api, huma.Operation{
 		OperationID: "find-idle", Method: http.MethodGet, Path: "/api/idle",
 		Summary: "Partitions with free capacity now", Tags: []string{"federation"},
 	}, func(ctx context.Context, in *idleIn) (*idleOut, error) {
-		recs, err := s.core.Idle(core.IdleFilter{GPUs: in.GPUs, GPUMemGB: in.GPUMem, Cores: in.Cores, Arch: in.Arch,
-			GPUModel: in.GPUModel, MaxQueue: in.MaxQueue, Provider: in.Provider, System: in.System})
+		recs, err := s.core.Idle(core.IdleFilterFromV1(v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMem, Cores: in.Cores, Arch: in.Arch,
+			GPUModel: in.GPUModel, MaxQueue: in.MaxQueue, Provider: in.Provider, System: in.System}))
 		if err != nil {
 			return nil, toHTTP(err)
 		}
 		out := &idleOut{}
-		out.Body.Partitions = recs
+		out.Body.Partitions = core.V1Records(recs)
 		return out, nil
 	})
 
@@ -181,7 +155,7 @@ func (s *Server) registerFederation() {
 		OperationID: "get-about", Method: http.MethodGet, Path: "/api/about",
 		Summary: "Version, catalog, tick, store and active ranker", Tags: []string{"meta"},
 	}, func(ctx context.Context, _ *struct{}) (*aboutOut, error) {
-		return &aboutOut{Body: s.core.About()}, nil
+		return &aboutOut{Body: core.V1About(s.core.About())}, nil
 	})
 }
 

@@ -3,15 +3,15 @@ package api
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 )
 
-type envOut struct{ Body *core.SiteEnv }
+type envOut struct{ Body *v1.SiteEnv }
 
 type execIn struct {
 	System string `path:"system"`
@@ -20,7 +20,7 @@ type execIn struct {
 	}
 }
 
-type execOut struct{ Body *core.ExecResult }
+type execOut struct{ Body *v1.ExecResult }
 
 type filesIn struct {
 	System string `path:"system"`
@@ -47,7 +47,8 @@ func (s *Server) registerLookAround() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &envOut{Body: env}, nil
+		e := core.V1SiteEnv(*env)
+		return &envOut{Body: &e}, nil
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "exec-on-system", Method: http.MethodPost, Path: "/api/resources/{system}/exec",
@@ -55,9 +56,10 @@ func (s *Server) registerLookAround() {
 	}, func(ctx context.Context, in *execIn) (*execOut, error) {
 		res, err := s.core.Exec(ctx, in.System, in.Body.Command)
 		if err != nil {
-			return nil, lookAroundHTTP(err)
+			return nil, toHTTP(err)
 		}
-		return &execOut{Body: res}, nil
+		r := core.V1ExecResult(*res)
+		return &execOut{Body: &r}, nil
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "put-file", Method: http.MethodPost, Path: "/api/resources/{system}/files",
@@ -77,30 +79,10 @@ func (s *Server) registerLookAround() {
 		}
 		p, err := s.core.PutFile(ctx, in.System, in.Body.Path, data)
 		if err != nil {
-			return nil, lookAroundHTTP(err)
+			return nil, toHTTP(err)
 		}
 		out := &filesOut{}
 		out.Body.Path, out.Body.Bytes = p, len(data)
 		return out, nil
 	})
-}
-
-// lookAroundHTTP answers a look-around refusal with the status that fits its kind:
-// 400 malformed, 403 secrets or outside the workdir, 409 a target in the way,
-// 413 too large. Other errors map as everywhere else.
-func lookAroundHTTP(err error) error {
-	var re *core.RefusedError
-	if !errors.As(err, &re) {
-		return toHTTP(err)
-	}
-	msg := err.Error()
-	switch re.Kind {
-	case core.RefusedForbidden:
-		return huma.Error403Forbidden(msg)
-	case core.RefusedConflict:
-		return huma.Error409Conflict(msg)
-	case core.RefusedTooLarge:
-		return huma.Error413RequestEntityTooLarge(msg)
-	}
-	return huma.Error400BadRequest(msg)
 }

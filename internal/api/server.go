@@ -1,8 +1,10 @@
 // Package api is Mosaic's HTTP surface: a huma v2 API under /api (OpenAPI 3.1 at
-// /openapi.json, an offline docs page at /docs), /healthz, /metrics and (unless
-// headless) the embedded web UI at /, behind the loopback security baseline: a bearer
-// token or a browser session cookie (with a CSRF token for state-changing calls), a
-// Host allow-list (DNS-rebinding defence) and an Origin check.
+// /openapi.json, an offline docs page at /docs), /healthz, /metrics, /skill and the
+// routes other surfaces mount on it (the web UI, /mcp: see Options.Routes and
+// TokenRoutes; internal/server composes them), behind the loopback security baseline:
+// a bearer token or a browser session cookie (with a CSRF token for state-changing
+// calls), a Host allow-list (DNS-rebinding defence) and an Origin check. Its answers
+// are the wire types of api/v1.
 package api
 
 import (
@@ -21,16 +23,25 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
-	"github.com/mosaic-hpc/mosaic/internal/web"
+	"github.com/mosaic-hpc/mosaic/internal/session"
 )
 
 // Options configure the server.
 type Options struct {
 	Token      string   // required for /api/*
 	AllowHosts []string // extra Host names accepted besides loopback names
-	Headless   bool     // API only: no pages at /
+	// Sessions is the browser-session store whose cookies the guard accepts; nil = a
+	// new one. The web UI that issues the sessions must be given the same store.
+	Sessions *session.Sessions
+	// Routes register further routes on the server's mux, behind the guard (the web
+	// UI: its pages, /login and /api/session, which the guard protects like /api).
+	Routes []func(mux *http.ServeMux)
+	// TokenRoutes are handlers (by mux pattern) that need the API token as a bearer
+	// token — never a session cookie — besides the guard: /mcp.
+	TokenRoutes map[string]http.Handler
 	// SignIn, when set, serves the Globus web sign-in under /auth/ (login, callback,
 	// logout, status); see internal/auth.
 	SignIn http.Handler
@@ -63,7 +74,7 @@ type Server struct {
 	mux      *http.ServeMux
 	api      huma.API
 	handler  http.Handler
-	sessions *web.Sessions
+	sessions *session.Sessions
 	streams  streamStop // ends event streams on shutdown (tasks.go)
 }
 
@@ -75,7 +86,10 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{core: c, opts: opts, mux: http.NewServeMux(), sessions: web.NewSessions(nil)}
+	if opts.Sessions == nil {
+		opts.Sessions = session.NewSessions(nil)
+	}
+	s := &Server{core: c, opts: opts, mux: http.NewServeMux(), sessions: opts.Sessions}
 	cfg := huma.DefaultConfig("Mosaic", core.Version)
 	cfg.Info.Description = "Mosaic treats a researcher's allocations on several supercomputers as one machine. " +
 		"Every /api route needs `Authorization: Bearer <token>`; the token is in $XDG_CONFIG_HOME/mosaic/token."
@@ -84,19 +98,24 @@ func New(c *core.Core, opts Options) (*Server, error) {
 		"bearer": {Type: "http", Scheme: "bearer"},
 	}
 	cfg.Security = []map[string][]string{{"bearer": {}}}
+	cfg.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	// Durations travel as strings ("2h", "1:30:00", "2-00:00:00").
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeOf(model.Duration(0)), reflect.TypeOf(""))
+	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeOf(v1.Duration(0)), reflect.TypeOf(""))
 	s.api = humago.New(s.mux, cfg)
 	s.registerFederation()
 	s.registerLookAround()
 	s.registerTasks()
-	s.registerMCP()
+	s.registerSkill()
 	s.registerCampaigns()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.mux.HandleFunc("GET /docs", serveDocs)
-	if !opts.Headless {
-		web.New(s.sessions, s.tokenOK).Register(s.mux)
+	for _, register := range opts.Routes {
+		register(s.mux)
+	}
+	for pattern, h := range opts.TokenRoutes {
+		s.mux.Handle(pattern, s.requireToken(h))
 	}
 	if opts.SignIn != nil {
 		s.mux.Handle("/auth/", opts.SignIn)
@@ -104,6 +123,23 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	s.handler = s.guard(s.mux)
 	return s, nil
 }
+
+// schemaName names OpenAPI schemas. Answers are api/v1 types, named as they are;
+// request bodies are decoded with the core's own types (internal/model), which read
+// every duration form a user types ("2-00:00:00", "2d", "90"), and share names with
+// wire types (Envelope, Policy), so those are named <Name>Input.
+func schemaName(t reflect.Type, hint string) string {
+	name := huma.DefaultSchemaNamer(t, hint)
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.PkgPath() == modelPkg {
+		return name + "Input"
+	}
+	return name
+}
+
+var modelPkg = reflect.TypeOf(model.Envelope{}).PkgPath()
 
 // HTTPServer returns an http.Server for this handler with the server's limits:
 // headers within the unauthenticated timeout, MaxHeaderBytes, IdleTimeout. There is no
@@ -211,8 +247,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					writeProblem(w, http.StatusUnauthorized, "not signed in: send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token), or open the one-time login URL `mosaic serve` printed")
 					return
 				}
-				if !web.CheckCSRF(r, sess) {
-					writeProblem(w, http.StatusForbidden, "cookie-authenticated "+r.Method+" without a valid "+web.CSRFHeader+" header from this origin refused (CSRF protection); reload the page")
+				if !session.CheckCSRF(r, sess) {
+					writeProblem(w, http.StatusForbidden, "cookie-authenticated "+r.Method+" without a valid "+session.CSRFHeader+" header from this origin refused (CSRF protection); reload the page")
 					return
 				}
 			}
@@ -264,8 +300,25 @@ func bearerToken(h string) (string, bool) {
 }
 
 // tokenOK compares a presented token with the API token in constant time.
-func (s *Server) tokenOK(tok string) bool {
-	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1
+func (s *Server) tokenOK(tok string) bool { return TokenChecker(s.opts.Token)(tok) }
+
+// TokenChecker returns a constant-time check of a presented token against token
+// (the web UI's paste-the-token login uses it).
+func TokenChecker(token string) func(string) bool {
+	return func(tok string) bool { return subtle.ConstantTimeCompare([]byte(tok), []byte(token)) == 1 }
+}
+
+// requireToken lets a request through only with the API token as a bearer token.
+func (s *Server) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mosaic"`)
+			writeProblem(w, http.StatusUnauthorized, "missing or wrong token: send Authorization: Bearer <token> "+
+				"(the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // hostAllowed accepts loopback names and addresses (any port) and the allow-list.

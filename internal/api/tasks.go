@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,9 +11,9 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/sse"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
-	"github.com/mosaic-hpc/mosaic/internal/scheduler/draft"
 )
 
 type submitIn struct {
@@ -24,14 +22,14 @@ type submitIn struct {
 
 type submitOut struct {
 	Status int
-	Body   *core.SubmitResult
+	Body   *v1.SubmitResult
 }
 
 type taskIn struct {
 	ID string `path:"id" maxLength:"64"`
 }
 
-type taskOut struct{ Body *core.TaskDetail }
+type taskOut struct{ Body *v1.TaskDetail }
 
 type tasksIn struct {
 	State string `query:"state" doc:"Comma-separated states: pending, placed, submitted, queued, running, succeeded, failed, cancelled"`
@@ -40,7 +38,7 @@ type tasksIn struct {
 
 type tasksOut struct {
 	Body struct {
-		Tasks []core.TaskSummary `json:"tasks"`
+		Tasks []v1.TaskSummary `json:"tasks"`
 	}
 }
 
@@ -57,7 +55,7 @@ type logsIn struct {
 	Tail    int    `query:"tail" minimum:"0" maximum:"1048576" doc:"Bytes from the end of each stream (default 65536)"`
 }
 
-type logsOut struct{ Body *core.JobLogs }
+type logsOut struct{ Body *v1.Logs }
 
 type eventsIn struct {
 	Task    string `query:"task" doc:"Only this task's events"`
@@ -70,7 +68,7 @@ type eventsIn struct {
 }
 
 type eventsOut struct {
-	Body *core.EventPage
+	Body *v1.EventPage
 }
 
 // streamIn selects where the event stream starts. Resolve picks the cursor: the
@@ -108,10 +106,7 @@ type envelopeIn struct {
 }
 
 type envelopeOut struct {
-	Body struct {
-		draft.Result
-		Drafter string `json:"drafter"`
-	}
+	Body *v1.DraftResult
 }
 
 func (s *Server) registerTasks() {
@@ -131,7 +126,7 @@ func (s *Server) registerTasks() {
 		if res.DryRun {
 			st = http.StatusOK
 		}
-		return &submitOut{Status: st, Body: res}, nil
+		return &submitOut{Status: st, Body: core.V1SubmitResult(res)}, nil
 	})
 
 	huma.Register(s.api, huma.Operation{
@@ -147,7 +142,7 @@ func (s *Server) registerTasks() {
 			return nil, toHTTP(err)
 		}
 		out := &tasksOut{}
-		out.Body.Tasks = ts
+		out.Body.Tasks = core.V1TaskSummaries(ts)
 		return out, nil
 	})
 
@@ -159,7 +154,7 @@ func (s *Server) registerTasks() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &taskOut{Body: t}, nil
+		return taskOutOf(t)
 	})
 
 	huma.Register(s.api, huma.Operation{
@@ -170,7 +165,7 @@ func (s *Server) registerTasks() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &taskOut{Body: t}, nil
+		return taskOutOf(t)
 	})
 
 	huma.Register(s.api, huma.Operation{
@@ -182,7 +177,7 @@ func (s *Server) registerTasks() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &taskOut{Body: t}, nil
+		return taskOutOf(t)
 	})
 
 	huma.Register(s.api, huma.Operation{
@@ -193,13 +188,10 @@ func (s *Server) registerTasks() {
 			"returns empty tails with a note.",
 	}, func(ctx context.Context, in *logsIn) (*logsOut, error) {
 		l, err := s.core.TaskLogs(ctx, in.ID, in.Attempt, in.Tail)
-		if errors.Is(err, core.ErrUnavailable) {
-			return nil, huma.Error503ServiceUnavailable(err.Error())
-		}
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &logsOut{Body: l}, nil
+		return &logsOut{Body: core.V1Logs(l)}, nil
 	})
 
 	huma.Register(s.api, huma.Operation{
@@ -208,28 +200,16 @@ func (s *Server) registerTasks() {
 		Description: "Newest first by default; limit keeps the newest N. Page back with before=next_before; read " +
 			"forward (oldest first) with after_id.",
 	}, func(ctx context.Context, in *eventsIn) (*eventsOut, error) {
-		q := core.EventQuery{TaskID: in.Task, AfterID: in.AfterID, BeforeID: in.Before, Kinds: model.SplitList(in.Kind), Limit: in.Limit}
-		switch strings.TrimSpace(in.Order) {
-		case "newest":
-			q.Newest = true
-		case "oldest":
-		case "":
-			q.Newest = in.AfterID == 0
-		default:
-			return nil, huma.Error422UnprocessableEntity(fmt.Sprintf("order=%q: want newest or oldest", in.Order))
-		}
-		if in.Since != "" {
-			t, err := parseSince(in.Since, time.Now())
-			if err != nil {
-				return nil, huma.Error422UnprocessableEntity(err.Error())
-			}
-			q.Since = t
+		q, err := core.EventQueryFromV1(v1.EventQuery{Task: in.Task, Since: in.Since, AfterID: in.AfterID, BeforeID: in.Before,
+			Kinds: model.SplitList(in.Kind), Limit: in.Limit, Order: in.Order}, time.Now())
+		if err != nil {
+			return nil, toHTTP(err)
 		}
 		page, err := s.core.EventPage(ctx, q)
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		return &eventsOut{Body: page}, nil
+		return &eventsOut{Body: core.V1EventPage(page)}, nil
 	})
 
 	sse.Register(s.api, huma.Operation{
@@ -240,7 +220,7 @@ func (s *Server) registerTasks() {
 			"EventSource resends when it reconnects) or after_id, whichever is later (default: only new ones), " +
 			"and follows. Reconnecting with the last id received loses nothing and repeats nothing, across " +
 			"restarts of the core too. A `ping` keeps the connection alive every 15 s.",
-	}, map[string]any{"event": model.Event{}, "ping": ping{}, "ready": streamReady{}, "error": streamError{}}, func(ctx context.Context, in *streamIn, send sse.Sender) {
+	}, map[string]any{"event": v1.Event{}, "ping": ping{}, "ready": streamReady{}, "error": streamError{}}, func(ctx context.Context, in *streamIn, send sse.Sender) {
 		s.streamEvents(ctx, in.Task, in.cursor, in.hasCursor, send)
 	})
 
@@ -252,10 +232,7 @@ func (s *Server) registerTasks() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		out := &envelopeOut{}
-		out.Body.Result = r
-		out.Body.Drafter = s.core.About().Drafter
-		return out, nil
+		return &envelopeOut{Body: core.V1Draft(r, s.core.About().Drafter)}, nil
 	})
 }
 
@@ -299,7 +276,7 @@ func (s *Server) streamEvents(ctx context.Context, task string, after int64, rep
 			return
 		}
 		for _, e := range evs {
-			if err := send(sse.Message{ID: int(e.ID), Data: e}); err != nil {
+			if err := send(sse.Message{ID: int(e.ID), Data: core.V1Event(e)}); err != nil {
 				return
 			}
 			after = e.ID
@@ -365,4 +342,9 @@ type streamError struct {
 // ping is the SSE keep-alive payload.
 type ping struct {
 	Time time.Time `json:"time"`
+}
+
+// taskOutOf answers with a task's wire form.
+func taskOutOf(t *core.TaskDetail) (*taskOut, error) {
+	return &taskOut{Body: core.V1TaskDetail(t)}, nil
 }

@@ -2,26 +2,36 @@ package mcp
 
 import (
 	"context"
+	"time"
 
-	"github.com/mosaic-hpc/mosaic/client"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
-// Backend is what the tools call: the subset of *client.Client they use.
+// Backend is what the tools call, in the API's wire types (api/v1). It has two
+// implementations: the core itself, in process (CoreBackend; /mcp on the core's own
+// HTTP server), and the HTTP client of package client (`mosaic mcp` over stdio, which
+// reaches a core running elsewhere). Errors are *v1.Error where the core refused
+// something (its Status says why), or wrap v1.ErrNoCore when no core answers.
 type Backend interface {
-	Federation(ctx context.Context) (*client.ResourceSnapshot, error)
-	Idle(ctx context.Context, f client.IdleQuery) ([]client.ResourceRecord, error)
-	DraftEnvelope(ctx context.Context, name, description string) (*client.DraftResult, string, error)
-	Submit(ctx context.Context, req client.SubmitRequest) (*client.SubmitResult, error)
-	Task(ctx context.Context, id string) (*client.TaskDetail, error)
-	Tasks(ctx context.Context, states []string, limit int) ([]client.TaskSummary, error)
-	Cancel(ctx context.Context, id string) (*client.TaskDetail, error)
-	Replan(ctx context.Context, id string, clearTarget bool) (*client.TaskDetail, error)
-	Events(ctx context.Context, f client.EventFilter) ([]client.Event, error)
-	TaskLogs(ctx context.Context, id string, attempt, tail int) (*client.Logs, error)
-	SystemEnv(ctx context.Context, system string) (*client.SiteEnv, error)
+	Federation(ctx context.Context) (*v1.ResourceSnapshot, error)
+	Idle(ctx context.Context, f v1.IdleQuery) ([]v1.ResourceRecord, error)
+	SystemEnv(ctx context.Context, system string) (*v1.SiteEnv, error)
+	DraftEnvelope(ctx context.Context, name, description string) (*v1.DraftResult, error)
+	Submit(ctx context.Context, req v1.SubmitRequest) (*v1.SubmitResult, error)
+	Task(ctx context.Context, id string) (*v1.TaskDetail, error)
+	Tasks(ctx context.Context, states []string, limit int) ([]v1.TaskSummary, error)
+	Cancel(ctx context.Context, id string) (*v1.TaskDetail, error)
+	Replan(ctx context.Context, id string, clearTarget bool) (*v1.TaskDetail, error)
+	TaskLogs(ctx context.Context, id string, attempt, tail int) (*v1.Logs, error)
+	EventsPage(ctx context.Context, f v1.EventQuery) (*v1.EventPage, error)
+	// FollowTask calls fn for each event of the task ("" = every task) after afterID,
+	// in id order, until ctx ends or fn fails; it gives up when the events cannot be
+	// read for longer than reconnectFor.
+	FollowTask(ctx context.Context, task string, afterID int64, reconnectFor time.Duration, fn func(v1.Event) error) error
+	CampaignRuns(ctx context.Context) ([]v1.CampaignRunSummary, error)
+	CampaignRun(ctx context.Context, run string) (*v1.CampaignRunDetail, error)
+	CampaignTimeline(ctx context.Context, run string) (*v1.CampaignTimeline, error)
 }
-
-var _ Backend = (*client.Client)(nil)
 
 // Connect returns the backend for one tool call. A stdio server re-discovers the core on
 // each call until it finds one, so an agent started before `mosaic serve` recovers.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/mosaic-hpc/mosaic/client"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
 // actionable rewrites a backend error into a message an agent can act on. Tool
@@ -15,9 +15,9 @@ func actionable(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ae *client.APIError
+	var ae *v1.Error
 	switch {
-	case errors.Is(err, client.ErrNoCore):
+	case errors.Is(err, v1.ErrNoCore):
 		return fmt.Errorf("%w. Ask the user to run `mosaic serve` in a terminal (it keeps running), then call the tool again", err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("the core did not answer in time (%w); it may be busy probing sites: retry in a few seconds", err)

@@ -13,17 +13,27 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mosaic-hpc/mosaic/client"
-	"github.com/mosaic-hpc/mosaic/internal/api"
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/mcp"
+	"github.com/mosaic-hpc/mosaic/internal/server"
 )
 
 const testToken = "mcp-test-token"
 
-// startCore runs a real core on the embedded simulated federation (in-memory store)
-// behind the real HTTP API, and returns a client for it.
-func startCore(t *testing.T) *client.Client {
+// The HTTP client is the Backend of `mosaic mcp` (stdio).
+var _ mcp.Backend = (*client.Client)(nil)
+
+// forEachBackend runs body once per Backend implementation, each on its own core:
+// the HTTP client (what `mosaic mcp` over stdio uses) and the core in process (what
+// /mcp on the core's server uses). The tools must behave the same over both.
+func forEachBackend(t *testing.T, body func(t *testing.T, s *session)) {
+	t.Run("http", func(t *testing.T) { body(t, connect(t, mcp.Static(startCore(t)))) })
+	t.Run("in-process", func(t *testing.T) { body(t, connect(t, mcp.Static(mcp.CoreBackend(openCore(t))))) })
+}
+
+// openCore runs a real core on the embedded simulated federation (in-memory store).
+func openCore(t *testing.T) *core.Core {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := &config.Config{StateDir: t.TempDir(), DBPath: ":memory:", Tick: 250 * time.Millisecond, SimSpeed: 30}
@@ -39,17 +49,26 @@ func startCore(t *testing.T) *client.Client {
 	if err := c.WaitReady(wctx); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(c, api.Options{Token: testToken, Headless: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
-		hs.Close()
 		cancel()
 		wg.Wait()
 		c.Close()
 	})
+	return c
+}
+
+// startCore runs a real core behind the real HTTP API and returns a client for it.
+func startCore(t *testing.T) *client.Client {
+	t.Helper()
+	// The composed server, as `mosaic serve` builds it (its own /mcp is not used here).
+	var o server.Options
+	o.Token, o.Headless = testToken, true
+	srv, err := server.New(openCore(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
 	cl, err := client.New(hs.URL, testToken)
 	if err != nil {
 		t.Fatal(err)

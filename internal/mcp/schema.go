@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -17,6 +18,8 @@ func typeSchemas() map[reflect.Type]*jsonschema.Schema {
 		// Durations travel as strings: "2h", "1:30:00", "2-00:00:00".
 		reflect.TypeFor[model.Duration](): {Type: "string",
 			Description: `duration: Go style ("90m", "2h") or Slurm style ("1:30:00", "2-00:00:00")`},
+		// The core answers with Go-style durations ("90m", "48h").
+		reflect.TypeFor[v1.Duration]():     {Type: "string", Description: `duration, Go style ("90m", "2h", "45s")`},
 		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
 		reflect.TypeFor[json.RawMessage](): {},
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mosaic-hpc/mosaic/client"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
 // CampaignStatusIn selects a run; empty lists every run.
@@ -17,8 +17,8 @@ type CampaignStatusIn struct {
 
 // CampaignStatusOut is either the list of runs or one run's per-site status.
 type CampaignStatusOut struct {
-	Runs []client.CampaignRunSummary `json:"runs,omitempty" jsonschema:"every run, newest first (when run was omitted)"`
-	Run  *client.CampaignRunDetail   `json:"run,omitempty" jsonschema:"the run: state, per-site agents, job ids and states, message counts per site"`
+	Runs []v1.CampaignRunSummary `json:"runs,omitempty" jsonschema:"every run, newest first (when run was omitted)"`
+	Run  *v1.CampaignRunDetail   `json:"run,omitempty" jsonschema:"the run: state, per-site agents, job ids and states, message counts per site"`
 }
 
 // CampaignTimelineIn selects a run's timeline.
@@ -29,8 +29,8 @@ type CampaignTimelineIn struct {
 
 // CampaignTimelineOut is the merged multi-site timeline.
 type CampaignTimelineOut struct {
-	Timeline *client.CampaignTimeline `json:"timeline" jsonschema:"messages in time order, each tagged with its source and destination sites; cross-site ones flagged; counts per site"`
-	Omitted  int                      `json:"omitted" jsonschema:"older messages left out by limit"`
+	Timeline *v1.CampaignTimeline `json:"timeline" jsonschema:"messages in time order, each tagged with its source and destination sites; cross-site ones flagged; counts per site"`
+	Omitted  int                  `json:"omitted" jsonschema:"older messages left out by limit"`
 }
 
 func (t *tools) registerCampaigns(s *mcp.Server) {
@@ -49,17 +49,14 @@ func (t *tools) campaignStatus(ctx context.Context, _ *mcp.CallToolRequest, in C
 	if err != nil {
 		return nil, err
 	}
-	cb, ok := b.(campaignBackend)
-	if !ok {
-		return nil, fmt.Errorf("this Mosaic core does not serve campaigns")
-	}
+	cb := b
 	if strings.TrimSpace(in.Run) == "" {
 		runs, err := cb.CampaignRuns(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("campaign_status: %w", err)
 		}
 		if runs == nil {
-			runs = []client.CampaignRunSummary{}
+			runs = []v1.CampaignRunSummary{}
 		}
 		return &CampaignStatusOut{Runs: runs}, nil
 	}
@@ -85,10 +82,7 @@ func (t *tools) campaignTimeline(ctx context.Context, _ *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, err
 	}
-	cb, ok := b.(campaignBackend)
-	if !ok {
-		return nil, fmt.Errorf("this Mosaic core does not serve campaigns")
-	}
+	cb := b
 	tl, err := cb.CampaignTimeline(ctx, in.Run)
 	if err != nil {
 		return nil, fmt.Errorf("campaign_timeline %s: %w", in.Run, err)
@@ -100,12 +94,3 @@ func (t *tools) campaignTimeline(ctx context.Context, _ *mcp.CallToolRequest, in
 	}
 	return out, nil
 }
-
-// campaignBackend is the part of the client the campaign tools use.
-type campaignBackend interface {
-	CampaignRuns(ctx context.Context) ([]client.CampaignRunSummary, error)
-	CampaignRun(ctx context.Context, run string) (*client.CampaignRunDetail, error)
-	CampaignTimeline(ctx context.Context, run string) (*client.CampaignTimeline, error)
-}
-
-var _ campaignBackend = (*client.Client)(nil)

@@ -3,14 +3,14 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mosaic-hpc/mosaic/client"
-	"github.com/mosaic-hpc/mosaic/internal/model"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
 // ListResourcesIn filters list_resources.
@@ -21,9 +21,9 @@ type ListResourcesIn struct {
 
 // ListResourcesOut is the federation snapshot.
 type ListResourcesOut struct {
-	TakenAt time.Time              `json:"taken_at"`
-	Systems []model.SystemHealth   `json:"systems" jsonschema:"each system's probe health: ok and degraded are usable; down, needs-login and unknown are not"`
-	Records []model.ResourceRecord `json:"records" jsonschema:"one per (system, partition, account): shape, free GPUs/cores now, queue depth, limits"`
+	TakenAt time.Time           `json:"taken_at"`
+	Systems []v1.SystemHealth   `json:"systems" jsonschema:"each system's probe health: ok and degraded are usable; down, needs-login and unknown are not"`
+	Records []v1.ResourceRecord `json:"records" jsonschema:"one per (system, partition, account): shape, free GPUs/cores now, queue depth, limits"`
 }
 
 // FindIdleIn filters find_idle.
@@ -41,8 +41,8 @@ type FindIdleIn struct {
 
 // FindIdleOut lists partitions with free capacity now.
 type FindIdleOut struct {
-	Count      int                    `json:"count"`
-	Partitions []model.ResourceRecord `json:"partitions"`
+	Count      int                 `json:"count"`
+	Partitions []v1.ResourceRecord `json:"partitions"`
 }
 
 // SystemEnvIn names a system.
@@ -74,7 +74,7 @@ func (t *tools) listResources(ctx context.Context, _ *mcp.CallToolRequest, in Li
 	if err != nil {
 		return nil, err
 	}
-	out := &ListResourcesOut{TakenAt: snap.TakenAt, Systems: []model.SystemHealth{}, Records: []model.ResourceRecord{}}
+	out := &ListResourcesOut{TakenAt: snap.TakenAt, Systems: []v1.SystemHealth{}, Records: []v1.ResourceRecord{}}
 	want := strings.TrimSpace(in.System)
 	match := func(sys string) bool { return want == "" || systemMatches(sys, want) }
 	for _, h := range snap.Systems {
@@ -102,7 +102,7 @@ func systemMatches(catalog, name string) bool {
 	return strings.EqualFold(short, name)
 }
 
-func systemNames(snap *client.ResourceSnapshot) []string {
+func systemNames(snap *v1.ResourceSnapshot) []string {
 	var names []string
 	for _, h := range snap.Systems {
 		names = append(names, h.System)
@@ -121,11 +121,16 @@ func (t *tools) findIdle(ctx context.Context, _ *mcp.CallToolRequest, in FindIdl
 	if a := in.Arch; a != "" && a != "x86_64" && a != "aarch64" {
 		return nil, invalid("arch %q: want x86_64 or aarch64", a)
 	}
+	// The bounds the HTTP API's find-idle operation declares, checked here so both
+	// backends refuse the same arguments.
+	if p := in.Provider; p != "" && !slices.Contains([]string{"sim", "ssh", "local", "globus"}, p) {
+		return nil, invalid("provider %q: want sim, ssh, local or globus", p)
+	}
 	b, err := t.backend(ctx)
 	if err != nil {
 		return nil, err
 	}
-	q := client.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMemGB, Cores: in.Cores, Arch: in.Arch, GPUModel: in.GPUModel,
+	q := v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMemGB, Cores: in.Cores, Arch: in.Arch, GPUModel: in.GPUModel,
 		MaxQueue: -1, Provider: in.Provider, System: in.System}
 	if in.MaxQueue != nil {
 		q.MaxQueue = *in.MaxQueue
@@ -134,7 +139,7 @@ func (t *tools) findIdle(ctx context.Context, _ *mcp.CallToolRequest, in FindIdl
 	if err != nil {
 		return nil, err
 	}
-	out := &FindIdleOut{Partitions: []model.ResourceRecord{}}
+	out := &FindIdleOut{Partitions: []v1.ResourceRecord{}}
 	for _, r := range recs {
 		if in.Partition == "" || strings.EqualFold(r.Partition, in.Partition) {
 			out.Partitions = append(out.Partitions, r)
@@ -144,7 +149,7 @@ func (t *tools) findIdle(ctx context.Context, _ *mcp.CallToolRequest, in FindIdl
 	return out, nil
 }
 
-func (t *tools) systemEnv(ctx context.Context, _ *mcp.CallToolRequest, in SystemEnvIn) (*client.SiteEnv, error) {
+func (t *tools) systemEnv(ctx context.Context, _ *mcp.CallToolRequest, in SystemEnvIn) (*v1.SiteEnv, error) {
 	if strings.TrimSpace(in.System) == "" {
 		return nil, invalid("system is empty; name one from list_resources")
 	}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mosaic-hpc/mosaic/client"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
+	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -18,11 +20,17 @@ type DraftEnvelopeIn struct {
 	Description string `json:"description" jsonschema:"what the job does: model size, training or inference, data, expected duration"`
 }
 
+// Bounds of draft_envelope's arguments (those of POST /api/envelope/generate).
+const (
+	maxDraftName        = 128
+	maxDraftDescription = 20000
+)
+
 // DraftEnvelopeOut is a drafted envelope.
 type DraftEnvelopeOut struct {
-	Envelope       model.Envelope `json:"envelope" jsonschema:"[min viable, max useful] ranges plus constraints; pass it to submit_task as envelope, edited if needed"`
-	Drafter        string         `json:"drafter" jsonschema:"heuristic, or the LLM that drafted it"`
-	FallbackReason string         `json:"fallback_reason,omitempty" jsonschema:"why an LLM draft was not used"`
+	Envelope       v1.Envelope `json:"envelope" jsonschema:"[min viable, max useful] ranges plus constraints; pass it to submit_task as envelope, edited if needed"`
+	Drafter        string      `json:"drafter" jsonschema:"heuristic, or the LLM that drafted it"`
+	FallbackReason string      `json:"fallback_reason,omitempty" jsonschema:"why an LLM draft was not used"`
 }
 
 // SubmitTaskIn is a task to place and run.
@@ -61,8 +69,8 @@ type ListTasksIn struct {
 
 // ListTasksOut lists tasks, newest first.
 type ListTasksOut struct {
-	Count int                  `json:"count"`
-	Tasks []client.TaskSummary `json:"tasks" jsonschema:"newest first: id, name, state, where the latest attempt runs, its job id and state"`
+	Count int              `json:"count"`
+	Tasks []v1.TaskSummary `json:"tasks" jsonschema:"newest first: id, name, state, where the latest attempt runs, its job id and state"`
 }
 
 // taskStates are the valid task states.
@@ -118,15 +126,19 @@ func (t *tools) draftEnvelope(ctx context.Context, _ *mcp.CallToolRequest, in Dr
 	if strings.TrimSpace(in.Description) == "" {
 		return nil, invalid("description is empty; describe the job (model size, training or inference, expected duration)")
 	}
+	// The bounds of the HTTP API's generate-envelope operation, for both backends.
+	if utf8.RuneCountInString(in.Name) > maxDraftName || utf8.RuneCountInString(in.Description) > maxDraftDescription {
+		return nil, invalid("name is at most %d characters and description at most %d; shorten them", maxDraftName, maxDraftDescription)
+	}
 	b, err := t.backend(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r, drafter, err := b.DraftEnvelope(ctx, in.Name, in.Description)
+	r, err := b.DraftEnvelope(ctx, in.Name, in.Description)
 	if err != nil {
 		return nil, err
 	}
-	return &DraftEnvelopeOut{Envelope: r.Envelope, Drafter: drafter, FallbackReason: r.FallbackReason}, nil
+	return &DraftEnvelopeOut{Envelope: r.Envelope, Drafter: r.Drafter, FallbackReason: r.FallbackReason}, nil
 }
 
 func (t *tools) submitTask(ctx context.Context, _ *mcp.CallToolRequest, in SubmitTaskIn) (*SubmitTaskOut, error) {
@@ -146,9 +158,11 @@ func (t *tools) submitTask(ctx context.Context, _ *mcp.CallToolRequest, in Submi
 	if err != nil {
 		return nil, err
 	}
-	res, err := b.Submit(ctx, client.SubmitRequest{Name: in.Name, Command: in.Command, Script: in.Script,
+	// The arguments are read with the core's own types (every duration form a user
+	// types), then travel as the API's wire request.
+	res, err := b.Submit(ctx, core.V1SubmitRequest(core.SubmitRequest{Name: in.Name, Command: in.Command, Script: in.Script,
 		Description: in.Description, Envelope: in.Envelope, AutoEnvelope: in.AutoEnvelope, Target: in.Target,
-		Objective: in.Objective, Policy: in.Policy, DryRun: in.DryRun})
+		Objective: in.Objective, Policy: in.Policy, DryRun: in.DryRun}))
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +203,7 @@ func (t *tools) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in ListTa
 		return nil, err
 	}
 	if ts == nil {
-		ts = []client.TaskSummary{}
+		ts = []v1.TaskSummary{}
 	}
 	return &ListTasksOut{Count: len(ts), Tasks: ts}, nil
 }
@@ -204,7 +218,7 @@ func checkID(id string) error {
 	return nil
 }
 
-func (t *tools) taskCall(ctx context.Context, id string, full bool, call func(Backend) (*client.TaskDetail, error)) (*TaskView, error) {
+func (t *tools) taskCall(ctx context.Context, id string, full bool, call func(Backend) (*v1.TaskDetail, error)) (*TaskView, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
@@ -220,18 +234,18 @@ func (t *tools) taskCall(ctx context.Context, id string, full bool, call func(Ba
 }
 
 func (t *tools) getTask(ctx context.Context, _ *mcp.CallToolRequest, in TaskIn) (*TaskView, error) {
-	return t.taskCall(ctx, in.ID, in.FullTrace, func(b Backend) (*client.TaskDetail, error) { return b.Task(ctx, in.ID) })
+	return t.taskCall(ctx, in.ID, in.FullTrace, func(b Backend) (*v1.TaskDetail, error) { return b.Task(ctx, in.ID) })
 }
 
 func (t *tools) cancelTask(ctx context.Context, _ *mcp.CallToolRequest, in TaskIn) (*TaskView, error) {
-	return t.taskCall(ctx, in.ID, in.FullTrace, func(b Backend) (*client.TaskDetail, error) { return b.Cancel(ctx, in.ID) })
+	return t.taskCall(ctx, in.ID, in.FullTrace, func(b Backend) (*v1.TaskDetail, error) { return b.Cancel(ctx, in.ID) })
 }
 
 func (t *tools) replanTask(ctx context.Context, _ *mcp.CallToolRequest, in ReplanTaskIn) (*TaskView, error) {
-	return t.taskCall(ctx, in.ID, false, func(b Backend) (*client.TaskDetail, error) { return b.Replan(ctx, in.ID, in.ClearTarget) })
+	return t.taskCall(ctx, in.ID, false, func(b Backend) (*v1.TaskDetail, error) { return b.Replan(ctx, in.ID, in.ClearTarget) })
 }
 
-func (t *tools) taskLogs(ctx context.Context, _ *mcp.CallToolRequest, in TaskLogsIn) (*client.Logs, error) {
+func (t *tools) taskLogs(ctx context.Context, _ *mcp.CallToolRequest, in TaskLogsIn) (*v1.Logs, error) {
 	if err := checkID(in.ID); err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mosaic-hpc/mosaic/client"
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -24,12 +24,6 @@ const (
 	safetyPoll  = 30 * time.Second
 	recheck     = time.Second
 )
-
-// eventFollower is a Backend that can follow the event stream (*client.Client can).
-type eventFollower interface {
-	EventsPage(ctx context.Context, f client.EventFilter) (*client.EventPage, error)
-	FollowEvents(ctx context.Context, o client.FollowOptions, fn func(client.Event) error) error
-}
 
 // WaitTaskIn says what to wait for.
 type WaitTaskIn struct {
@@ -58,10 +52,10 @@ type RecentEventsIn struct {
 
 // RecentEventsOut is a page of the activity log.
 type RecentEventsOut struct {
-	Count       int           `json:"count"`
-	LastID      int64         `json:"last_id" jsonschema:"the largest id returned; pass it as after_id to get only newer events"`
-	OlderBefore int64         `json:"older_before,omitempty" jsonschema:"set when older events exist: pass it as before_id to read them"`
-	Events      []model.Event `json:"events" jsonschema:"oldest first; actor says who acted (rules, ai, user, system) and rationale why"`
+	Count       int        `json:"count"`
+	LastID      int64      `json:"last_id" jsonschema:"the largest id returned; pass it as after_id to get only newer events"`
+	OlderBefore int64      `json:"older_before,omitempty" jsonschema:"set when older events exist: pass it as before_id to read them"`
+	Events      []v1.Event `json:"events" jsonschema:"oldest first; actor says who acted (rules, ai, user, system) and rationale why"`
 }
 
 // eventKinds are the kinds the core writes.
@@ -108,29 +102,26 @@ func (t *tools) waitTask(ctx context.Context, req *mcp.CallToolRequest, in WaitT
 	}
 	start := time.Now()
 	deadline := start.Add(timeout)
-	reached := func(s model.TaskState) bool {
-		return s.Final() || (until == "running" && s == model.TaskRunning)
+	reached := func(s string) bool {
+		return v1.FinalTaskState(s) || (until == "running" && s == string(model.TaskRunning))
 	}
 	out := &WaitTaskOut{Progress: []string{}}
-	var last model.TaskState
+	var last string
 	poll := t.poll
 	wake := make(chan struct{}, 1)
-	if f, ok := b.(eventFollower); ok {
-		// Take the stream's position before the first look at the task, so an event
-		// between the two is not missed; then look again on each of its events.
-		if page, err := f.EventsPage(ctx, client.EventFilter{Task: in.ID, Limit: 1}); err == nil {
-			fctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			go f.FollowEvents(fctx, client.FollowOptions{Task: in.ID, AfterID: page.LastID, ReconnectFor: timeout},
-				func(client.Event) error {
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-					return nil
-				})
-			poll = max(poll, safetyPoll)
-		}
+	// Take the stream's position before the first look at the task, so an event
+	// between the two is not missed; then look again on each of its events.
+	if page, err := b.EventsPage(ctx, v1.EventQuery{Task: in.ID, Limit: 1}); err == nil {
+		fctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go b.FollowTask(fctx, in.ID, page.LastID, timeout, func(v1.Event) error {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+		poll = max(poll, safetyPoll)
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
@@ -184,7 +175,7 @@ func (t *tools) waitTask(ctx context.Context, req *mcp.CallToolRequest, in WaitT
 }
 
 // describeState is one line about a task's state and its latest attempt.
-func describeState(td *client.TaskDetail) string {
+func describeState(td *v1.TaskDetail) string {
 	msg := "task " + td.ID + " " + string(td.State)
 	if n := len(td.Attempts); n > 0 {
 		a := td.Attempts[n-1]
@@ -230,27 +221,21 @@ func (t *tools) recentEvents(ctx context.Context, _ *mcp.CallToolRequest, in Rec
 	if in.BeforeID < 0 {
 		return nil, invalid("before_id must not be negative")
 	}
-	f := client.EventFilter{Task: in.Task, Since: in.Since, AfterID: in.AfterID, BeforeID: in.BeforeID, Kinds: in.Kinds, Limit: limit}
+	f := v1.EventQuery{Task: in.Task, Since: in.Since, AfterID: in.AfterID, BeforeID: in.BeforeID, Kinds: in.Kinds, Limit: limit}
 	if in.AfterID == 0 {
 		f.Order = "newest" // the newest page, below before_id if given
 	}
-	var evs []model.Event
-	var older int64
-	if pb, ok := b.(eventFollower); ok {
-		page, err := pb.EventsPage(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		evs, older = page.Events, page.NextBefore
-	} else if evs, err = b.Events(ctx, f); err != nil {
+	page, err := b.EventsPage(ctx, f)
+	if err != nil {
 		return nil, err
 	}
+	evs, older := page.Events, page.NextBefore
 	if f.Order == "newest" {
 		slices.Reverse(evs) // oldest first, as documented
 	}
 	out := &RecentEventsOut{Events: evs, Count: len(evs), OlderBefore: older}
 	if out.Events == nil {
-		out.Events = []model.Event{}
+		out.Events = []v1.Event{}
 	}
 	for _, e := range evs {
 		out.LastID = max(out.LastID, e.ID)

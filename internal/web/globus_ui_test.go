@@ -14,9 +14,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/mosaic-hpc/mosaic/internal/api"
 	"github.com/mosaic-hpc/mosaic/internal/auth"
 	"github.com/mosaic-hpc/mosaic/internal/globusfake"
+	"github.com/mosaic-hpc/mosaic/internal/server"
 )
 
 // TestGlobusSignInGate drives the Globus web sign-in in Chromium: with a Globus client
@@ -41,7 +41,7 @@ func TestGlobusSignInGate(t *testing.T) {
 	// The callback must come back to the test server, whose address is known only once
 	// it listens: the handler is built then and published through an atomic pointer.
 	var signIn atomic.Pointer[auth.WebSignIn]
-	d := startDemoWith(t, func(o *api.Options) {
+	d := startDemoWith(t, func(o *server.Options) {
 		o.SignIn = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if ws := signIn.Load(); ws != nil {
 				ws.ServeHTTP(w, r)

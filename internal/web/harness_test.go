@@ -17,11 +17,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/mosaic-hpc/mosaic/internal/api"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
+	"github.com/mosaic-hpc/mosaic/internal/server"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
@@ -34,7 +34,7 @@ type demo struct {
 	// campaigns switches the campaign-route fixture on (see serveCampaignFixture).
 	campaigns atomic.Bool
 	core      *core.Core
-	srv       *api.Server
+	srv       *server.Server
 	http      *httptest.Server
 	store     *store.Store
 }
@@ -48,7 +48,7 @@ func startDemo(t *testing.T) *demo {
 }
 
 // startDemoWith is startDemo with the API options adjusted by opts (nil: none).
-func startDemoWith(t *testing.T, opts func(*api.Options)) *demo {
+func startDemoWith(t *testing.T, opts func(*server.Options)) *demo {
 	t.Helper()
 	dir := t.TempDir()
 	cat := site.Default()
@@ -82,11 +82,12 @@ func startDemoWith(t *testing.T, opts func(*api.Options)) *demo {
 		t.Fatal(err)
 	}
 	seedHistory(t, ctx, c, st)
-	o := api.Options{Token: "ui-test-token"}
+	var o server.Options
+	o.Token = "ui-test-token"
 	if opts != nil {
 		opts(&o)
 	}
-	srv, err := api.New(c, o)
+	srv, err := server.New(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}

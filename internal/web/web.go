@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/session"
 )
 
 //go:embed static
@@ -25,7 +27,7 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 
 // UI serves the workbench and its login endpoints.
 type UI struct {
-	sessions *Sessions
+	sessions *session.Sessions
 	tokenOK  func(string) bool
 	static   fs.FS
 	index    []byte
@@ -34,7 +36,7 @@ type UI struct {
 
 // New returns the UI. tokenOK checks a pasted API token (the fallback login when the
 // one-time URL is lost); it must compare in constant time.
-func New(s *Sessions, tokenOK func(string) bool) *UI {
+func New(s *session.Sessions, tokenOK func(string) bool) *UI {
 	sub, err := fs.Sub(files, "static")
 	if err != nil {
 		panic(err) // the embed directive guarantees the directory
@@ -119,7 +121,7 @@ func (u *UI) loginGet(w http.ResponseWriter, r *http.Request) {
 			Message: "This login link was already used or has expired. Restart `mosaic serve` for a fresh link, or paste the API token below."})
 		return
 	}
-	SetCookie(w, r, id)
+	session.SetCookie(w, r, id)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -138,7 +140,7 @@ func (u *UI) loginPost(w http.ResponseWriter, r *http.Request) {
 			Message: "That is not this core's API token. It is in $XDG_CONFIG_HOME/mosaic/token (usually ~/.config/mosaic/token)."})
 		return
 	}
-	SetCookie(w, r, u.sessions.Open())
+	session.SetCookie(w, r, u.sessions.Open())
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -169,7 +171,7 @@ func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
 	if id, _, ok := u.sessions.FromRequest(r); ok {
 		u.sessions.Close(id)
 	}
-	ClearCookie(w, r)
+	session.ClearCookie(w, r)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -180,5 +182,5 @@ func (u *UI) newLoginURL(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"url": u.sessions.LoginURL(scheme + "://" + r.Host), "expires_in": CodeTTL.String()})
+	writeJSON(w, http.StatusOK, map[string]any{"url": u.sessions.LoginURL(scheme + "://" + r.Host), "expires_in": session.CodeTTL.String()})
 }

@@ -165,3 +165,32 @@ func TestRigSlurmDownMigratesToPBS(t *testing.T) {
 	}
 	t.Fatalf("jobs of task %s still queued: %s %v, pbs %v", id, first, r.queued(first, "mosaic-"+id), r.pbsQueued("mosaic-"+id))
 }
+
+// TestRigCampaignPBSSubmitSlurmAttach: the example campaign with its coordinator in a
+// PBS job (submit mode: qsub through the engine) and its workers attached to an
+// allocation on Slurm beta; bootstrap delivered, every agent reports, and the PBS job
+// ends (nothing left in qstat).
+func TestRigCampaignPBSSubmitSlurmAttach(t *testing.T) {
+	r := needPBSRig(t)
+	e := newEnv(t)
+	job, node := r.allocation(t)
+	run := fmt.Sprintf("e2e-pbs-%d", time.Now().UnixNano()%1e9)
+	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sitesWithPBS(), "--mosaic-bin", binary,
+		"--site", "pbs:queue=workq;walltime=00:10:00;agents=coordinator",
+		"--site", "beta:attach="+node+";jobid="+job+";agents=worker-a,worker-b",
+		"--auto-bootstrap", "--startup-timeout", "120s")
+	l.waitFor("all 2 sites ready", 150*time.Second)
+	if err := l.wait(120 * time.Second); err != nil {
+		t.Fatalf("launch failed: %v\n%s", err, l.output())
+	}
+	out := l.output()
+	t.Logf("launch output:\n%s", out)
+	for _, want := range []string{"submitted job", "attached to " + node, "bootstrap: sent the user task to coordinator", "run " + run + " finished"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("launch output lacks %q", want)
+		}
+	}
+	if left := r.pbsQueued("mosaic-c-" + run); len(left) > 0 {
+		t.Errorf("PBS jobs of the run still queued: %v", left)
+	}
+}

@@ -1,4 +1,7 @@
-package web
+// Package session is the browser login of a core: one-time login codes, session
+// cookies and the CSRF rule for cookie-authenticated calls. The HTTP API checks them
+// in its guard; the web UI issues them (its login page).
+package session
 
 import (
 	"crypto/rand"

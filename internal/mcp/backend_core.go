@@ -1,0 +1,185 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
+	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// CoreBackend is the in-process Backend: the tools call the core directly, with the
+// same mapping onto api/v1 (and the same error classification, core.V1Error) as the
+// HTTP API, so /mcp answers exactly what the HTTP API would without a loopback call.
+func CoreBackend(c *core.Core) Backend { return coreBackend{c} }
+
+type coreBackend struct{ c *core.Core }
+
+// followPoll is how often FollowTask reads new events from the store (as the HTTP
+// event stream does).
+const followPoll = 500 * time.Millisecond
+
+// fail classifies a core error as the HTTP API would; a cancelled or expired context
+// stays itself, as it does for the HTTP client.
+func fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return core.V1Error(err)
+}
+
+func (b coreBackend) Federation(context.Context) (*v1.ResourceSnapshot, error) {
+	s, err := b.c.Federation()
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1Snapshot(s), nil
+}
+
+func (b coreBackend) Idle(_ context.Context, f v1.IdleQuery) ([]v1.ResourceRecord, error) {
+	rs, err := b.c.Idle(core.IdleFilterFromV1(f))
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1Records(rs), nil
+}
+
+func (b coreBackend) SystemEnv(ctx context.Context, system string) (*v1.SiteEnv, error) {
+	e, err := b.c.SystemEnv(ctx, system)
+	if err != nil {
+		return nil, fail(err)
+	}
+	out := core.V1SiteEnv(*e)
+	return &out, nil
+}
+
+func (b coreBackend) DraftEnvelope(ctx context.Context, name, description string) (*v1.DraftResult, error) {
+	r, err := b.c.DraftEnvelope(ctx, name, description)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1Draft(r, b.c.About().Drafter), nil
+}
+
+func (b coreBackend) Submit(ctx context.Context, req v1.SubmitRequest) (*v1.SubmitResult, error) {
+	r, err := b.c.SubmitTask(ctx, core.SubmitRequestFromV1(req))
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1SubmitResult(r), nil
+}
+
+func (b coreBackend) detail(t *core.TaskDetail, err error) (*v1.TaskDetail, error) {
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1TaskDetail(t), nil
+}
+
+func (b coreBackend) Task(ctx context.Context, id string) (*v1.TaskDetail, error) {
+	return b.detail(b.c.Task(ctx, id))
+}
+
+func (b coreBackend) Tasks(ctx context.Context, states []string, limit int) ([]v1.TaskSummary, error) {
+	var ss []model.TaskState
+	for _, s := range states {
+		ss = append(ss, model.TaskState(s))
+	}
+	ts, err := b.c.Tasks(ctx, ss, limit)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1TaskSummaries(ts), nil
+}
+
+func (b coreBackend) Cancel(ctx context.Context, id string) (*v1.TaskDetail, error) {
+	return b.detail(b.c.CancelTask(ctx, id))
+}
+
+func (b coreBackend) Replan(ctx context.Context, id string, clearTarget bool) (*v1.TaskDetail, error) {
+	return b.detail(b.c.ReplanTask(ctx, id, clearTarget))
+}
+
+func (b coreBackend) TaskLogs(ctx context.Context, id string, attempt, tail int) (*v1.Logs, error) {
+	l, err := b.c.TaskLogs(ctx, id, attempt, tail)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1Logs(l), nil
+}
+
+func (b coreBackend) EventsPage(ctx context.Context, f v1.EventQuery) (*v1.EventPage, error) {
+	q, err := core.EventQueryFromV1(f, time.Now())
+	if err != nil {
+		return nil, fail(err)
+	}
+	p, err := b.c.EventPage(ctx, q)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1EventPage(p), nil
+}
+
+// FollowTask reads the store's new events every followPoll, in bounded batches, until
+// ctx ends or fn fails; reading errors end it after reconnectFor.
+func (b coreBackend) FollowTask(ctx context.Context, task string, afterID int64, reconnectFor time.Duration, fn func(v1.Event) error) error {
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	var failingSince time.Time
+	for {
+		evs, err := b.c.Events(ctx, core.EventQuery{TaskID: task, AfterID: afterID, Limit: 500})
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if reconnectFor < 0 || time.Since(failingSince) > reconnectFor {
+				return fail(err)
+			}
+		default:
+			failingSince = time.Time{}
+			for _, e := range evs {
+				if err := fn(core.V1Event(e)); err != nil {
+					return err
+				}
+				afterID = e.ID
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func (b coreBackend) CampaignRuns(context.Context) ([]v1.CampaignRunSummary, error) {
+	rs, err := b.c.CampaignRuns()
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1CampaignRuns(rs), nil
+}
+
+func (b coreBackend) CampaignRun(ctx context.Context, run string) (*v1.CampaignRunDetail, error) {
+	d, err := b.c.CampaignRun(ctx, run)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1CampaignRun(d), nil
+}
+
+func (b coreBackend) CampaignTimeline(ctx context.Context, run string) (*v1.CampaignTimeline, error) {
+	t, err := b.c.CampaignTimeline(ctx, run)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return core.V1CampaignTimeline(t), nil
+}
