@@ -4,8 +4,9 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
-// Rule is one feasibility check, evaluated per candidate. A rule lives in its own file;
-// adding one is that file plus one line in DefaultRules.
+// Rule is one feasibility check, evaluated per candidate. Adding a built-in rule is one
+// file (the rule's type with its test and its reason, see builtin) plus its line in
+// DefaultRules; a rule from outside the package implements Check alone.
 type Rule interface {
 	// Name is the short identifier shown in traces ("walltime", "capacity").
 	Name() string
@@ -17,21 +18,26 @@ type Rule interface {
 // is the same for every candidate (ArchRule when the envelope names no arch, PinRule
 // when the task is not pinned, ...). Place then evaluates it once per placement instead
 // of once per candidate; the trace still shows its verdict on every candidate. When ok
-// is true, Check must return the same Pass for every candidate.
+// is true, Check must return the same Pass for every candidate (TestRulesOneDefinition
+// checks that for the built-in rules).
 type ConstantRule interface {
 	Constant(r *Request) (pass bool, ok bool)
 }
 
-// DefaultRules is the rule chain, assembled here and only here. Every rule runs on every
-// candidate so the trace shows each verdict; the order sets the order of the verdicts in
-// the trace and which failure is quoted first in errors, so the cheap and decisive rules
-// that remove whole systems come first and the arithmetic on node shapes comes last:
+// DefaultRules is the rule chain and its order, assembled here and only here: the
+// decision pass runs the rules in this order and stops at a candidate's first failure,
+// and the trace shows the verdicts in this order (errors quote the first failure). The
+// cheap and decisive rules that remove whole systems come first and the arithmetic on
+// node shapes last:
 //
-//  1. pin, exclude: string compares that remove whole systems by the caller's choice.
+//  1. pin, exclude: string compares that remove whole systems by the caller's choice
+//     (constant, so evaluated once per placement, when the task is not pinned and
+//     nothing is excluded).
 //  2. health: a system that is down or needs a login is out whatever its shape.
 //  3. authorization: no account there means nothing else matters.
 //  4. arch, accelerator, gpu_memory, features, container: static hardware/software
-//     properties of the partition against the envelope's constraints.
+//     properties of the partition against the envelope's constraints; accelerator
+//     rejects most partitions for a GPU task, so the rules after it rarely run.
 //  5. walltime, capacity: limits that compare the envelope's minimum with the partition.
 //  6. user_limits: depends on the user's current jobs, the most volatile input.
 func DefaultRules() []Rule {
@@ -55,86 +61,59 @@ func DefaultRules() []Rule {
 // failCode, a byte).
 const MaxRules = 63
 
-// quickRule is implemented by the built-in rules: fails gives Check's pass/fail for
-// the record (sys is its system's health) without building a Candidate, a Verdict or
-// a reason. It must agree with Check(r, c).Pass for every input; TestQuickRulesAgree
-// checks that over varied records and envelopes.
-type quickRule interface {
-	fails(r *Request, rec *model.ResourceRecord, sys model.Health) bool
+// builtin is a rule written once, in its own file: test decides and reason words the
+// decision. Both are pure functions of the request, the record and its system's health
+// (sys), so the decision pass calls test alone (no Candidate, Verdict or string) and the
+// explained trace, which calls both (see verdict), gives the verdicts the decision saw.
+// A built-in rule's Check is verdict.
+type builtin interface {
+	Rule
+	// test says whether rec passes and which case decided (see outcome).
+	test(r *Request, rec *model.ResourceRecord, sys model.Health) outcome
+	// reason words the outcome o that test gave for the same inputs.
+	reason(r *Request, rec *model.ResourceRecord, sys model.Health, o outcome) string
 }
 
-// ruleKind names a built-in rule so the decision pass (chain.fails) can call its fails method
-// directly (a static, inlinable call) instead of through the Rule
-// interface: with ~7 rules per candidate and 1,000 candidates per placement, the
-// interface calls returning 40-byte Verdicts were half of Place's time.
-type ruleKind uint8
+// outcome is a built-in rule's answer on one record without its words: whether it
+// fails, and which case decided (a small constant of the rule's file), from which the
+// rule's reason renders the words only when the trace is explained.
+type outcome uint8
 
-const (
-	kindOther ruleKind = iota // any other Rule: called through the interface
-	kindPin
-	kindExclude
-	kindHealth
-	kindAuth
-	kindArch
-	kindAccelerator
-	kindGPUMemory
-	kindFeatures
-	kindContainer
-	kindWalltime
-	kindCapacity
-	kindUserLimits
-)
+const failBit outcome = 0x80
 
-func kindOf(rule Rule) ruleKind {
-	switch rule.(type) {
-	case PinRule:
-		return kindPin
-	case ExcludeRule:
-		return kindExclude
-	case HealthRule:
-		return kindHealth
-	case AuthRule:
-		return kindAuth
-	case ArchRule:
-		return kindArch
-	case AcceleratorRule:
-		return kindAccelerator
-	case GPUMemoryRule:
-		return kindGPUMemory
-	case FeaturesRule:
-		return kindFeatures
-	case ContainerRule:
-		return kindContainer
-	case WalltimeRule:
-		return kindWalltime
-	case CapacityRule:
-		return kindCapacity
-	case UserLimitsRule:
-		return kindUserLimits
-	}
-	return kindOther
+// pass and fail are the outcomes of case why (below 0x80) of a rule.
+func pass(why uint8) outcome { return outcome(why) }
+func fail(why uint8) outcome { return failBit | outcome(why) }
+
+func (o outcome) failed() bool { return o&failBit != 0 }
+func (o outcome) why() uint8   { return uint8(o &^ failBit) }
+
+// verdict is a built-in rule's Check: its test with the reason rendered.
+func verdict(b builtin, r *Request, c *Candidate) Verdict {
+	o := b.test(r, c.Record, c.SystemHealth)
+	return Verdict{Pass: !o.failed(), Reason: b.reason(r, c.Record, c.SystemHealth, o)}
 }
 
-// chain is a rule chain compiled for one request: which built-in rules must run per
-// record (the others are constant for the request), their failCodes, and the other
-// rules, which are called through the Rule interface.
+// chain is a rule chain compiled for one request: the rules that must run per record
+// (the others are constant for the request), in chain order, with their failCodes.
 type chain struct {
-	builtin uint16                       // bit k set: built-in rule kind k runs per record
-	code    [kindUserLimits + 1]failCode // failCode of each built-in kind (its first position)
-	other   []otherRule                  // other rules, in chain order
+	steps []step
+	other bool // some step is not built in: it needs a Candidate to look at
 }
 
-type otherRule struct {
+// step is one rule of a chain: a built-in rule is tested directly (b), any other
+// through Check.
+type step struct {
+	b    builtin
 	rule Rule
 	code failCode
 }
-
-func (c *chain) has(k ruleKind) bool { return c.builtin&(1<<k) != 0 }
 
 // compileChain evaluates the rules that are constant for r (ConstantRule) once and
 // returns the chain of the others, and the failCode every record gets from the
 // constant ones (0 when they all pass). len(rules) must be at most MaxRules.
 func compileChain(rules []Rule, r *Request) (c chain, constCode failCode) {
+	c.steps = make([]step, 0, len(rules))
 	for i, rule := range rules {
 		code := failCode(i + 1)
 		if cr, ok := rule.(ConstantRule); ok {
@@ -145,59 +124,25 @@ func compileChain(rules []Rule, r *Request) (c chain, constCode failCode) {
 				continue
 			}
 		}
-		if k := kindOf(rule); k != kindOther {
-			if !c.has(k) {
-				c.builtin |= 1 << k
-				c.code[k] = code
-			}
-			continue
-		}
-		c.other = append(c.other, otherRule{rule: rule, code: code})
+		b, _ := rule.(builtin)
+		c.other = c.other || b == nil
+		c.steps = append(c.steps, step{b: b, rule: rule, code: code})
 	}
 	return c, constCode
 }
 
-// fails returns the failCode of a rule of c that rec fails, or 0 when it passes them
-// all; sys is its system's health and scratch, read only by other rules, describes it.
-//
-// The decision pass only needs to know whether some rule fails (Explain re-runs them
-// all, in chain order, for the trace), and built-in rules are pure, so they run in
-// the order written here, straight-line code whose tests of c.builtin are the same
-// for every record (and so always predicted): accelerator and GPU memory first,
-// since they reject most partitions for a GPU task and read the record's GPU fields,
-// which sit together; walltime and capacity next; auth, health and user limits rarely
-// fail. Other rules run last, in chain order, so they still only see records the
-// built-in ones let through.
-func (c *chain) fails(r *Request, rec *model.ResourceRecord, sys model.Health, scratch *Candidate) failCode {
-	switch {
-	case c.has(kindAccelerator) && AcceleratorRule{}.fails(r, rec, sys):
-		return c.code[kindAccelerator]
-	case c.has(kindGPUMemory) && GPUMemoryRule{}.fails(r, rec, sys):
-		return c.code[kindGPUMemory]
-	case c.has(kindArch) && ArchRule{}.fails(r, rec, sys):
-		return c.code[kindArch]
-	case c.has(kindPin) && PinRule{}.fails(r, rec, sys):
-		return c.code[kindPin]
-	case c.has(kindExclude) && ExcludeRule{}.fails(r, rec, sys):
-		return c.code[kindExclude]
-	case c.has(kindWalltime) && WalltimeRule{}.fails(r, rec, sys):
-		return c.code[kindWalltime]
-	case c.has(kindCapacity) && CapacityRule{}.fails(r, rec, sys):
-		return c.code[kindCapacity]
-	case c.has(kindFeatures) && FeaturesRule{}.fails(r, rec, sys):
-		return c.code[kindFeatures]
-	case c.has(kindContainer) && ContainerRule{}.fails(r, rec, sys):
-		return c.code[kindContainer]
-	case c.has(kindAuth) && AuthRule{}.fails(r, rec, sys):
-		return c.code[kindAuth]
-	case c.has(kindHealth) && HealthRule{}.fails(r, rec, sys):
-		return c.code[kindHealth]
-	case c.has(kindUserLimits) && UserLimitsRule{}.fails(r, rec, sys):
-		return c.code[kindUserLimits]
-	}
-	for _, o := range c.other {
-		if !o.rule.Check(r, scratch).Pass {
-			return o.code
+// fails returns the failCode of the first rule of c that rec fails, or 0 when it passes
+// them all; sys is its system's health and scratch, read only by rules that are not
+// built in, describes it.
+func (c *chain) firstFailure(r *Request, rec *model.ResourceRecord, sys model.Health, scratch *Candidate) failCode {
+	for i := range c.steps {
+		st := &c.steps[i]
+		if st.b != nil {
+			if st.b.test(r, rec, sys).failed() {
+				return st.code
+			}
+		} else if !st.rule.Check(r, scratch).Pass {
+			return st.code
 		}
 	}
 	return 0
@@ -205,10 +150,8 @@ func (c *chain) fails(r *Request, rec *model.ResourceRecord, sys model.Health, s
 
 // runChain is the decision pass: it runs the rules on every record until one fails,
 // pass/fail only (no reason strings, no Verdicts), writes each record's failCode into
-// codes (0 when feasible) and returns the number of feasible records. Built-in rules
-// are called directly (static, inlinable calls) instead of through the Rule
-// interface; a Candidate is filled in only when the chain holds other rules, which
-// need one to look at. It stops at a record's first failing rule (see chain.fails).
+// codes (0 when feasible) and returns the number of feasible records. A Candidate is
+// filled in only when the chain holds rules that are not built in, which need one.
 func runChain(rules []Rule, r *Request, recs []model.ResourceRecord, health *healthIndex, codes []failCode) (nf int) {
 	c, constCode := compileChain(rules, r)
 	if constCode != 0 {
@@ -218,7 +161,7 @@ func runChain(rules []Rule, r *Request, recs []model.ResourceRecord, health *hea
 		return 0
 	}
 	var scratch *Candidate
-	if len(c.other) > 0 {
+	if c.other {
 		scratch = new(Candidate)
 	}
 	for i := range recs {
@@ -234,24 +177,24 @@ func runChain(rules []Rule, r *Request, recs []model.ResourceRecord, health *hea
 			scratch.System, scratch.Partition, scratch.Account = rec.System, rec.Partition, rec.Account
 			scratch.Record, scratch.SystemHealth = rec, sys
 		}
-		if codes[i] = c.fails(r, rec, sys, scratch); codes[i] == 0 {
+		if codes[i] = c.firstFailure(r, rec, sys, scratch); codes[i] == 0 {
 			nf++
 		}
 	}
 	return nf
 }
 
-// explainVerdicts runs every rule on c building reasons (r must be explaining).
-func explainVerdicts(rules []Rule, r *Request, c *Candidate) []Verdict {
-	out := make([]Verdict, len(rules), len(rules)+1)
+// explainVerdicts runs every rule on c building reasons into out (len(rules)).
+func explainVerdicts(rules []Rule, r *Request, c *Candidate, out []Verdict) {
 	for i, rule := range rules {
-		v := rule.Check(r, c)
+		var v Verdict
+		if b, ok := rule.(builtin); ok {
+			o := b.test(r, c.Record, c.SystemHealth)
+			v = Verdict{Pass: !o.failed(), Reason: b.reason(r, c.Record, c.SystemHealth, o)}
+		} else {
+			v = rule.Check(r, c)
+		}
 		v.Rule = rule.Name()
 		out[i] = v
 	}
-	return out
 }
-
-// Every built-in rule has a fast pass/fail (compile-time check for chain.fails).
-var _ = []quickRule{PinRule{}, ExcludeRule{}, HealthRule{}, AuthRule{}, ArchRule{}, AcceleratorRule{},
-	GPUMemoryRule{}, FeaturesRule{}, ContainerRule{}, WalltimeRule{}, CapacityRule{}, UserLimitsRule{}}

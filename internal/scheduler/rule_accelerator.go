@@ -15,45 +15,70 @@ import (
 // which is where CPU work belongs and is charged least.
 type AcceleratorRule struct{}
 
+var _ builtin = AcceleratorRule{}
+
 // Name implements Rule.
 func (AcceleratorRule) Name() string { return "accelerator" }
 
 // Check implements Rule.
-func (AcceleratorRule) Check(r *Request, c *Candidate) Verdict {
+func (x AcceleratorRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
+
+const (
+	accelGPUMatch = iota
+	accelCPUTaskCPUPart
+	accelCPUTaskGPUPart
+	accelOptionalGPUs
+	accelNoGPUs
+	accelModel // not in gpu_models, or in avoid_gpu_models
+	accelTooFew
+)
+
+func (AcceleratorRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outcome {
 	env := &r.Envelope
-	rec := c.Record
-	if env.GPUs.Min == 0 && env.GPUs.Max == 0 {
+	switch {
+	case env.GPUs.Min == 0 && env.GPUs.Max == 0:
 		if rec.IsGPU() {
-			return Passf(r, func() string {
-				return "GPU partition (" + gpuShape(rec.GPUsPerNode, rec.GPUModel) + " per node) for a CPU task: allowed, ranked after CPU partitions"
-			})
+			return pass(accelCPUTaskGPUPart)
 		}
-		return Pass("CPU task, CPU partition")
-	}
-	if !rec.IsGPU() {
+		return pass(accelCPUTaskCPUPart)
+	case !rec.IsGPU():
 		if env.GPUs.Min == 0 {
-			return Pass("CPU partition; GPUs are optional (gpus.min 0)")
+			return pass(accelOptionalGPUs)
 		}
-		return Failf(r, func() string {
-			return "no GPUs on this partition; the task needs at least " + strconv.Itoa(env.GPUs.Min)
-		})
+		return fail(accelNoGPUs)
+	case modelExcluded(r, rec.GPUModel):
+		return fail(accelModel)
+	case rec.GPUsPerNode*nodeCap(env, rec) < env.GPUs.Min:
+		return fail(accelTooFew)
 	}
+	return pass(accelGPUMatch)
+}
+
+func (AcceleratorRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+	env := &r.Envelope
 	m := rec.GPUModel
-	if allow := env.Constraints.GPUModels; len(allow) > 0 && !containsFold(allow, m) {
-		if m == "" {
-			m = "unknown model"
+	switch o.why() {
+	case accelCPUTaskGPUPart:
+		return "GPU partition (" + gpuShape(rec.GPUsPerNode, m) + " per node) for a CPU task: allowed, ranked after CPU partitions"
+	case accelCPUTaskCPUPart:
+		return "CPU task, CPU partition"
+	case accelOptionalGPUs:
+		return "CPU partition; GPUs are optional (gpus.min 0)"
+	case accelNoGPUs:
+		return "no GPUs on this partition; the task needs at least " + strconv.Itoa(env.GPUs.Min)
+	case accelModel:
+		if allow := env.Constraints.GPUModels; len(allow) > 0 && !containsFold(allow, m) {
+			if m == "" {
+				m = "unknown model"
+			}
+			return m + " is not in constraints.gpu_models (" + strings.Join(allow, ",") + ")"
 		}
-		return Failf(r, func() string { return m + " is not in constraints.gpu_models (" + strings.Join(allow, ",") + ")" })
+		return m + " is in constraints.avoid_gpu_models"
+	case accelTooFew:
+		most := rec.GPUsPerNode * nodeCap(env, rec)
+		return "at most " + strconv.Itoa(most) + " GPUs reachable (" + gpuShape(rec.GPUsPerNode, m) + " per node); gpus.min is " + strconv.Itoa(env.GPUs.Min)
 	}
-	if containsFold(env.Constraints.AvoidGPUModels, m) {
-		return Failf(r, func() string { return m + " is in constraints.avoid_gpu_models" })
-	}
-	if most := rec.GPUsPerNode * nodeCap(env, rec); most < env.GPUs.Min {
-		return Failf(r, func() string {
-			return "at most " + strconv.Itoa(most) + " GPUs reachable (" + gpuShape(rec.GPUsPerNode, m) + " per node); gpus.min is " + strconv.Itoa(env.GPUs.Min)
-		})
-	}
-	return Passf(r, func() string { return gpuShape(rec.GPUsPerNode, m) + " per node" })
+	return gpuShape(rec.GPUsPerNode, m) + " per node"
 }
 
 func gpuShape(n int, model string) string {
@@ -61,21 +86,6 @@ func gpuShape(n int, model string) string {
 		model = "GPU"
 	}
 	return strconv.Itoa(n) + "x" + model
-}
-
-// fails is Check's pass/fail without the reason (see quickRule).
-func (AcceleratorRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
-	env := &r.Envelope
-	if env.GPUs.Min == 0 && env.GPUs.Max == 0 {
-		return false
-	}
-	if !rec.IsGPU() {
-		return env.GPUs.Min != 0
-	}
-	if modelExcluded(r, rec.GPUModel) {
-		return true
-	}
-	return rec.GPUsPerNode*nodeCap(env, rec) < env.GPUs.Min
 }
 
 // modelExcluded reports whether the envelope's gpu_models / avoid_gpu_models rule out

@@ -10,30 +10,64 @@ import (
 // and Singularity are interchangeable (sites alias one to the other).
 type ContainerRule struct{}
 
+var _ builtin = ContainerRule{}
+
 // Name implements Rule.
 func (ContainerRule) Name() string { return "container" }
 
 // Check implements Rule.
-func (ContainerRule) Check(r *Request, c *Candidate) Verdict {
+func (x ContainerRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
+
+// Constant implements ConstantRule: no container passes everywhere.
+func (ContainerRule) Constant(r *Request) (pass, ok bool) {
+	return true, r.Envelope.Constraints.Container == nil
+}
+
+const (
+	containerRuntime = iota // the first compatible runtime (any, when none is asked for)
+	containerNone
+	containerNoRuntimes
+	containerUnavailable
+)
+
+func (ContainerRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outcome {
 	ct := r.Envelope.Constraints.Container
-	if ct == nil {
-		return Pass("no container")
+	switch {
+	case ct == nil:
+		return pass(containerNone)
+	case len(rec.ContainerRuntimes) == 0:
+		return fail(containerNoRuntimes)
+	case compatibleRuntime(ct.Runtime, rec.ContainerRuntimes) < 0:
+		return fail(containerUnavailable)
 	}
-	have := c.Record.ContainerRuntimes
-	if len(have) == 0 {
-		return Failf(r, func() string { return "no container runtime reported here; the task runs in " + ct.Image })
+	return pass(containerRuntime)
+}
+
+func (ContainerRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+	ct, have := r.Envelope.Constraints.Container, rec.ContainerRuntimes
+	switch o.why() {
+	case containerNone:
+		return "no container"
+	case containerNoRuntimes:
+		return "no container runtime reported here; the task runs in " + ct.Image
+	case containerUnavailable:
+		return "runtime " + ct.Runtime + " is not available (have " + strings.Join(have, ",") + ")"
 	}
-	if ct.Runtime == "" {
-		return Pass(have[0])
+	return have[compatibleRuntime(ct.Runtime, have)]
+}
+
+// compatibleRuntime is the index of the first runtime of have that can run want (any,
+// when want is ""), or -1.
+func compatibleRuntime(want string, have []string) int {
+	if want == "" && len(have) > 0 {
+		return 0
 	}
-	for _, h := range have {
-		if runtimeCompatible(ct.Runtime, h) {
-			return Pass(h)
+	for i, h := range have {
+		if runtimeCompatible(want, h) {
+			return i
 		}
 	}
-	return Failf(r, func() string {
-		return "runtime " + ct.Runtime + " is not available (have " + strings.Join(have, ",") + ")"
-	})
+	return -1
 }
 
 func runtimeCompatible(want, have string) bool {
@@ -42,30 +76,4 @@ func runtimeCompatible(want, have string) bool {
 	}
 	isApp := func(s string) bool { return strings.EqualFold(s, "apptainer") || strings.EqualFold(s, "singularity") }
 	return isApp(want) && isApp(have)
-}
-
-// Constant implements ConstantRule: no container passes everywhere.
-func (ContainerRule) Constant(r *Request) (pass, ok bool) {
-	return true, r.Envelope.Constraints.Container == nil
-}
-
-// fails is Check's pass/fail without the reason (see quickRule).
-func (ContainerRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
-	ct := r.Envelope.Constraints.Container
-	if ct == nil {
-		return false
-	}
-	have := rec.ContainerRuntimes
-	if len(have) == 0 {
-		return true
-	}
-	if ct.Runtime == "" {
-		return false
-	}
-	for _, h := range have {
-		if runtimeCompatible(ct.Runtime, h) {
-			return false
-		}
-	}
-	return true
 }
