@@ -20,7 +20,7 @@ func (CapacityRule) Name() string { return "capacity" }
 func (x CapacityRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
 
 const (
-	capacityFits = iota
+	capacityFits      = iota
 	capacityPerJob    // nodes.min over the partition's max nodes per job
 	capacityPartition // nodes.min over the partition's size
 	capacityNodeCap   // the minimum needs more nodes than allowed
