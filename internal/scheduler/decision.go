@@ -138,6 +138,7 @@ func (d *Decision) Explain() {
 	// One block for every verdict (and one for the infeasible candidates) rather than
 	// one allocation per candidate: an explained trace of 1,000 partitions holds 12,000
 	// verdicts. A sizing failure's extra verdict gets its own slice (rare).
+	ex := newExplainer(lz.rules, &lz.req)
 	nr := len(lz.rules)
 	ninf := 0
 	for _, m := range lz.codes {
@@ -154,7 +155,7 @@ func (d *Decision) Explain() {
 	for _, c := range d.Candidates {
 		if c.Verdicts == nil {
 			c.Verdicts = next()
-			explainVerdicts(lz.rules, &lz.req, c, c.Verdicts)
+			ex.verdicts(c, c.Verdicts)
 		}
 	}
 	infeasible := make([]Candidate, ninf)
@@ -169,7 +170,7 @@ func (d *Decision) Explain() {
 		k++
 		c.System, c.Partition, c.Account, c.Record, c.SystemHealth = rec.System, rec.Partition, rec.Account, rec, lz.health.of(rec.System)
 		c.Verdicts = next()
-		explainVerdicts(lz.rules, &lz.req, c, c.Verdicts)
+		ex.verdicts(c, c.Verdicts)
 		if m == sizingFailed {
 			c.Verdicts = append(c.Verdicts, Verdict{Rule: "sizing", Reason: lz.sizing[i]})
 		}

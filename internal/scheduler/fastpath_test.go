@@ -117,7 +117,8 @@ func randomSystems(rng *rand.Rand) []model.SystemHealth {
 }
 
 // TestRulesWrittenOnce: every built-in rule of the chain is a builtin (its decision and
-// its words in one file), each outcome its test gives has words, a rule that declares
+// its words in one file), each outcome its test gives has words (the same whether
+// written alone or in a trace's shared block, and unchanged by later ones), a rule that declares
 // itself constant for a request (ConstantRule) tests the same on every record, and the
 // inputs reach both outcomes of every rule.
 func TestRulesWrittenOnce(t *testing.T) {
@@ -125,6 +126,8 @@ func TestRulesWrittenOnce(t *testing.T) {
 	recs := append(variedRecords(rng), randomRecords(rng, 300)...)
 	sysHealth := []model.Health{"", model.HealthOK, model.HealthDegraded, model.HealthDown, model.HealthNeedsLogin, model.HealthUnknown}
 	fails, passes := map[string]int{}, map[string]int{}
+	var w words
+	var kept, want []string // reasons in shared blocks must not change as more are written
 	for _, r := range variedRequests(rng) {
 		for _, rule := range DefaultRules() {
 			b, ok := rule.(builtin)
@@ -135,22 +138,36 @@ func TestRulesWrittenOnce(t *testing.T) {
 			if cr, ok := rule.(ConstantRule); ok {
 				cpass, constant = cr.Constant(r)
 			}
+			var constReason string // what Explain words a constant rule once with
+			if constant {
+				var zero model.ResourceRecord
+				constReason = b.reason(nil, r, &zero, "", b.test(r, &zero, ""))
+			}
 			for i := range recs {
 				rec := &recs[i]
 				sys := sysHealth[rng.IntN(len(sysHealth))]
 				o := b.test(r, rec, sys)
-				if constant && o.failed() == cpass {
-					t.Fatalf("%s is constant (pass %v) for envelope %+v but fails=%v on %s", rule.Name(), cpass, r.Envelope, o.failed(), rec.Key())
+				plain, shared := b.reason(nil, r, rec, sys, o), b.reason(&w, r, rec, sys, o)
+				if constant && (o.failed() == cpass || plain != constReason) {
+					t.Fatalf("%s is constant (pass %v, %q) for envelope %+v but fails=%v (%q) on %s",
+						rule.Name(), cpass, constReason, r.Envelope, o.failed(), plain, rec.Key())
 				}
-				if b.reason(r, rec, sys, o) == "" {
-					t.Fatalf("%s on %s (system %q): outcome %d has no reason", rule.Name(), rec.Key(), sys, o)
+				if plain == "" || shared != plain {
+					t.Fatalf("%s on %s (system %q): outcome %d has reason %q, %q in a shared block", rule.Name(), rec.Key(), sys, o, plain, shared)
 				}
+				kept = append(kept, shared)
+				want = append(want, plain)
 				if o.failed() {
 					fails[rule.Name()]++
 				} else {
 					passes[rule.Name()]++
 				}
 			}
+		}
+	}
+	for i := range kept {
+		if kept[i] != want[i] {
+			t.Fatalf("reason %d changed to %q after later ones were written, want %q", i, kept[i], want[i])
 		}
 	}
 	for _, rule := range DefaultRules() { // the inputs must reach both outcomes of every rule
@@ -162,7 +179,9 @@ func TestRulesWrittenOnce(t *testing.T) {
 
 // TestDecisionPassRunsTraceOrder: the decision pass runs the chain in its one order
 // (DefaultRules), so the rule it recorded for an infeasible record is the first
-// failing verdict of the explained trace, and a record it found feasible has none.
+// failing verdict of the explained trace, and a record it found feasible has none;
+// and every verdict of the trace (worded once per trace for constant rules, in shared
+// blocks for the others) is the rule's Check.
 func TestDecisionPassRunsTraceOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 1))
 	snaps := []*model.ResourceSnapshot{
@@ -194,7 +213,13 @@ func TestDecisionPassRunsTraceOrder(t *testing.T) {
 				}
 			}
 			d.Explain()
+			req := &Request{Task: task, Envelope: d.Envelope, Target: d.Target, Exclude: r.Exclude, explain: true}
 			for _, c := range d.Candidates {
+				for i, rule := range DefaultRules() { // the trace's words are each rule's own
+					if v, plain := c.Verdicts[i], rule.Check(req, c); v.Rule != rule.Name() || v.Pass != plain.Pass || v.Reason != plain.Reason {
+						t.Fatalf("%s: trace verdict %+v, %s's Check gives %+v", c.Key(), v, rule.Name(), plain)
+					}
+				}
 				want := failCode(0)
 				for i, v := range c.Verdicts {
 					if !v.Pass && v.Rule != "sizing" {

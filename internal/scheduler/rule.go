@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"strings"
+	"unsafe"
+
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -71,7 +74,8 @@ type builtin interface {
 	// test says whether rec passes and which case decided (see outcome).
 	test(r *Request, rec *model.ResourceRecord, sys model.Health) outcome
 	// reason words the outcome o that test gave for the same inputs.
-	reason(r *Request, rec *model.ResourceRecord, sys model.Health, o outcome) string
+	// Dynamic reasons are written with w.join (w may be nil).
+	reason(w *words, r *Request, rec *model.ResourceRecord, sys model.Health, o outcome) string
 }
 
 // outcome is a built-in rule's answer on one record without its words: whether it
@@ -91,7 +95,7 @@ func (o outcome) why() uint8   { return uint8(o &^ failBit) }
 // verdict is a built-in rule's Check: its test with the reason rendered.
 func verdict(b builtin, r *Request, c *Candidate) Verdict {
 	o := b.test(r, c.Record, c.SystemHealth)
-	return Verdict{Pass: !o.failed(), Reason: b.reason(r, c.Record, c.SystemHealth, o)}
+	return Verdict{Pass: !o.failed(), Reason: b.reason(nil, r, c.Record, c.SystemHealth, o)}
 }
 
 // chain is a rule chain compiled for one request: the rules that must run per record
@@ -184,17 +188,150 @@ func runChain(rules []Rule, r *Request, recs []model.ResourceRecord, health *hea
 	return nf
 }
 
-// explainVerdicts runs every rule on c building reasons into out (len(rules)).
-func explainVerdicts(rules []Rule, r *Request, c *Candidate, out []Verdict) {
+// explainer words every rule's verdict on candidates for one explained trace.
+type explainer struct {
+	steps []explainStep // every rule of the chain, in order
+	req   *Request      // explaining
+	w     words
+}
+
+type explainStep struct {
+	step
+	name string
+	// fixed is set for a built-in rule that is constant for the request: its verdict,
+	// reason included, is the same on every candidate (TestRulesWrittenOnce checks
+	// that), so it is worded once.
+	fixed  bool
+	pass   bool
+	reason string
+	memo   reasonMemo
+}
+
+func newExplainer(rules []Rule, r *Request) *explainer {
+	e := &explainer{steps: make([]explainStep, len(rules)), req: r}
 	for i, rule := range rules {
-		var v Verdict
-		if b, ok := rule.(builtin); ok {
-			o := b.test(r, c.Record, c.SystemHealth)
-			v = Verdict{Pass: !o.failed(), Reason: b.reason(r, c.Record, c.SystemHealth, o)}
-		} else {
-			v = rule.Check(r, c)
+		st := &e.steps[i]
+		b, _ := rule.(builtin)
+		st.step, st.name = step{b: b, rule: rule, code: failCode(i + 1)}, rule.Name()
+		if cr, ok := rule.(ConstantRule); ok && b != nil {
+			if _, ok := cr.Constant(r); ok {
+				st.fixed = true
+				var rec model.ResourceRecord // constant: any record gives the verdict
+				o := b.test(r, &rec, "")
+				st.pass, st.reason = !o.failed(), b.reason(nil, r, &rec, "", o)
+			}
 		}
-		v.Rule = rule.Name()
-		out[i] = v
 	}
+	return e
+}
+
+// verdicts writes every rule's verdict on c, with its reason, into out (one per rule).
+// The fields are written one by one: out is fresh slab memory, and copying whole
+// Verdicts costs a bulk write barrier each while the collector marks.
+func (e *explainer) verdicts(c *Candidate, out []Verdict) {
+	for i := range e.steps {
+		st, v := &e.steps[i], &out[i]
+		v.Rule = st.name
+		switch {
+		case st.fixed:
+			v.Pass, v.Reason = st.pass, st.reason
+		case st.b != nil:
+			o := st.b.test(e.req, c.Record, c.SystemHealth)
+			e.w.memo = &st.memo
+			v.Pass, v.Reason = !o.failed(), st.b.reason(&e.w, e.req, c.Record, c.SystemHealth, o)
+			e.w.memo = nil
+		default:
+			cv := st.rule.Check(e.req, c)
+			v.Pass, v.Reason = cv.Pass, cv.Reason
+		}
+	}
+}
+
+// words holds the reasons of one explained trace: each dynamic reason is a slice of a
+// shared block of bytes rather than its own allocation (an explained trace of 1,000
+// partitions words about 5,000 of them). Bytes handed out are never written again: a
+// full block is left to the strings that use it and a new one started. A nil *words
+// (a rule's Check called on its own) allocates each reason.
+type words struct {
+	buf  []byte
+	durs [4]struct { // the last durations worded (partitions share a few walltime caps)
+		d model.Duration
+		s string
+	}
+	nd, next int
+	// memo, when set, is the current rule's last few reasons: records of one shape
+	// repeat them, and a repeated one is returned instead of written again.
+	memo *reasonMemo
+}
+
+type reasonMemo struct {
+	s    [4]string
+	next int
+}
+
+// equalParts reports whether s is the concatenation of parts (whose lengths sum to len(s)).
+func equalParts(s string, parts []string) bool {
+	for _, p := range parts {
+		if s[:len(p)] != p {
+			return false
+		}
+		s = s[len(p):]
+	}
+	return true
+}
+
+// wordsBlock is the size of a words block: large enough that a trace needs a few, small
+// enough that one reason kept alive keeps little else.
+const wordsBlock = 16 << 10
+
+// join returns the concatenation of parts.
+func (w *words) join(parts ...string) string {
+	if w == nil {
+		return strings.Join(parts, "")
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n == 0 {
+		return ""
+	}
+	m := w.memo
+	if m != nil {
+		for _, s := range m.s {
+			if len(s) == n && equalParts(s, parts) {
+				return s
+			}
+		}
+	}
+	if cap(w.buf)-len(w.buf) < n {
+		w.buf = make([]byte, 0, max(wordsBlock, n))
+	}
+	start := len(w.buf)
+	for _, p := range parts {
+		w.buf = append(w.buf, p...)
+	}
+	s := unsafe.String(&w.buf[start], n)
+	if m != nil {
+		m.s[m.next%len(m.s)] = s
+		m.next++
+	}
+	return s
+}
+
+// duration is d.String(), remembered for the last few durations.
+func (w *words) duration(d model.Duration) string {
+	if w == nil {
+		return d.String()
+	}
+	for i := range w.nd {
+		if w.durs[i].d == d {
+			return w.durs[i].s
+		}
+	}
+	s := d.String()
+	i := w.next % len(w.durs)
+	w.durs[i].d, w.durs[i].s = d, s
+	w.next, w.nd = w.next+1, min(w.nd+1, len(w.durs))
+	return s
 }

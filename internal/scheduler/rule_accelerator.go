@@ -54,38 +54,39 @@ func (AcceleratorRule) test(r *Request, rec *model.ResourceRecord, _ model.Healt
 	return pass(accelGPUMatch)
 }
 
-func (AcceleratorRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (AcceleratorRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	env := &r.Envelope
 	m := rec.GPUModel
 	switch o.why() {
 	case accelCPUTaskGPUPart:
-		return "GPU partition (" + gpuShape(rec.GPUsPerNode, m) + " per node) for a CPU task: allowed, ranked after CPU partitions"
+		return w.join("GPU partition (", strconv.Itoa(rec.GPUsPerNode), "x", gpuName(m), " per node) for a CPU task: allowed, ranked after CPU partitions")
 	case accelCPUTaskCPUPart:
 		return "CPU task, CPU partition"
 	case accelOptionalGPUs:
 		return "CPU partition; GPUs are optional (gpus.min 0)"
 	case accelNoGPUs:
-		return "no GPUs on this partition; the task needs at least " + strconv.Itoa(env.GPUs.Min)
+		return w.join("no GPUs on this partition; the task needs at least ", strconv.Itoa(env.GPUs.Min))
 	case accelModel:
 		if allow := env.Constraints.GPUModels; len(allow) > 0 && !containsFold(allow, m) {
 			if m == "" {
 				m = "unknown model"
 			}
-			return m + " is not in constraints.gpu_models (" + strings.Join(allow, ",") + ")"
+			return w.join(m, " is not in constraints.gpu_models (", strings.Join(allow, ","), ")")
 		}
-		return m + " is in constraints.avoid_gpu_models"
+		return w.join(m, " is in constraints.avoid_gpu_models")
 	case accelTooFew:
 		most := rec.GPUsPerNode * nodeCap(env, rec)
-		return "at most " + strconv.Itoa(most) + " GPUs reachable (" + gpuShape(rec.GPUsPerNode, m) + " per node); gpus.min is " + strconv.Itoa(env.GPUs.Min)
+		return w.join("at most ", strconv.Itoa(most), " GPUs reachable (", strconv.Itoa(rec.GPUsPerNode), "x", gpuName(m), " per node); gpus.min is ", strconv.Itoa(env.GPUs.Min))
 	}
-	return gpuShape(rec.GPUsPerNode, m) + " per node"
+	return w.join(strconv.Itoa(rec.GPUsPerNode), "x", gpuName(m), " per node")
 }
 
-func gpuShape(n int, model string) string {
-	if model == "" {
-		model = "GPU"
+// gpuName is how reasons name GPU model m ("GPU" when it is unknown).
+func gpuName(m string) string {
+	if m == "" {
+		return "GPU"
 	}
-	return strconv.Itoa(n) + "x" + model
+	return m
 }
 
 // modelExcluded reports whether the envelope's gpu_models / avoid_gpu_models rule out

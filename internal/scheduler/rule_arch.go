@@ -42,13 +42,13 @@ func (ArchRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outc
 	return pass(archAllowed)
 }
 
-func (ArchRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (ArchRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	allowed := r.Envelope.Constraints.Arch
 	switch o.why() {
 	case archUnknown:
-		return "partition arch is unknown; constraints.arch asks for " + strings.Join(allowed, ",")
+		return w.join("partition arch is unknown; constraints.arch asks for ", strings.Join(allowed, ","))
 	case archOther:
-		return rec.Arch + " is not in constraints.arch (" + strings.Join(allowed, ",") + ")"
+		return w.join(rec.Arch, " is not in constraints.arch (", strings.Join(allowed, ","), ")")
 	case archAllowed:
 		return rec.Arch
 	}

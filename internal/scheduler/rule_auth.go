@@ -26,9 +26,9 @@ func (AuthRule) test(_ *Request, rec *model.ResourceRecord, _ model.Health) outc
 	return pass(authAccount)
 }
 
-func (AuthRule) reason(_ *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (AuthRule) reason(w *words, _ *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	if o.why() == authNone {
-		return "no account on " + rec.System + " may use partition " + rec.Partition + "; add one to sites.yaml"
+		return w.join("no account on ", rec.System, " may use partition ", rec.Partition, "; add one to sites.yaml")
 	}
-	return "account " + rec.Account
+	return w.join("account ", rec.Account)
 }

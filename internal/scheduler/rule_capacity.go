@@ -45,20 +45,20 @@ func (CapacityRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) 
 	return pass(capacityFits)
 }
 
-func (CapacityRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (CapacityRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	env := &r.Envelope
 	need, which := minNodes(env, rec)
 	switch o.why() {
 	case capacityPerJob:
-		return "partition allows " + strconv.Itoa(rec.MaxNodesPerJob) + " nodes per job; nodes.min is " + strconv.Itoa(env.Nodes.Min)
+		return w.join("partition allows ", strconv.Itoa(rec.MaxNodesPerJob), " nodes per job; nodes.min is ", strconv.Itoa(env.Nodes.Min))
 	case capacityPartition:
-		return "partition has " + strconv.Itoa(rec.Nodes.Total) + " nodes; nodes.min is " + strconv.Itoa(env.Nodes.Min)
+		return w.join("partition has ", strconv.Itoa(rec.Nodes.Total), " nodes; nodes.min is ", strconv.Itoa(env.Nodes.Min))
 	case capacityNodeCap:
-		return minWhy(which, env) + " needs " + strconv.Itoa(need) + " nodes here; at most " + strconv.Itoa(nodeCap(env, rec)) + " allowed" + capWhy(env, rec)
+		return w.join(minWhy(which, env), " needs ", strconv.Itoa(need), " nodes here; at most ", strconv.Itoa(nodeCap(env, rec)), " allowed", capWhy(env, rec))
 	case capacityGPUSpread:
-		return minWhy(which, env) + " needs " + strconv.Itoa(need) + " nodes but gpus.max " + strconv.Itoa(env.GPUs.Max) + " cannot give each a GPU"
+		return w.join(minWhy(which, env), " needs ", strconv.Itoa(need), " nodes but gpus.max ", strconv.Itoa(env.GPUs.Max), " cannot give each a GPU")
 	}
-	return "minimum fits on " + strconv.Itoa(need) + " node(s)"
+	return w.join("minimum fits on ", strconv.Itoa(need), " node(s)")
 }
 
 // Which resource decides the minimum node count.

@@ -43,15 +43,15 @@ func (ContainerRule) test(r *Request, rec *model.ResourceRecord, _ model.Health)
 	return pass(containerRuntime)
 }
 
-func (ContainerRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (ContainerRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	ct, have := r.Envelope.Constraints.Container, rec.ContainerRuntimes
 	switch o.why() {
 	case containerNone:
 		return "no container"
 	case containerNoRuntimes:
-		return "no container runtime reported here; the task runs in " + ct.Image
+		return w.join("no container runtime reported here; the task runs in ", ct.Image)
 	case containerUnavailable:
-		return "runtime " + ct.Runtime + " is not available (have " + strings.Join(have, ",") + ")"
+		return w.join("runtime ", ct.Runtime, " is not available (have ", strings.Join(have, ","), ")")
 	}
 	return have[compatibleRuntime(ct.Runtime, have)]
 }

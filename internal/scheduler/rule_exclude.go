@@ -39,14 +39,14 @@ func (ExcludeRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) o
 	return pass(excludeNone)
 }
 
-func (ExcludeRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (ExcludeRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	switch o.why() {
 	case excludeByCaller:
-		return rec.System + " is excluded for this placement (an earlier attempt left it)"
+		return w.join(rec.System, " is excluded for this placement (an earlier attempt left it)")
 	case excludeAvoided:
 		for _, s := range r.Envelope.Constraints.AvoidSystems {
 			if systemMatches(s, rec.System) {
-				return "the envelope avoids " + s + " (constraints.avoid_systems)"
+				return w.join("the envelope avoids ", s, " (constraints.avoid_systems)")
 			}
 		}
 	}

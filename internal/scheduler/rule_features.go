@@ -35,13 +35,13 @@ func (FeaturesRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) 
 	return pass(featuresAll)
 }
 
-func (FeaturesRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (FeaturesRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	switch o.why() {
 	case featuresNone:
 		return "none required"
 	case featuresMissing:
 		want := r.Envelope.Constraints.Features
-		return "feature " + want[missingFeature(want, rec)] + " is not offered here (constraints.features)"
+		return w.join("feature ", want[missingFeature(want, rec)], " is not offered here (constraints.features)")
 	}
 	return "all required features"
 }

@@ -45,7 +45,7 @@ func (GPUMemoryRule) test(r *Request, rec *model.ResourceRecord, _ model.Health)
 	return pass(gpuMemEnough)
 }
 
-func (GPUMemoryRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (GPUMemoryRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	want, have := r.Envelope.Constraints.MinGPUMemoryGB, rec.GPUMemoryGB
 	switch o.why() {
 	case gpuMemNoMinimum:
@@ -53,9 +53,9 @@ func (GPUMemoryRule) reason(r *Request, rec *model.ResourceRecord, _ model.Healt
 	case gpuMemNoGPUs:
 		return "no GPUs on this partition (the accelerator rule decides)"
 	case gpuMemUnknown:
-		return "GPU memory is unknown here; the task needs " + strconv.Itoa(want) + " GB per GPU"
+		return w.join("GPU memory is unknown here; the task needs ", strconv.Itoa(want), " GB per GPU")
 	case gpuMemTooSmall:
-		return strconv.Itoa(have) + " GB per GPU < " + strconv.Itoa(want) + " GB (constraints.min_gpu_memory_gb)"
+		return w.join(strconv.Itoa(have), " GB per GPU < ", strconv.Itoa(want), " GB (constraints.min_gpu_memory_gb)")
 	}
-	return strconv.Itoa(have) + " GB per GPU"
+	return w.join(strconv.Itoa(have), " GB per GPU")
 }

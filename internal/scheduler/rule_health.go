@@ -43,20 +43,19 @@ func (HealthRule) test(_ *Request, rec *model.ResourceRecord, sys model.Health) 
 	return pass(healthOK)
 }
 
-func (HealthRule) reason(_ *Request, rec *model.ResourceRecord, sys model.Health, o outcome) string {
+func (HealthRule) reason(w *words, _ *Request, rec *model.ResourceRecord, sys model.Health, o outcome) string {
 	switch o.why() {
 	case healthNeedsLogin:
-		return rec.System + " needs a login: refresh the credentials (mosaic login) and probe again"
+		return w.join(rec.System, " needs a login: refresh the credentials (mosaic login) and probe again")
 	case healthSystemDown:
-		return rec.System + " is " + string(sys) + " at the last probe"
+		return w.join(rec.System, " is ", string(sys), " at the last probe")
 	case healthPartitionDown:
-		msg := "partition is " + string(rec.Health)
 		if rec.LastError != "" {
-			msg += ": " + rec.LastError
+			return w.join("partition is ", string(rec.Health), ": ", rec.LastError)
 		}
-		return msg
+		return w.join("partition is ", string(rec.Health))
 	case healthNodesDown:
-		return "all " + strconv.Itoa(rec.Nodes.Total) + " nodes are down or drained"
+		return w.join("all ", strconv.Itoa(rec.Nodes.Total), " nodes are down or drained")
 	case healthDegraded:
 		return "degraded but usable"
 	}

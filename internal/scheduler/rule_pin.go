@@ -42,12 +42,12 @@ func (PinRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outco
 	return pass(pinTarget)
 }
 
-func (PinRule) reason(r *Request, _ *model.ResourceRecord, _ model.Health, o outcome) string {
+func (PinRule) reason(w *words, r *Request, _ *model.ResourceRecord, _ model.Health, o outcome) string {
 	switch o.why() {
 	case pinOtherSystem:
-		return "task is pinned to " + r.Target.System
+		return w.join("task is pinned to ", r.Target.System)
 	case pinOtherPartition:
-		return "task is pinned to partition " + r.Target.Partition
+		return w.join("task is pinned to partition ", r.Target.Partition)
 	case pinTarget:
 		return "pinned target"
 	}

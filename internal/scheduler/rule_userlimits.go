@@ -38,12 +38,12 @@ func (UserLimitsRule) test(_ *Request, rec *model.ResourceRecord, _ model.Health
 	return pass(limitsWithin)
 }
 
-func (UserLimitsRule) reason(_ *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (UserLimitsRule) reason(w *words, _ *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	switch o.why() {
 	case limitsSubmitReached:
-		return "you have " + strconv.Itoa(rec.MyRunningJobs+rec.MyPendingJobs) + " jobs here; the submit limit is " + strconv.Itoa(rec.MaxSubmitPerUser)
+		return w.join("you have ", strconv.Itoa(rec.MyRunningJobs+rec.MyPendingJobs), " jobs here; the submit limit is ", strconv.Itoa(rec.MaxSubmitPerUser))
 	case limitsRunningReached:
-		return "running limit reached (" + strconv.Itoa(rec.MaxRunningPerUser) + "): the job will wait for one of yours"
+		return w.join("running limit reached (", strconv.Itoa(rec.MaxRunningPerUser), "): the job will wait for one of yours")
 	case limitsUnknown:
 		return "no limits known"
 	}

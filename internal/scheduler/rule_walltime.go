@@ -29,13 +29,13 @@ func (WalltimeRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) 
 	return pass(walltimeWithinCap)
 }
 
-func (WalltimeRule) reason(r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+func (WalltimeRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	capw := rec.WalltimeCap
 	switch o.why() {
 	case walltimeNoCap:
 		return "no cap known"
 	case walltimeOverCap:
-		return "partition allows " + capw.String() + "; walltime.min is " + r.Envelope.Walltime.Min.String() + ". Lower walltime.min or pick another partition"
+		return w.join("partition allows ", w.duration(capw), "; walltime.min is ", w.duration(r.Envelope.Walltime.Min), ". Lower walltime.min or pick another partition")
 	}
-	return "cap " + capw.String()
+	return w.join("cap ", w.duration(capw))
 }
