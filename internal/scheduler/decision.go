@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -181,8 +180,7 @@ func (d *Decision) Explain() {
 // MarshalJSON explains the decision and encodes it.
 func (d *Decision) MarshalJSON() ([]byte, error) {
 	d.Explain()
-	type plain Decision
-	return json.Marshal((*plain)(d))
+	return marshalDecision(d)
 }
 
 // ChosenCandidate returns the chosen candidate, or nil.
