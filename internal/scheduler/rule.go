@@ -27,36 +27,25 @@ type ConstantRule interface {
 	Constant(r *Request) (pass bool, ok bool)
 }
 
-// DefaultRules is the rule chain and its order, assembled here and only here: the
-// decision pass runs the rules in this order and stops at a candidate's first failure,
-// and the trace shows the verdicts in this order (errors quote the first failure). The
-// cheap and decisive rules that remove whole systems come first and the arithmetic on
-// node shapes last:
-//
-//  1. pin, exclude: string compares that remove whole systems by the caller's choice
-//     (constant, so evaluated once per placement, when the task is not pinned and
-//     nothing is excluded).
-//  2. health: a system that is down or needs a login is out whatever its shape.
-//  3. authorization: no account there means nothing else matters.
-//  4. arch, accelerator, gpu_memory, features, container: static hardware/software
-//     properties of the partition against the envelope's constraints; accelerator
-//     rejects most partitions for a GPU task, so the rules after it rarely run.
-//  5. walltime, capacity: limits that compare the envelope's minimum with the partition.
-//  6. user_limits: depends on the user's current jobs, the most volatile input.
+// DefaultRules is the rule chain and its order, assembled here and only here. The
+// decision pass runs the rules in this order and stops at a candidate's first failure;
+// the trace shows every verdict in this order, and errors quote the first failure. So
+// the cheap and decisive rules that remove whole systems come first and the arithmetic
+// on node shapes last; each line says why it sits where it does.
 func DefaultRules() []Rule {
 	return []Rule{
-		PinRule{},
-		ExcludeRule{},
-		HealthRule{},
-		AuthRule{},
-		ArchRule{},
-		AcceleratorRule{},
-		GPUMemoryRule{},
-		FeaturesRule{},
-		ContainerRule{},
-		WalltimeRule{},
-		CapacityRule{},
-		UserLimitsRule{},
+		PinRule{},         // the caller's choice removes whole systems (constant when not pinned)
+		ExcludeRule{},     // likewise excluded and avoided systems (constant when none)
+		HealthRule{},      // a system down or needing a login is out whatever its shape
+		AuthRule{},        // no account there means nothing else matters
+		ArchRule{},        // static hardware: the partition's arch (constant when unconstrained)
+		AcceleratorRule{}, // rejects most partitions of a GPU task, so the rules below rarely run
+		GPUMemoryRule{},   // after accelerator: it defers to it on CPU partitions
+		FeaturesRule{},    // static software: required features (constant when none)
+		ContainerRule{},   // static software: a runtime for the image (constant when none)
+		WalltimeRule{},    // limits: the envelope's minimum walltime against the partition's cap
+		CapacityRule{},    // limits: the node-shape arithmetic, the costliest test
+		UserLimitsRule{},  // the user's current jobs, the most volatile input, last
 	}
 }
 
