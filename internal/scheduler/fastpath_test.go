@@ -347,17 +347,22 @@ func TestPlaceKeyOrdinalsCached(t *testing.T) {
 	}
 }
 
-// TestPlaceMatchesPlainRules: over varied records and envelopes, the decision built
+// TestPlaceMatchesPlainRules: over varied records (and random federations) and
+// envelopes, the decision built
 // from compact rows is what the plain definitions give: a candidate is feasible
 // exactly when every rule's Check passes and Size succeeds, its sizing is Size's, the
 // feasible candidates are in compareCandidates order with ranks 1..n, and the chosen
 // one is the first, sharing Decision.Spec.
 func TestPlaceMatchesPlainRules(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 3))
-	recs := variedRecords(rng)
-	snap := &model.ResourceSnapshot{Records: recs, Systems: sixMachines().Systems}
-	checked := 0
-	for _, r := range variedRequests(rng) {
+	snaps := []*model.ResourceSnapshot{
+		{Records: variedRecords(rng), Systems: sixMachines().Systems},
+		{Records: randomRecords(rng, 600), Systems: randomSystems(rng)},
+	}
+	checked := make([]int, len(snaps))
+	reqs := variedRequests(rng)
+	for k := range len(snaps) * len(reqs) {
+		snap, recs, r := snaps[k%len(snaps)], snaps[k%len(snaps)].Records, reqs[k/len(snaps)]
 		task := a100Task()
 		task.Envelope, task.Target = r.Envelope, r.Target
 		d, err := newTestScheduler(Options{}).Place(context.Background(), task, snap, PlaceOptions{Exclude: r.Exclude})
@@ -405,10 +410,12 @@ func TestPlaceMatchesPlainRules(t *testing.T) {
 		if nf != len(feasible) || len(d.Candidates) != len(recs) {
 			t.Fatalf("%d of %d candidates feasible after Explain, %d before; %d records", nf, len(d.Candidates), len(feasible), len(recs))
 		}
-		checked += nf
+		checked[k%len(snaps)] += nf
 	}
-	if checked == 0 {
-		t.Fatal("no request had a feasible candidate; widen the test inputs")
+	for i, n := range checked {
+		if n == 0 {
+			t.Fatalf("snapshot %d: no request had a feasible candidate; widen the test inputs", i)
+		}
 	}
 }
 
