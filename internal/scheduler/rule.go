@@ -293,14 +293,16 @@ func (w *words) join(parts ...string) string {
 			}
 		}
 	}
-	if cap(w.buf)-len(w.buf) < n {
-		w.buf = make([]byte, 0, max(wordsBlock, n))
+	buf := w.buf // appended to locally: a store to w.buf is a write barrier while the GC marks
+	if cap(buf)-len(buf) < n {
+		buf = make([]byte, 0, max(wordsBlock, n))
 	}
-	start := len(w.buf)
+	start := len(buf)
 	for _, p := range parts {
-		w.buf = append(w.buf, p...)
+		buf = append(buf, p...)
 	}
-	s := unsafe.String(&w.buf[start], n)
+	w.buf = buf
+	s := unsafe.String(&buf[start], n)
 	if m != nil {
 		m.s[m.next%len(m.s)] = s
 		m.next++
