@@ -200,7 +200,10 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 		d.Explain()
 		return &SubmitResult{Decision: d, DryRun: true}, nil
 	}
-	trace, err := json.Marshal(d)
+	// MarshalJSON directly: json.Marshal would re-scan the megabyte a 1,000-partition
+	// trace is (encoding/json checks every Marshaler's output), which costs more than
+	// writing it.
+	trace, err := d.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +244,7 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 func (c *Core) placementOf(d *scheduler.Decision) *execution.Placement {
 	ch := d.ChosenCandidate()
 	pl := &execution.Placement{System: ch.System, Partition: ch.Partition, Account: ch.Account, Spec: *d.Spec, Rationale: d.Rationale}
-	if b, err := json.Marshal(d); err == nil {
+	if b, err := d.MarshalJSON(); err == nil { // see Submit
 		pl.Decision = b
 	}
 	if ch.WaitSource != "" {

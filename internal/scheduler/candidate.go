@@ -21,8 +21,10 @@ func Pass(reason string) Verdict { return Verdict{Pass: true, Reason: reason} }
 func Fail(reason string) Verdict { return Verdict{Reason: reason} }
 
 // Passf builds a passing verdict whose reason is computed by reason, which runs only
-// when the trace is being explained. Rules build every non-constant reason this way so
-// that the decision pass over thousands of candidates does not allocate strings.
+// when the trace is being explained. A rule from outside the package (whose Check the
+// decision pass calls) builds every non-constant reason this way so that the pass over
+// thousands of candidates does not allocate strings; the built-in rules defer their
+// words by returning an outcome instead (see builtin).
 func Passf(r *Request, reason func() string) Verdict {
 	if !r.explain {
 		return Verdict{Pass: true}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -76,28 +77,87 @@ func variedRequests(rng *rand.Rand) []*Request {
 	return out
 }
 
-// TestQuickRulesAgree: every built-in rule's fast pass/fail (used by Place's decision
-// pass) is its Check's Pass, on records and envelopes that reach every branch.
-func TestQuickRulesAgree(t *testing.T) {
+// randomRecords returns n records of random shapes, loads, limits and health over a
+// few systems: federations no fixture describes.
+func randomRecords(rng *rand.Rand, n int) []model.ResourceRecord {
+	systems := []string{"Delta@NCSA", "DeltaAI@NCSA", "Anvil@RCAC", "Vista@TACC", "Lonestar6@TACC"}
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	out := make([]model.ResourceRecord, n)
+	for i := range out {
+		r := &out[i]
+		r.System, r.Partition, r.Account = systems[rng.IntN(len(systems))], fmt.Sprintf("p%03d", i), pick("acct", "acct-gpu", "")
+		r.Arch = pick("x86_64", "aarch64", "")
+		r.CPUCoresPerNode, r.MemoryPerNodeGB = []int{0, 16, 64, 128}[rng.IntN(4)], []int{0, 128, 256, 512}[rng.IntN(4)]
+		if rng.IntN(3) > 0 {
+			r.GPUsPerNode, r.GPUModel, r.GPUMemoryGB = 1+rng.IntN(8), pick("A100", "H100", "a40", "MI250X", ""), []int{0, 16, 40, 80, 96}[rng.IntN(5)]
+		}
+		r.Nodes.Total = rng.IntN(200)
+		r.Nodes.Idle, r.Nodes.Down = rng.IntN(r.Nodes.Total+1), rng.IntN(r.Nodes.Total+1)
+		r.TotalGPUs, r.TotalCores = r.GPUsPerNode*r.Nodes.Total, r.CPUCoresPerNode*r.Nodes.Total
+		r.FreeGPUs, r.FreeCores = r.GPUsPerNode*r.Nodes.Idle, r.CPUCoresPerNode*r.Nodes.Idle
+		r.RunningJobs, r.PendingJobs = rng.IntN(100), rng.IntN(100)
+		r.WalltimeCap = model.Duration(time.Duration(rng.IntN(72)) * time.Hour)
+		r.MaxNodesPerJob, r.Exclusive, r.ChargeFactor = rng.IntN(20), rng.IntN(2) == 0, float64(rng.IntN(4))
+		r.MaxSubmitPerUser, r.MaxRunningPerUser, r.MyRunningJobs, r.MyPendingJobs = rng.IntN(4), rng.IntN(3), rng.IntN(3), rng.IntN(3)
+		r.ContainerRuntimes = [][]string{nil, {"apptainer"}, {"singularity", "podman"}}[rng.IntN(3)]
+		r.Features = [][]string{nil, {"nvlink"}, {"ib", "NVLINK"}}[rng.IntN(3)]
+		r.Health = []model.Health{model.HealthOK, model.HealthOK, model.HealthDegraded, model.HealthDown, ""}[rng.IntN(5)]
+	}
+	return out
+}
+
+// randomSystems gives the systems of randomRecords random probe health.
+func randomSystems(rng *rand.Rand) []model.SystemHealth {
+	hs := []model.Health{model.HealthOK, model.HealthOK, model.HealthDegraded, model.HealthDown, model.HealthNeedsLogin, model.HealthUnknown}
+	var out []model.SystemHealth
+	for _, s := range []string{"Delta@NCSA", "DeltaAI@NCSA", "Anvil@RCAC", "Vista@TACC"} { // Lonestar6 has no entry
+		out = append(out, model.SystemHealth{System: s, Health: hs[rng.IntN(len(hs))]})
+	}
+	return out
+}
+
+// TestRulesWrittenOnce: every built-in rule of the chain is a builtin (its decision and
+// its words in one file), each outcome its test gives has words (the same whether
+// written alone or in a trace's shared block, and unchanged by later ones), a rule that declares
+// itself constant for a request (ConstantRule) tests the same on every record, and the
+// inputs reach both outcomes of every rule.
+func TestRulesWrittenOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 2))
-	recs := variedRecords(rng)
+	recs := append(variedRecords(rng), randomRecords(rng, 300)...)
 	sysHealth := []model.Health{"", model.HealthOK, model.HealthDegraded, model.HealthDown, model.HealthNeedsLogin, model.HealthUnknown}
 	fails, passes := map[string]int{}, map[string]int{}
+	var w words
+	var kept, want []string // reasons in shared blocks must not change as more are written
 	for _, r := range variedRequests(rng) {
-		for i := range recs {
-			rec := &recs[i]
-			sys := sysHealth[rng.IntN(len(sysHealth))]
-			c := &Candidate{System: rec.System, Partition: rec.Partition, Account: rec.Account, Record: rec, SystemHealth: sys}
-			for _, rule := range DefaultRules() {
-				q, ok := rule.(quickRule)
-				if !ok {
-					t.Fatalf("%s has no fast pass/fail", rule.Name())
+		for _, rule := range DefaultRules() {
+			b, ok := rule.(builtin)
+			if !ok {
+				t.Fatalf("%s is not a builtin rule (test and reason)", rule.Name())
+			}
+			cpass, constant := false, false
+			if cr, ok := rule.(ConstantRule); ok {
+				cpass, constant = cr.Constant(r)
+			}
+			var constReason string // what Explain words a constant rule once with
+			if constant {
+				var zero model.ResourceRecord
+				constReason = b.reason(nil, r, &zero, "", b.test(r, &zero, ""))
+			}
+			for i := range recs {
+				rec := &recs[i]
+				sys := sysHealth[rng.IntN(len(sysHealth))]
+				o := b.test(r, rec, sys)
+				plain, shared := b.reason(nil, r, rec, sys, o), b.reason(&w, r, rec, sys, o)
+				if constant && (o.failed() == cpass || plain != constReason) {
+					t.Fatalf("%s is constant (pass %v, %q) for envelope %+v but fails=%v (%q) on %s",
+						rule.Name(), cpass, constReason, r.Envelope, o.failed(), plain, rec.Key())
 				}
-				want := !rule.Check(r, c).Pass
-				if got := q.fails(r, rec, sys); got != want {
-					t.Fatalf("%s on %s (system %q), envelope %+v: fails=%v, Check says fail=%v", rule.Name(), rec.Key(), sys, r.Envelope, got, want)
+				if plain == "" || shared != plain {
+					t.Fatalf("%s on %s (system %q): outcome %d has reason %q, %q in a shared block", rule.Name(), rec.Key(), sys, o, plain, shared)
 				}
-				if want {
+				kept = append(kept, shared)
+				want = append(want, plain)
+				if o.failed() {
 					fails[rule.Name()]++
 				} else {
 					passes[rule.Name()]++
@@ -105,10 +165,81 @@ func TestQuickRulesAgree(t *testing.T) {
 			}
 		}
 	}
+	for i := range kept {
+		if kept[i] != want[i] {
+			t.Fatalf("reason %d changed to %q after later ones were written, want %q", i, kept[i], want[i])
+		}
+	}
 	for _, rule := range DefaultRules() { // the inputs must reach both outcomes of every rule
 		if fails[rule.Name()] == 0 || passes[rule.Name()] == 0 {
 			t.Errorf("%s: %d fails, %d passes; widen the test inputs", rule.Name(), fails[rule.Name()], passes[rule.Name()])
 		}
+	}
+}
+
+// TestDecisionPassRunsTraceOrder: the decision pass runs the chain in its one order
+// (DefaultRules), so the rule it recorded for an infeasible record is the first
+// failing verdict of the explained trace, and a record it found feasible has none;
+// and every verdict of the trace (worded once per trace for constant rules, in shared
+// blocks for the others) is the rule's Check.
+func TestDecisionPassRunsTraceOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 1))
+	snaps := []*model.ResourceSnapshot{
+		{Records: variedRecords(rng), Systems: sixMachines().Systems},
+		{Records: randomRecords(rng, 500), Systems: randomSystems(rng)},
+	}
+	checked := map[failCode]int{}
+	for _, snap := range snaps {
+		for _, r := range variedRequests(rng) {
+			task := a100Task()
+			task.Envelope, task.Target = r.Envelope, r.Target
+			d, err := newTestScheduler(Options{}).Place(context.Background(), task, snap, PlaceOptions{Exclude: r.Exclude})
+			if err != nil && !errors.Is(err, ErrNoFeasible) {
+				continue // an invalid envelope
+			}
+			codes := map[*model.ResourceRecord]failCode{}
+			if d.lazy != nil {
+				for i, m := range d.lazy.codes {
+					codes[&snap.Records[i]] = m
+				}
+			} else { // Place explained already (no feasible candidate): re-run the pass
+				nr := len(snap.Records)
+				cs := make([]failCode, nr)
+				h := newHealthIndex(snap.Systems)
+				req := &Request{Task: task, Envelope: d.Envelope, Target: d.Target, Exclude: r.Exclude}
+				runChain(DefaultRules(), req, snap.Records, &h, cs)
+				for i, m := range cs {
+					codes[&snap.Records[i]] = m
+				}
+			}
+			d.Explain()
+			req := &Request{Task: task, Envelope: d.Envelope, Target: d.Target, Exclude: r.Exclude, explain: true}
+			for _, c := range d.Candidates {
+				for i, rule := range DefaultRules() { // the trace's words are each rule's own
+					if v, plain := c.Verdicts[i], rule.Check(req, c); v.Rule != rule.Name() || v.Pass != plain.Pass || v.Reason != plain.Reason {
+						t.Fatalf("%s: trace verdict %+v, %s's Check gives %+v", c.Key(), v, rule.Name(), plain)
+					}
+				}
+				want := failCode(0)
+				for i, v := range c.Verdicts {
+					if !v.Pass && v.Rule != "sizing" {
+						want = failCode(i + 1)
+						break
+					}
+				}
+				got := codes[c.Record]
+				if got == sizingFailed && want == 0 && !c.Feasible {
+					got = 0
+				}
+				if got != want {
+					t.Fatalf("%s: the decision pass recorded rule %d, the trace's first failure is rule %d (%+v)", c.Key(), got, want, c.Verdicts)
+				}
+				checked[want]++
+			}
+		}
+	}
+	if len(checked) < 6 {
+		t.Fatalf("only %d distinct first failures (%v); widen the test inputs", len(checked), checked)
 	}
 }
 
@@ -216,17 +347,22 @@ func TestPlaceKeyOrdinalsCached(t *testing.T) {
 	}
 }
 
-// TestPlaceMatchesPlainRules: over varied records and envelopes, the decision built
+// TestPlaceMatchesPlainRules: over varied records (and random federations) and
+// envelopes, the decision built
 // from compact rows is what the plain definitions give: a candidate is feasible
 // exactly when every rule's Check passes and Size succeeds, its sizing is Size's, the
 // feasible candidates are in compareCandidates order with ranks 1..n, and the chosen
 // one is the first, sharing Decision.Spec.
 func TestPlaceMatchesPlainRules(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 3))
-	recs := variedRecords(rng)
-	snap := &model.ResourceSnapshot{Records: recs, Systems: sixMachines().Systems}
-	checked := 0
-	for _, r := range variedRequests(rng) {
+	snaps := []*model.ResourceSnapshot{
+		{Records: variedRecords(rng), Systems: sixMachines().Systems},
+		{Records: randomRecords(rng, 600), Systems: randomSystems(rng)},
+	}
+	checked := make([]int, len(snaps))
+	reqs := variedRequests(rng)
+	for k := range len(snaps) * len(reqs) {
+		snap, recs, r := snaps[k%len(snaps)], snaps[k%len(snaps)].Records, reqs[k/len(snaps)]
 		task := a100Task()
 		task.Envelope, task.Target = r.Envelope, r.Target
 		d, err := newTestScheduler(Options{}).Place(context.Background(), task, snap, PlaceOptions{Exclude: r.Exclude})
@@ -274,10 +410,12 @@ func TestPlaceMatchesPlainRules(t *testing.T) {
 		if nf != len(feasible) || len(d.Candidates) != len(recs) {
 			t.Fatalf("%d of %d candidates feasible after Explain, %d before; %d records", nf, len(d.Candidates), len(feasible), len(recs))
 		}
-		checked += nf
+		checked[k%len(snaps)] += nf
 	}
-	if checked == 0 {
-		t.Fatal("no request had a feasible candidate; widen the test inputs")
+	for i, n := range checked {
+		if n == 0 {
+			t.Fatalf("snapshot %d: no request had a feasible candidate; widen the test inputs", i)
+		}
 	}
 }
 

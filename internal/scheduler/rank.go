@@ -149,7 +149,8 @@ const (
 
 var waitSources = [...]string{srcNone: "", srcQueue: "queue", srcHistory: "history", srcSite: "site"}
 
-// Rank implements Ranker: it fills EstWait, WaitSource, CostSU and Scores on every
+// Rank implements Ranker over materialized candidates by rank (the ranking Place runs on
+// its rows), recording the results on them: it fills EstWait, WaitSource, CostSU and Scores on every
 // candidate and sorts them by total score (ties by key), candidates over the envelope's
 // max_queue_wait last. Site estimates are asked for the job spec Size gives the
 // candidate's sizing (what Place's candidates hold).
@@ -166,7 +167,7 @@ func (h *HeuristicRanker) Rank(ctx context.Context, r *Request, feasible []*Cand
 			rows[i].size = sizingOf(c.Sizing)
 		}
 	}
-	order, minCost, probes := h.rankRows(ctx, r, recs, rows)
+	order, minCost, probes := h.rank(ctx, r, recs, rows)
 	out := make([]*Candidate, len(feasible))
 	for pos, k := range order {
 		w, c := &rows[k], feasible[k]
@@ -182,10 +183,11 @@ func (h *HeuristicRanker) Rank(ctx context.Context, r *Request, feasible []*Cand
 	return out, nil
 }
 
-// rankRows scores rows (recs[w.rec] is row w's record) and returns their order, best
-// first (the heuristic ranks), the least cost among them (for roundedScores) and the
+// rank is the heuristic ranking, the one ranking function: Place calls it on its rows
+// and Rank on rows made from Candidates. It scores rows (recs[w.rec] is row w's
+// record) and returns their order, best first (the heuristic ranks), the least cost among them (for roundedScores) and the
 // walltime probes made (see WalltimeProbes). The heuristic ranker never fails.
-func (h *HeuristicRanker) rankRows(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) (order []uint32, minCost float64, probes []wallProbe) {
+func (h *HeuristicRanker) rank(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) (order []uint32, minCost float64, probes []wallProbe) {
 	minCost = math.Inf(1)
 	for i := range rows {
 		w := &rows[i]

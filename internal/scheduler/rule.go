@@ -1,11 +1,15 @@
 package scheduler
 
 import (
+	"strings"
+	"unsafe"
+
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
-// Rule is one feasibility check, evaluated per candidate. A rule lives in its own file;
-// adding one is that file plus one line in DefaultRules.
+// Rule is one feasibility check, evaluated per candidate. Adding a built-in rule is one
+// file (the rule's type with its test and its reason, see builtin) plus its line in
+// DefaultRules; a rule from outside the package implements Check alone.
 type Rule interface {
 	// Name is the short identifier shown in traces ("walltime", "capacity").
 	Name() string
@@ -17,37 +21,31 @@ type Rule interface {
 // is the same for every candidate (ArchRule when the envelope names no arch, PinRule
 // when the task is not pinned, ...). Place then evaluates it once per placement instead
 // of once per candidate; the trace still shows its verdict on every candidate. When ok
-// is true, Check must return the same Pass for every candidate.
+// is true, Check must return the same Pass for every candidate (TestRulesOneDefinition
+// checks that for the built-in rules).
 type ConstantRule interface {
 	Constant(r *Request) (pass bool, ok bool)
 }
 
-// DefaultRules is the rule chain, assembled here and only here. Every rule runs on every
-// candidate so the trace shows each verdict; the order sets the order of the verdicts in
-// the trace and which failure is quoted first in errors, so the cheap and decisive rules
-// that remove whole systems come first and the arithmetic on node shapes comes last:
-//
-//  1. pin, exclude: string compares that remove whole systems by the caller's choice.
-//  2. health: a system that is down or needs a login is out whatever its shape.
-//  3. authorization: no account there means nothing else matters.
-//  4. arch, accelerator, gpu_memory, features, container: static hardware/software
-//     properties of the partition against the envelope's constraints.
-//  5. walltime, capacity: limits that compare the envelope's minimum with the partition.
-//  6. user_limits: depends on the user's current jobs, the most volatile input.
+// DefaultRules is the rule chain and its order, assembled here and only here. The
+// decision pass runs the rules in this order and stops at a candidate's first failure;
+// the trace shows every verdict in this order, and errors quote the first failure. So
+// the cheap and decisive rules that remove whole systems come first and the arithmetic
+// on node shapes last; each line says why it sits where it does.
 func DefaultRules() []Rule {
 	return []Rule{
-		PinRule{},
-		ExcludeRule{},
-		HealthRule{},
-		AuthRule{},
-		ArchRule{},
-		AcceleratorRule{},
-		GPUMemoryRule{},
-		FeaturesRule{},
-		ContainerRule{},
-		WalltimeRule{},
-		CapacityRule{},
-		UserLimitsRule{},
+		PinRule{},         // the caller's choice removes whole systems (constant when not pinned)
+		ExcludeRule{},     // likewise excluded and avoided systems (constant when none)
+		HealthRule{},      // a system down or needing a login is out whatever its shape
+		AuthRule{},        // no account there means nothing else matters
+		ArchRule{},        // static hardware: the partition's arch (constant when unconstrained)
+		AcceleratorRule{}, // rejects most partitions of a GPU task, so the rules below rarely run
+		GPUMemoryRule{},   // after accelerator: it defers to it on CPU partitions
+		FeaturesRule{},    // static software: required features (constant when none)
+		ContainerRule{},   // static software: a runtime for the image (constant when none)
+		WalltimeRule{},    // limits: the envelope's minimum walltime against the partition's cap
+		CapacityRule{},    // limits: the node-shape arithmetic, the costliest test
+		UserLimitsRule{},  // the user's current jobs, the most volatile input, last
 	}
 }
 
@@ -55,86 +53,60 @@ func DefaultRules() []Rule {
 // failCode, a byte).
 const MaxRules = 63
 
-// quickRule is implemented by the built-in rules: fails gives Check's pass/fail for
-// the record (sys is its system's health) without building a Candidate, a Verdict or
-// a reason. It must agree with Check(r, c).Pass for every input; TestQuickRulesAgree
-// checks that over varied records and envelopes.
-type quickRule interface {
-	fails(r *Request, rec *model.ResourceRecord, sys model.Health) bool
+// builtin is a rule written once, in its own file: test decides and reason words the
+// decision. Both are pure functions of the request, the record and its system's health
+// (sys), so the decision pass calls test alone (no Candidate, Verdict or string) and the
+// explained trace, which calls both (see verdict), gives the verdicts the decision saw.
+// A built-in rule's Check is verdict.
+type builtin interface {
+	Rule
+	// test says whether rec passes and which case decided (see outcome).
+	test(r *Request, rec *model.ResourceRecord, sys model.Health) outcome
+	// reason words the outcome o that test gave for the same inputs.
+	// Dynamic reasons are written with w.join (w may be nil).
+	reason(w *words, r *Request, rec *model.ResourceRecord, sys model.Health, o outcome) string
 }
 
-// ruleKind names a built-in rule so the decision pass (chain.fails) can call its fails method
-// directly (a static, inlinable call) instead of through the Rule
-// interface: with ~7 rules per candidate and 1,000 candidates per placement, the
-// interface calls returning 40-byte Verdicts were half of Place's time.
-type ruleKind uint8
+// outcome is a built-in rule's answer on one record without its words: whether it
+// fails, and which case decided (a small constant of the rule's file), from which the
+// rule's reason renders the words only when the trace is explained.
+type outcome uint8
 
-const (
-	kindOther ruleKind = iota // any other Rule: called through the interface
-	kindPin
-	kindExclude
-	kindHealth
-	kindAuth
-	kindArch
-	kindAccelerator
-	kindGPUMemory
-	kindFeatures
-	kindContainer
-	kindWalltime
-	kindCapacity
-	kindUserLimits
-)
+const failBit outcome = 0x80
 
-func kindOf(rule Rule) ruleKind {
-	switch rule.(type) {
-	case PinRule:
-		return kindPin
-	case ExcludeRule:
-		return kindExclude
-	case HealthRule:
-		return kindHealth
-	case AuthRule:
-		return kindAuth
-	case ArchRule:
-		return kindArch
-	case AcceleratorRule:
-		return kindAccelerator
-	case GPUMemoryRule:
-		return kindGPUMemory
-	case FeaturesRule:
-		return kindFeatures
-	case ContainerRule:
-		return kindContainer
-	case WalltimeRule:
-		return kindWalltime
-	case CapacityRule:
-		return kindCapacity
-	case UserLimitsRule:
-		return kindUserLimits
-	}
-	return kindOther
+// pass and fail are the outcomes of case why (below 0x80) of a rule.
+func pass(why uint8) outcome { return outcome(why) }
+func fail(why uint8) outcome { return failBit | outcome(why) }
+
+func (o outcome) failed() bool { return o&failBit != 0 }
+func (o outcome) why() uint8   { return uint8(o &^ failBit) }
+
+// verdict is a built-in rule's Check: its test with the reason rendered.
+func verdict(b builtin, r *Request, c *Candidate) Verdict {
+	o := b.test(r, c.Record, c.SystemHealth)
+	return Verdict{Pass: !o.failed(), Reason: b.reason(nil, r, c.Record, c.SystemHealth, o)}
 }
 
-// chain is a rule chain compiled for one request: which built-in rules must run per
-// record (the others are constant for the request), their failCodes, and the other
-// rules, which are called through the Rule interface.
+// chain is a rule chain compiled for one request: the rules that must run per record
+// (the others are constant for the request), in chain order, with their failCodes.
 type chain struct {
-	builtin uint16                       // bit k set: built-in rule kind k runs per record
-	code    [kindUserLimits + 1]failCode // failCode of each built-in kind (its first position)
-	other   []otherRule                  // other rules, in chain order
+	steps []step
+	other bool // some step is not built in: it needs a Candidate to look at
 }
 
-type otherRule struct {
+// step is one rule of a chain: a built-in rule is tested directly (b), any other
+// through Check.
+type step struct {
+	b    builtin
 	rule Rule
 	code failCode
 }
-
-func (c *chain) has(k ruleKind) bool { return c.builtin&(1<<k) != 0 }
 
 // compileChain evaluates the rules that are constant for r (ConstantRule) once and
 // returns the chain of the others, and the failCode every record gets from the
 // constant ones (0 when they all pass). len(rules) must be at most MaxRules.
 func compileChain(rules []Rule, r *Request) (c chain, constCode failCode) {
+	c.steps = make([]step, 0, len(rules))
 	for i, rule := range rules {
 		code := failCode(i + 1)
 		if cr, ok := rule.(ConstantRule); ok {
@@ -145,59 +117,25 @@ func compileChain(rules []Rule, r *Request) (c chain, constCode failCode) {
 				continue
 			}
 		}
-		if k := kindOf(rule); k != kindOther {
-			if !c.has(k) {
-				c.builtin |= 1 << k
-				c.code[k] = code
-			}
-			continue
-		}
-		c.other = append(c.other, otherRule{rule: rule, code: code})
+		b, _ := rule.(builtin)
+		c.other = c.other || b == nil
+		c.steps = append(c.steps, step{b: b, rule: rule, code: code})
 	}
 	return c, constCode
 }
 
-// fails returns the failCode of a rule of c that rec fails, or 0 when it passes them
-// all; sys is its system's health and scratch, read only by other rules, describes it.
-//
-// The decision pass only needs to know whether some rule fails (Explain re-runs them
-// all, in chain order, for the trace), and built-in rules are pure, so they run in
-// the order written here, straight-line code whose tests of c.builtin are the same
-// for every record (and so always predicted): accelerator and GPU memory first,
-// since they reject most partitions for a GPU task and read the record's GPU fields,
-// which sit together; walltime and capacity next; auth, health and user limits rarely
-// fail. Other rules run last, in chain order, so they still only see records the
-// built-in ones let through.
-func (c *chain) fails(r *Request, rec *model.ResourceRecord, sys model.Health, scratch *Candidate) failCode {
-	switch {
-	case c.has(kindAccelerator) && AcceleratorRule{}.fails(r, rec, sys):
-		return c.code[kindAccelerator]
-	case c.has(kindGPUMemory) && GPUMemoryRule{}.fails(r, rec, sys):
-		return c.code[kindGPUMemory]
-	case c.has(kindArch) && ArchRule{}.fails(r, rec, sys):
-		return c.code[kindArch]
-	case c.has(kindPin) && PinRule{}.fails(r, rec, sys):
-		return c.code[kindPin]
-	case c.has(kindExclude) && ExcludeRule{}.fails(r, rec, sys):
-		return c.code[kindExclude]
-	case c.has(kindWalltime) && WalltimeRule{}.fails(r, rec, sys):
-		return c.code[kindWalltime]
-	case c.has(kindCapacity) && CapacityRule{}.fails(r, rec, sys):
-		return c.code[kindCapacity]
-	case c.has(kindFeatures) && FeaturesRule{}.fails(r, rec, sys):
-		return c.code[kindFeatures]
-	case c.has(kindContainer) && ContainerRule{}.fails(r, rec, sys):
-		return c.code[kindContainer]
-	case c.has(kindAuth) && AuthRule{}.fails(r, rec, sys):
-		return c.code[kindAuth]
-	case c.has(kindHealth) && HealthRule{}.fails(r, rec, sys):
-		return c.code[kindHealth]
-	case c.has(kindUserLimits) && UserLimitsRule{}.fails(r, rec, sys):
-		return c.code[kindUserLimits]
-	}
-	for _, o := range c.other {
-		if !o.rule.Check(r, scratch).Pass {
-			return o.code
+// fails returns the failCode of the first rule of c that rec fails, or 0 when it passes
+// them all; sys is its system's health and scratch, read only by rules that are not
+// built in, describes it.
+func (c *chain) firstFailure(r *Request, rec *model.ResourceRecord, sys model.Health, scratch *Candidate) failCode {
+	for i := range c.steps {
+		st := &c.steps[i]
+		if st.b != nil {
+			if st.b.test(r, rec, sys).failed() {
+				return st.code
+			}
+		} else if !st.rule.Check(r, scratch).Pass {
+			return st.code
 		}
 	}
 	return 0
@@ -205,10 +143,8 @@ func (c *chain) fails(r *Request, rec *model.ResourceRecord, sys model.Health, s
 
 // runChain is the decision pass: it runs the rules on every record until one fails,
 // pass/fail only (no reason strings, no Verdicts), writes each record's failCode into
-// codes (0 when feasible) and returns the number of feasible records. Built-in rules
-// are called directly (static, inlinable calls) instead of through the Rule
-// interface; a Candidate is filled in only when the chain holds other rules, which
-// need one to look at. It stops at a record's first failing rule (see chain.fails).
+// codes (0 when feasible) and returns the number of feasible records. A Candidate is
+// filled in only when the chain holds rules that are not built in, which need one.
 func runChain(rules []Rule, r *Request, recs []model.ResourceRecord, health *healthIndex, codes []failCode) (nf int) {
 	c, constCode := compileChain(rules, r)
 	if constCode != 0 {
@@ -218,7 +154,7 @@ func runChain(rules []Rule, r *Request, recs []model.ResourceRecord, health *hea
 		return 0
 	}
 	var scratch *Candidate
-	if len(c.other) > 0 {
+	if c.other {
 		scratch = new(Candidate)
 	}
 	for i := range recs {
@@ -234,24 +170,159 @@ func runChain(rules []Rule, r *Request, recs []model.ResourceRecord, health *hea
 			scratch.System, scratch.Partition, scratch.Account = rec.System, rec.Partition, rec.Account
 			scratch.Record, scratch.SystemHealth = rec, sys
 		}
-		if codes[i] = c.fails(r, rec, sys, scratch); codes[i] == 0 {
+		if codes[i] = c.firstFailure(r, rec, sys, scratch); codes[i] == 0 {
 			nf++
 		}
 	}
 	return nf
 }
 
-// explainVerdicts runs every rule on c building reasons (r must be explaining).
-func explainVerdicts(rules []Rule, r *Request, c *Candidate) []Verdict {
-	out := make([]Verdict, len(rules), len(rules)+1)
-	for i, rule := range rules {
-		v := rule.Check(r, c)
-		v.Rule = rule.Name()
-		out[i] = v
-	}
-	return out
+// explainer words every rule's verdict on candidates for one explained trace.
+type explainer struct {
+	steps []explainStep // every rule of the chain, in order
+	req   *Request      // explaining
+	w     words
 }
 
-// Every built-in rule has a fast pass/fail (compile-time check for chain.fails).
-var _ = []quickRule{PinRule{}, ExcludeRule{}, HealthRule{}, AuthRule{}, ArchRule{}, AcceleratorRule{},
-	GPUMemoryRule{}, FeaturesRule{}, ContainerRule{}, WalltimeRule{}, CapacityRule{}, UserLimitsRule{}}
+type explainStep struct {
+	step
+	name string
+	// fixed is set for a built-in rule that is constant for the request: its verdict,
+	// reason included, is the same on every candidate (TestRulesWrittenOnce checks
+	// that), so it is worded once.
+	fixed  bool
+	pass   bool
+	reason string
+	memo   reasonMemo
+}
+
+func newExplainer(rules []Rule, r *Request) *explainer {
+	e := &explainer{steps: make([]explainStep, len(rules)), req: r}
+	for i, rule := range rules {
+		st := &e.steps[i]
+		b, _ := rule.(builtin)
+		st.step, st.name = step{b: b, rule: rule, code: failCode(i + 1)}, rule.Name()
+		if cr, ok := rule.(ConstantRule); ok && b != nil {
+			if _, ok := cr.Constant(r); ok {
+				st.fixed = true
+				var rec model.ResourceRecord // constant: any record gives the verdict
+				o := b.test(r, &rec, "")
+				st.pass, st.reason = !o.failed(), b.reason(nil, r, &rec, "", o)
+			}
+		}
+	}
+	return e
+}
+
+// verdicts writes every rule's verdict on c, with its reason, into out (one per rule).
+// The fields are written one by one: out is fresh slab memory, and copying whole
+// Verdicts costs a bulk write barrier each while the collector marks.
+func (e *explainer) verdicts(c *Candidate, out []Verdict) {
+	for i := range e.steps {
+		st, v := &e.steps[i], &out[i]
+		v.Rule = st.name
+		switch {
+		case st.fixed:
+			v.Pass, v.Reason = st.pass, st.reason
+		case st.b != nil:
+			o := st.b.test(e.req, c.Record, c.SystemHealth)
+			e.w.memo = &st.memo
+			v.Pass, v.Reason = !o.failed(), st.b.reason(&e.w, e.req, c.Record, c.SystemHealth, o)
+			e.w.memo = nil
+		default:
+			cv := st.rule.Check(e.req, c)
+			v.Pass, v.Reason = cv.Pass, cv.Reason
+		}
+	}
+}
+
+// words holds the reasons of one explained trace: each dynamic reason is a slice of a
+// shared block of bytes rather than its own allocation (an explained trace of 1,000
+// partitions words about 5,000 of them). Bytes handed out are never written again: a
+// full block is left to the strings that use it and a new one started. A nil *words
+// (a rule's Check called on its own) allocates each reason.
+type words struct {
+	buf  []byte
+	durs [4]struct { // the last durations worded (partitions share a few walltime caps)
+		d model.Duration
+		s string
+	}
+	nd, next int
+	// memo, when set, is the current rule's last few reasons: records of one shape
+	// repeat them, and a repeated one is returned instead of written again.
+	memo *reasonMemo
+}
+
+type reasonMemo struct {
+	s    [4]string
+	next int
+}
+
+// equalParts reports whether s is the concatenation of parts (whose lengths sum to len(s)).
+func equalParts(s string, parts []string) bool {
+	for _, p := range parts {
+		if s[:len(p)] != p {
+			return false
+		}
+		s = s[len(p):]
+	}
+	return true
+}
+
+// wordsBlock is the size of a words block: large enough that a trace needs a few, small
+// enough that one reason kept alive keeps little else.
+const wordsBlock = 16 << 10
+
+// join returns the concatenation of parts.
+func (w *words) join(parts ...string) string {
+	if w == nil {
+		return strings.Join(parts, "")
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n == 0 {
+		return ""
+	}
+	m := w.memo
+	if m != nil {
+		for _, s := range m.s {
+			if len(s) == n && equalParts(s, parts) {
+				return s
+			}
+		}
+	}
+	buf := w.buf // appended to locally: a store to w.buf is a write barrier while the GC marks
+	if cap(buf)-len(buf) < n {
+		buf = make([]byte, 0, max(wordsBlock, n))
+	}
+	start := len(buf)
+	for _, p := range parts {
+		buf = append(buf, p...)
+	}
+	w.buf = buf
+	s := unsafe.String(&buf[start], n)
+	if m != nil {
+		m.s[m.next%len(m.s)] = s
+		m.next++
+	}
+	return s
+}
+
+// duration is d.String(), remembered for the last few durations.
+func (w *words) duration(d model.Duration) string {
+	if w == nil {
+		return d.String()
+	}
+	for i := range w.nd {
+		if w.durs[i].d == d {
+			return w.durs[i].s
+		}
+	}
+	s := d.String()
+	i := w.next % len(w.durs)
+	w.durs[i].d, w.durs[i].s = d, s
+	w.next, w.nd = w.next+1, min(w.nd+1, len(w.durs))
+	return s
+}

@@ -15,67 +15,78 @@ import (
 // which is where CPU work belongs and is charged least.
 type AcceleratorRule struct{}
 
+var _ builtin = AcceleratorRule{}
+
 // Name implements Rule.
 func (AcceleratorRule) Name() string { return "accelerator" }
 
 // Check implements Rule.
-func (AcceleratorRule) Check(r *Request, c *Candidate) Verdict {
+func (x AcceleratorRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
+
+const (
+	accelGPUMatch = iota
+	accelCPUTaskCPUPart
+	accelCPUTaskGPUPart
+	accelOptionalGPUs
+	accelNoGPUs
+	accelModel // not in gpu_models, or in avoid_gpu_models
+	accelTooFew
+)
+
+func (AcceleratorRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outcome {
 	env := &r.Envelope
-	rec := c.Record
-	if env.GPUs.Min == 0 && env.GPUs.Max == 0 {
+	switch {
+	case env.GPUs.Min == 0 && env.GPUs.Max == 0:
 		if rec.IsGPU() {
-			return Passf(r, func() string {
-				return "GPU partition (" + gpuShape(rec.GPUsPerNode, rec.GPUModel) + " per node) for a CPU task: allowed, ranked after CPU partitions"
-			})
+			return pass(accelCPUTaskGPUPart)
 		}
-		return Pass("CPU task, CPU partition")
-	}
-	if !rec.IsGPU() {
+		return pass(accelCPUTaskCPUPart)
+	case !rec.IsGPU():
 		if env.GPUs.Min == 0 {
-			return Pass("CPU partition; GPUs are optional (gpus.min 0)")
+			return pass(accelOptionalGPUs)
 		}
-		return Failf(r, func() string {
-			return "no GPUs on this partition; the task needs at least " + strconv.Itoa(env.GPUs.Min)
-		})
+		return fail(accelNoGPUs)
+	case modelExcluded(r, rec.GPUModel):
+		return fail(accelModel)
+	case rec.GPUsPerNode*nodeCap(env, rec) < env.GPUs.Min:
+		return fail(accelTooFew)
 	}
-	m := rec.GPUModel
-	if allow := env.Constraints.GPUModels; len(allow) > 0 && !containsFold(allow, m) {
-		if m == "" {
-			m = "unknown model"
-		}
-		return Failf(r, func() string { return m + " is not in constraints.gpu_models (" + strings.Join(allow, ",") + ")" })
-	}
-	if containsFold(env.Constraints.AvoidGPUModels, m) {
-		return Failf(r, func() string { return m + " is in constraints.avoid_gpu_models" })
-	}
-	if most := rec.GPUsPerNode * nodeCap(env, rec); most < env.GPUs.Min {
-		return Failf(r, func() string {
-			return "at most " + strconv.Itoa(most) + " GPUs reachable (" + gpuShape(rec.GPUsPerNode, m) + " per node); gpus.min is " + strconv.Itoa(env.GPUs.Min)
-		})
-	}
-	return Passf(r, func() string { return gpuShape(rec.GPUsPerNode, m) + " per node" })
+	return pass(accelGPUMatch)
 }
 
-func gpuShape(n int, model string) string {
-	if model == "" {
-		model = "GPU"
-	}
-	return strconv.Itoa(n) + "x" + model
-}
-
-// fails is Check's pass/fail without the reason (see quickRule).
-func (AcceleratorRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+func (AcceleratorRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	env := &r.Envelope
-	if env.GPUs.Min == 0 && env.GPUs.Max == 0 {
-		return false
+	m := rec.GPUModel
+	switch o.why() {
+	case accelCPUTaskGPUPart:
+		return w.join("GPU partition (", strconv.Itoa(rec.GPUsPerNode), "x", gpuName(m), " per node) for a CPU task: allowed, ranked after CPU partitions")
+	case accelCPUTaskCPUPart:
+		return "CPU task, CPU partition"
+	case accelOptionalGPUs:
+		return "CPU partition; GPUs are optional (gpus.min 0)"
+	case accelNoGPUs:
+		return w.join("no GPUs on this partition; the task needs at least ", strconv.Itoa(env.GPUs.Min))
+	case accelModel:
+		if allow := env.Constraints.GPUModels; len(allow) > 0 && !containsFold(allow, m) {
+			if m == "" {
+				m = "unknown model"
+			}
+			return w.join(m, " is not in constraints.gpu_models (", strings.Join(allow, ","), ")")
+		}
+		return w.join(m, " is in constraints.avoid_gpu_models")
+	case accelTooFew:
+		most := rec.GPUsPerNode * nodeCap(env, rec)
+		return w.join("at most ", strconv.Itoa(most), " GPUs reachable (", strconv.Itoa(rec.GPUsPerNode), "x", gpuName(m), " per node); gpus.min is ", strconv.Itoa(env.GPUs.Min))
 	}
-	if !rec.IsGPU() {
-		return env.GPUs.Min != 0
+	return w.join(strconv.Itoa(rec.GPUsPerNode), "x", gpuName(m), " per node")
+}
+
+// gpuName is how reasons name GPU model m ("GPU" when it is unknown).
+func gpuName(m string) string {
+	if m == "" {
+		return "GPU"
 	}
-	if modelExcluded(r, rec.GPUModel) {
-		return true
-	}
-	return rec.GPUsPerNode*nodeCap(env, rec) < env.GPUs.Min
+	return m
 }
 
 // modelExcluded reports whether the envelope's gpu_models / avoid_gpu_models rule out

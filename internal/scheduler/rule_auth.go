@@ -6,20 +6,29 @@ import "github.com/mosaic-hpc/mosaic/internal/model"
 // Records carry the account the probe found usable there; an empty one means none.
 type AuthRule struct{}
 
+var _ builtin = AuthRule{}
+
 // Name implements Rule.
 func (AuthRule) Name() string { return "authorization" }
 
 // Check implements Rule.
-func (AuthRule) Check(r *Request, c *Candidate) Verdict {
-	if c.Account == "" {
-		return Failf(r, func() string {
-			return "no account on " + c.System + " may use partition " + c.Partition + "; add one to sites.yaml"
-		})
+func (x AuthRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
+
+const (
+	authAccount = iota
+	authNone
+)
+
+func (AuthRule) test(_ *Request, rec *model.ResourceRecord, _ model.Health) outcome {
+	if rec.Account == "" {
+		return fail(authNone)
 	}
-	return Passf(r, func() string { return "account " + c.Account })
+	return pass(authAccount)
 }
 
-// fails is Check's pass/fail without the reason (see quickRule).
-func (AuthRule) fails(_ *Request, rec *model.ResourceRecord, _ model.Health) bool {
-	return rec.Account == ""
+func (AuthRule) reason(w *words, _ *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+	if o.why() == authNone {
+		return w.join("no account on ", rec.System, " may use partition ", rec.Partition, "; add one to sites.yaml")
+	}
+	return w.join("account ", rec.Account)
 }

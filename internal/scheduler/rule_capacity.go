@@ -11,36 +11,54 @@ import (
 // partition's max nodes per job and its size) holds the minimum GPUs, cores and memory.
 type CapacityRule struct{}
 
+var _ builtin = CapacityRule{}
+
 // Name implements Rule.
 func (CapacityRule) Name() string { return "capacity" }
 
 // Check implements Rule.
-func (CapacityRule) Check(r *Request, c *Candidate) Verdict {
+func (x CapacityRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
+
+const (
+	capacityFits      = iota
+	capacityPerJob    // nodes.min over the partition's max nodes per job
+	capacityPartition // nodes.min over the partition's size
+	capacityNodeCap   // the minimum needs more nodes than allowed
+	capacityGPUSpread // the minimum needs more nodes than gpus.max can give a GPU each
+)
+
+func (CapacityRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outcome {
 	env := &r.Envelope
-	rec := c.Record
 	if m := rec.MaxNodesPerJob; m > 0 && env.Nodes.Min > m {
-		return Failf(r, func() string {
-			return "partition allows " + strconv.Itoa(m) + " nodes per job; nodes.min is " + strconv.Itoa(env.Nodes.Min)
-		})
+		return fail(capacityPerJob)
 	}
 	if t := rec.Nodes.Total; t > 0 && env.Nodes.Min > t {
-		return Failf(r, func() string {
-			return "partition has " + strconv.Itoa(t) + " nodes; nodes.min is " + strconv.Itoa(env.Nodes.Min)
-		})
+		return fail(capacityPartition)
 	}
-	need, which := minNodes(env, rec)
-	capn := nodeCap(env, rec)
-	if need > capn {
-		return Failf(r, func() string {
-			return minWhy(which, env) + " needs " + strconv.Itoa(need) + " nodes here; at most " + strconv.Itoa(capn) + " allowed" + capWhy(env, rec)
-		})
+	need, _ := minNodes(env, rec)
+	if need > nodeCap(env, rec) {
+		return fail(capacityNodeCap)
 	}
 	if rec.IsGPU() && env.GPUs.Min > 0 && need > env.GPUs.Max {
-		return Failf(r, func() string {
-			return minWhy(which, env) + " needs " + strconv.Itoa(need) + " nodes but gpus.max " + strconv.Itoa(env.GPUs.Max) + " cannot give each a GPU"
-		})
+		return fail(capacityGPUSpread)
 	}
-	return Passf(r, func() string { return "minimum fits on " + strconv.Itoa(need) + " node(s)" })
+	return pass(capacityFits)
+}
+
+func (CapacityRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+	env := &r.Envelope
+	need, which := minNodes(env, rec)
+	switch o.why() {
+	case capacityPerJob:
+		return w.join("partition allows ", strconv.Itoa(rec.MaxNodesPerJob), " nodes per job; nodes.min is ", strconv.Itoa(env.Nodes.Min))
+	case capacityPartition:
+		return w.join("partition has ", strconv.Itoa(rec.Nodes.Total), " nodes; nodes.min is ", strconv.Itoa(env.Nodes.Min))
+	case capacityNodeCap:
+		return w.join(minWhy(which, env), " needs ", strconv.Itoa(need), " nodes here; at most ", strconv.Itoa(nodeCap(env, rec)), " allowed", capWhy(env, rec))
+	case capacityGPUSpread:
+		return w.join(minWhy(which, env), " needs ", strconv.Itoa(need), " nodes but gpus.max ", strconv.Itoa(env.GPUs.Max), " cannot give each a GPU")
+	}
+	return w.join("minimum fits on ", strconv.Itoa(need), " node(s)")
 }
 
 // Which resource decides the minimum node count.
@@ -94,20 +112,4 @@ func capWhy(env *model.Envelope, rec *model.ResourceRecord) string {
 	default:
 		return " (partition size)"
 	}
-}
-
-// fails is Check's pass/fail without the reason (see quickRule).
-func (CapacityRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
-	env := &r.Envelope
-	if m := rec.MaxNodesPerJob; m > 0 && env.Nodes.Min > m {
-		return true
-	}
-	if t := rec.Nodes.Total; t > 0 && env.Nodes.Min > t {
-		return true
-	}
-	need, _ := minNodes(env, rec)
-	if need > nodeCap(env, rec) {
-		return true
-	}
-	return rec.IsGPU() && env.GPUs.Min > 0 && need > env.GPUs.Max
 }

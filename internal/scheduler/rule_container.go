@@ -6,62 +6,73 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
-// ContainerRule requires a container runtime when the envelope names an image. Apptainer
-// and Singularity are interchangeable (sites alias one to the other).
+// ContainerRule requires a container runtime when the envelope names an image: the one
+// asked for, or the job scripts' default; compatibility is model.ContainerRuntimeCompatible
+// (apptainer and singularity are interchangeable).
 type ContainerRule struct{}
+
+var _ builtin = ContainerRule{}
 
 // Name implements Rule.
 func (ContainerRule) Name() string { return "container" }
 
 // Check implements Rule.
-func (ContainerRule) Check(r *Request, c *Candidate) Verdict {
-	ct := r.Envelope.Constraints.Container
-	if ct == nil {
-		return Pass("no container")
-	}
-	have := c.Record.ContainerRuntimes
-	if len(have) == 0 {
-		return Failf(r, func() string { return "no container runtime reported here; the task runs in " + ct.Image })
-	}
-	want := ct.Runtime
-	if want == "" {
-		want = model.DefaultContainerRuntime // what the job script runs
-	}
-	for _, h := range have {
-		if runtimeCompatible(want, h) {
-			return Pass(h)
-		}
-	}
-	return Failf(r, func() string {
-		return "runtime " + want + " is not available (have " + strings.Join(have, ",") + ")"
-	})
-}
-
-func runtimeCompatible(want, have string) bool { return model.ContainerRuntimeCompatible(want, have) }
+func (x ContainerRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
 
 // Constant implements ConstantRule: no container passes everywhere.
 func (ContainerRule) Constant(r *Request) (pass, ok bool) {
 	return true, r.Envelope.Constraints.Container == nil
 }
 
-// fails is Check's pass/fail without the reason (see quickRule).
-func (ContainerRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+const (
+	containerRuntime = iota // the first compatible runtime (of the default's family when none is asked for)
+	containerNone
+	containerNoRuntimes
+	containerUnavailable
+)
+
+func (ContainerRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outcome {
 	ct := r.Envelope.Constraints.Container
-	if ct == nil {
-		return false
+	switch {
+	case ct == nil:
+		return pass(containerNone)
+	case len(rec.ContainerRuntimes) == 0:
+		return fail(containerNoRuntimes)
+	case compatibleRuntime(ct.Runtime, rec.ContainerRuntimes) < 0:
+		return fail(containerUnavailable)
 	}
-	have := rec.ContainerRuntimes
-	if len(have) == 0 {
-		return true
+	return pass(containerRuntime)
+}
+
+func (ContainerRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+	ct, have := r.Envelope.Constraints.Container, rec.ContainerRuntimes
+	switch o.why() {
+	case containerNone:
+		return "no container"
+	case containerNoRuntimes:
+		return w.join("no container runtime reported here; the task runs in ", ct.Image)
+	case containerUnavailable:
+		return w.join("runtime ", wantRuntime(ct.Runtime), " is not available (have ", strings.Join(have, ","), ")")
 	}
-	want := ct.Runtime
-	if want == "" {
-		want = model.DefaultContainerRuntime
+	return have[compatibleRuntime(ct.Runtime, have)]
+}
+
+// wantRuntime is the runtime the job script runs for a container asking for rt.
+func wantRuntime(rt string) string {
+	if rt == "" {
+		return model.DefaultContainerRuntime
 	}
-	for _, h := range have {
-		if runtimeCompatible(want, h) {
-			return false
+	return rt
+}
+
+// compatibleRuntime is the index of the first runtime of have that can run want (the
+// default runtime when want is ""), or -1.
+func compatibleRuntime(want string, have []string) int {
+	want = wantRuntime(want)
+	for i, h := range have {
+		if model.ContainerRuntimeCompatible(want, h) {
+			return i
 		}
 	}
-	return true
+	return -1
 }

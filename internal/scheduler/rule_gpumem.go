@@ -9,39 +9,53 @@ import (
 // GPUMemoryRule checks memory per GPU against constraints.min_gpu_memory_gb.
 type GPUMemoryRule struct{}
 
+var _ builtin = GPUMemoryRule{}
+
 // Name implements Rule.
 func (GPUMemoryRule) Name() string { return "gpu_memory" }
 
 // Check implements Rule.
-func (GPUMemoryRule) Check(r *Request, c *Candidate) Verdict {
-	want := r.Envelope.Constraints.MinGPUMemoryGB
-	if want <= 0 {
-		return Pass("no minimum")
-	}
-	if !c.Record.IsGPU() {
-		return Pass("no GPUs on this partition (the accelerator rule decides)")
-	}
-	have := c.Record.GPUMemoryGB
-	if have == 0 {
-		return Failf(r, func() string {
-			return "GPU memory is unknown here; the task needs " + strconv.Itoa(want) + " GB per GPU"
-		})
-	}
-	if have < want {
-		return Failf(r, func() string {
-			return strconv.Itoa(have) + " GB per GPU < " + strconv.Itoa(want) + " GB (constraints.min_gpu_memory_gb)"
-		})
-	}
-	return Passf(r, func() string { return strconv.Itoa(have) + " GB per GPU" })
-}
+func (x GPUMemoryRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
 
 // Constant implements ConstantRule: no minimum passes everywhere.
 func (GPUMemoryRule) Constant(r *Request) (pass, ok bool) {
 	return true, r.Envelope.Constraints.MinGPUMemoryGB <= 0
 }
 
-// fails is Check's pass/fail without the reason (see quickRule).
-func (GPUMemoryRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+const (
+	gpuMemEnough = iota
+	gpuMemNoMinimum
+	gpuMemNoGPUs
+	gpuMemUnknown
+	gpuMemTooSmall
+)
+
+func (GPUMemoryRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outcome {
 	want := r.Envelope.Constraints.MinGPUMemoryGB
-	return want > 0 && rec.IsGPU() && rec.GPUMemoryGB < want // 0 (unknown) < want fails too
+	switch {
+	case want <= 0:
+		return pass(gpuMemNoMinimum)
+	case !rec.IsGPU():
+		return pass(gpuMemNoGPUs)
+	case rec.GPUMemoryGB == 0:
+		return fail(gpuMemUnknown)
+	case rec.GPUMemoryGB < want:
+		return fail(gpuMemTooSmall)
+	}
+	return pass(gpuMemEnough)
+}
+
+func (GPUMemoryRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+	want, have := r.Envelope.Constraints.MinGPUMemoryGB, rec.GPUMemoryGB
+	switch o.why() {
+	case gpuMemNoMinimum:
+		return "no minimum"
+	case gpuMemNoGPUs:
+		return "no GPUs on this partition (the accelerator rule decides)"
+	case gpuMemUnknown:
+		return w.join("GPU memory is unknown here; the task needs ", strconv.Itoa(want), " GB per GPU")
+	case gpuMemTooSmall:
+		return w.join(strconv.Itoa(have), " GB per GPU < ", strconv.Itoa(want), " GB (constraints.min_gpu_memory_gb)")
+	}
+	return w.join(strconv.Itoa(have), " GB per GPU")
 }

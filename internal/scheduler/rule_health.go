@@ -10,45 +10,54 @@ import (
 // partitions whose nodes are all down.
 type HealthRule struct{}
 
+var _ builtin = HealthRule{}
+
 // Name implements Rule.
 func (HealthRule) Name() string { return "health" }
 
 // Check implements Rule.
-func (HealthRule) Check(r *Request, c *Candidate) Verdict {
-	switch h := c.SystemHealth; {
-	case h == model.HealthNeedsLogin:
-		return Failf(r, func() string {
-			return c.System + " needs a login: refresh the credentials (mosaic login) and probe again"
-		})
-	case h != "" && !h.Usable():
-		return Failf(r, func() string { return c.System + " is " + string(h) + " at the last probe" })
+func (x HealthRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
+
+const (
+	healthOK = iota
+	healthDegraded
+	healthNeedsLogin
+	healthSystemDown
+	healthPartitionDown
+	healthNodesDown
+)
+
+func (HealthRule) test(_ *Request, rec *model.ResourceRecord, sys model.Health) outcome {
+	switch {
+	case sys == model.HealthNeedsLogin:
+		return fail(healthNeedsLogin)
+	case sys != "" && !sys.Usable():
+		return fail(healthSystemDown)
+	case rec.Health != "" && !rec.Health.Usable():
+		return fail(healthPartitionDown)
+	case rec.Nodes.Total > 0 && rec.Nodes.Down >= rec.Nodes.Total:
+		return fail(healthNodesDown)
+	case sys == model.HealthDegraded || rec.Health == model.HealthDegraded:
+		return pass(healthDegraded)
 	}
-	rec := c.Record
-	if rec.Health != "" && !rec.Health.Usable() {
-		return Failf(r, func() string {
-			msg := "partition is " + string(rec.Health)
-			if rec.LastError != "" {
-				msg += ": " + rec.LastError
-			}
-			return msg
-		})
-	}
-	if n := rec.Nodes; n.Total > 0 && n.Down >= n.Total {
-		return Failf(r, func() string { return "all " + strconv.Itoa(n.Total) + " nodes are down or drained" })
-	}
-	if c.SystemHealth == model.HealthDegraded || rec.Health == model.HealthDegraded {
-		return Pass("degraded but usable")
-	}
-	return Pass("ok")
+	return pass(healthOK)
 }
 
-// fails is Check's pass/fail without the reason (see quickRule).
-func (HealthRule) fails(_ *Request, rec *model.ResourceRecord, sys model.Health) bool {
-	if sys == model.HealthNeedsLogin || (sys != "" && !sys.Usable()) {
-		return true
+func (HealthRule) reason(w *words, _ *Request, rec *model.ResourceRecord, sys model.Health, o outcome) string {
+	switch o.why() {
+	case healthNeedsLogin:
+		return w.join(rec.System, " needs a login: refresh the credentials (mosaic login) and probe again")
+	case healthSystemDown:
+		return w.join(rec.System, " is ", string(sys), " at the last probe")
+	case healthPartitionDown:
+		if rec.LastError != "" {
+			return w.join("partition is ", string(rec.Health), ": ", rec.LastError)
+		}
+		return w.join("partition is ", string(rec.Health))
+	case healthNodesDown:
+		return w.join("all ", strconv.Itoa(rec.Nodes.Total), " nodes are down or drained")
+	case healthDegraded:
+		return "degraded but usable"
 	}
-	if rec.Health != "" && !rec.Health.Usable() {
-		return true
-	}
-	return rec.Nodes.Total > 0 && rec.Nodes.Down >= rec.Nodes.Total
+	return "ok"
 }

@@ -9,34 +9,47 @@ import (
 // PinRule keeps only the pinned system (and partition) when the task has a Target.
 type PinRule struct{}
 
+var _ builtin = PinRule{}
+
 // Name implements Rule.
 func (PinRule) Name() string { return "pin" }
 
 // Check implements Rule.
-func (PinRule) Check(r *Request, c *Candidate) Verdict {
-	t := r.Target
-	if t == nil || t.System == "" {
-		return Pass("not pinned")
-	}
-	if !systemMatches(t.System, c.System) {
-		return Failf(r, func() string { return "task is pinned to " + t.System })
-	}
-	if t.Partition != "" && !strings.EqualFold(t.Partition, c.Partition) {
-		return Failf(r, func() string { return "task is pinned to partition " + t.Partition })
-	}
-	return Pass("pinned target")
-}
+func (x PinRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
 
 // Constant implements ConstantRule: an unpinned task passes everywhere.
 func (PinRule) Constant(r *Request) (pass, ok bool) {
 	return true, r.Target == nil || r.Target.System == ""
 }
 
-// fails is Check's pass/fail without the reason (see quickRule).
-func (PinRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+const (
+	pinNone = iota
+	pinTarget
+	pinOtherSystem
+	pinOtherPartition
+)
+
+func (PinRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outcome {
 	t := r.Target
-	if t == nil || t.System == "" {
-		return false
+	switch {
+	case t == nil || t.System == "":
+		return pass(pinNone)
+	case !systemMatches(t.System, rec.System):
+		return fail(pinOtherSystem)
+	case t.Partition != "" && !strings.EqualFold(t.Partition, rec.Partition):
+		return fail(pinOtherPartition)
 	}
-	return !systemMatches(t.System, rec.System) || (t.Partition != "" && !strings.EqualFold(t.Partition, rec.Partition))
+	return pass(pinTarget)
+}
+
+func (PinRule) reason(w *words, r *Request, _ *model.ResourceRecord, _ model.Health, o outcome) string {
+	switch o.why() {
+	case pinOtherSystem:
+		return w.join("task is pinned to ", r.Target.System)
+	case pinOtherPartition:
+		return w.join("task is pinned to partition ", r.Target.Partition)
+	case pinTarget:
+		return "pinned target"
+	}
+	return "not pinned"
 }

@@ -11,30 +11,41 @@ import (
 // not a refusal: the job would only wait, which the ranker accounts for.
 type UserLimitsRule struct{}
 
+var _ builtin = UserLimitsRule{}
+
 // Name implements Rule.
 func (UserLimitsRule) Name() string { return "user_limits" }
 
 // Check implements Rule.
-func (UserLimitsRule) Check(r *Request, c *Candidate) Verdict {
-	rec := c.Record
-	if lim := rec.MaxSubmitPerUser; lim > 0 && rec.MyRunningJobs+rec.MyPendingJobs >= lim {
-		return Failf(r, func() string {
-			return "you have " + strconv.Itoa(rec.MyRunningJobs+rec.MyPendingJobs) + " jobs here; the submit limit is " + strconv.Itoa(lim)
-		})
+func (x UserLimitsRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
+
+const (
+	limitsWithin = iota
+	limitsUnknown
+	limitsRunningReached
+	limitsSubmitReached
+)
+
+func (UserLimitsRule) test(_ *Request, rec *model.ResourceRecord, _ model.Health) outcome {
+	switch {
+	case rec.MaxSubmitPerUser > 0 && rec.MyRunningJobs+rec.MyPendingJobs >= rec.MaxSubmitPerUser:
+		return fail(limitsSubmitReached)
+	case rec.MaxRunningPerUser > 0 && rec.MyRunningJobs >= rec.MaxRunningPerUser:
+		return pass(limitsRunningReached)
+	case rec.MaxSubmitPerUser == 0 && rec.MaxRunningPerUser == 0:
+		return pass(limitsUnknown)
 	}
-	if lim := rec.MaxRunningPerUser; lim > 0 && rec.MyRunningJobs >= lim {
-		return Passf(r, func() string {
-			return "running limit reached (" + strconv.Itoa(lim) + "): the job will wait for one of yours"
-		})
-	}
-	if rec.MaxSubmitPerUser == 0 && rec.MaxRunningPerUser == 0 {
-		return Pass("no limits known")
-	}
-	return Pass("within limits")
+	return pass(limitsWithin)
 }
 
-// fails is Check's pass/fail without the reason (see quickRule).
-func (UserLimitsRule) fails(_ *Request, rec *model.ResourceRecord, _ model.Health) bool {
-	lim := rec.MaxSubmitPerUser
-	return lim > 0 && rec.MyRunningJobs+rec.MyPendingJobs >= lim
+func (UserLimitsRule) reason(w *words, _ *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
+	switch o.why() {
+	case limitsSubmitReached:
+		return w.join("you have ", strconv.Itoa(rec.MyRunningJobs+rec.MyPendingJobs), " jobs here; the submit limit is ", strconv.Itoa(rec.MaxSubmitPerUser))
+	case limitsRunningReached:
+		return w.join("running limit reached (", strconv.Itoa(rec.MaxRunningPerUser), "): the job will wait for one of yours")
+	case limitsUnknown:
+		return "no limits known"
+	}
+	return "within limits"
 }

@@ -5,25 +5,37 @@ import "github.com/mosaic-hpc/mosaic/internal/model"
 // WalltimeRule requires the envelope's minimum walltime to be within the partition's cap.
 type WalltimeRule struct{}
 
+var _ builtin = WalltimeRule{}
+
 // Name implements Rule.
 func (WalltimeRule) Name() string { return "walltime" }
 
 // Check implements Rule.
-func (WalltimeRule) Check(r *Request, c *Candidate) Verdict {
-	capw := c.Record.WalltimeCap
-	if capw <= 0 {
-		return Pass("no cap known")
+func (x WalltimeRule) Check(r *Request, c *Candidate) Verdict { return verdict(x, r, c) }
+
+const (
+	walltimeWithinCap = iota
+	walltimeNoCap
+	walltimeOverCap
+)
+
+func (WalltimeRule) test(r *Request, rec *model.ResourceRecord, _ model.Health) outcome {
+	switch capw := rec.WalltimeCap; {
+	case capw <= 0:
+		return pass(walltimeNoCap)
+	case r.Envelope.Walltime.Min > capw:
+		return fail(walltimeOverCap)
 	}
-	if r.Envelope.Walltime.Min > capw {
-		return Failf(r, func() string {
-			return "partition allows " + capw.String() + "; walltime.min is " + r.Envelope.Walltime.Min.String() + ". Lower walltime.min or pick another partition"
-		})
-	}
-	return Passf(r, func() string { return "cap " + capw.String() })
+	return pass(walltimeWithinCap)
 }
 
-// fails is Check's pass/fail without the reason (see quickRule).
-func (WalltimeRule) fails(r *Request, rec *model.ResourceRecord, _ model.Health) bool {
+func (WalltimeRule) reason(w *words, r *Request, rec *model.ResourceRecord, _ model.Health, o outcome) string {
 	capw := rec.WalltimeCap
-	return capw > 0 && r.Envelope.Walltime.Min > capw
+	switch o.why() {
+	case walltimeNoCap:
+		return "no cap known"
+	case walltimeOverCap:
+		return w.join("partition allows ", w.duration(capw), "; walltime.min is ", w.duration(r.Envelope.Walltime.Min), ". Lower walltime.min or pick another partition")
+	}
+	return w.join("cap ", w.duration(capw))
 }

@@ -190,14 +190,14 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 		}
 		rec := &snap.Records[i]
 		w := &rows[k]
-		note, fail, ok := sizeCompact(req, rec, &w.size)
+		note, fail, ok := size(req, rec, &w.size)
 		if !ok {
 			codes[i] = sizingFailed
 			if lz.sizing == nil {
 				lz.sizing = map[int]string{}
 			}
 			lz.sizing[i] = fail
-			continue // sizeCompact wrote nothing: the row serves the next record
+			continue // size wrote nothing: the row serves the next record
 		}
 		w.rec, w.note = uint32(i), note
 		w.keyOrd = uint32(i) // snapshots are published sorted by key: index order is key order...
@@ -215,7 +215,7 @@ func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.Res
 		return d, s.noFeasible(task.ID, d, req)
 	}
 
-	lz.order, lz.minCost, lz.probes = s.heur.rankRows(ctx, req, snap.Records, rows)
+	lz.order, lz.minCost, lz.probes = s.heur.rank(ctx, req, snap.Records, rows)
 	lz.rows = rows
 	if s.llm != nil && !opts.NoLLM && len(rows) > 1 {
 		ranked := d.Feasible() // heuristic order

@@ -45,34 +45,11 @@ func clamp(v, lo, hi int) int {
 	return v
 }
 
-// Size chooses a concrete request inside the envelope for one candidate, driven by the
-// objective:
-//
-//   - earliest_start: the largest size that fits what is idle now (free GPUs on GPU
-//     partitions, free cores otherwise), never below the minimum.
-//   - max_throughput, fastest_finish: the maximum useful size the partition allows.
-//   - min_cost: the minimum size.
-//
-// Cores and memory per node: a GPU job that does not say how many cores it wants (no
-// cpu_cores, which Normalize makes [1,1]) gets the node's share per GPU, cores/GPUs ×
-// its GPUs on the node (16 cores per GPU on a 64-core node with 4 A100; the whole node
-// on exclusive partitions, where it is charged anyway); without memory_gb it gets the
-// node's memory per GPU likewise (site default when the node's memory is unknown). Otherwise the envelope's request:
-// a GPU job's cores are its GPU share clamped to cpu_cores, a CPU job's follow the
-// objective, memory is memory_gb.max (min for min_cost) spread over the nodes.
-//
-// Walltime is the envelope's maximum (capped by the partition) whatever the objective:
-// a job cut short costs a whole new attempt. The ranker may then choose walltime.min
-// for a candidate whose site estimate says it starts materially sooner (see
-// WalltimeProbes); Size itself never does.
-//
-// Work is spread evenly over the nodes (Slurm's --gpus-per-node is uniform); on
-// exclusive partitions, where whole nodes are charged anyway, each node gets as many
-// GPUs and cores as the envelope's maximum allows. ok is false when no size inside the
-// envelope fits (the capacity rule normally catches that first).
+// Size is size (the one sizing function, below) with the job spec built, for callers
+// that want a model.JobSpec rather than the placement's compact sizing.
 func Size(r *Request, rec *model.ResourceRecord) (spec model.JobSpec, note string, ok bool) {
 	var z sizing
-	code, fail, ok := sizeCompact(r, rec, &z)
+	code, fail, ok := size(r, rec, &z)
 	if !ok {
 		return spec, fail, false
 	}
@@ -138,10 +115,35 @@ var sizingNotes = [...]string{
 	noteFewCores:  "fewer cores idle than the minimum: minimum size",
 }
 
-// sizeCompact is Size without the job spec (the placement hot path): it writes the
-// sizing into out and returns why (a sizingNotes code), or ok false and why no size
-// inside the envelope fits. r's envelope must be valid (see sizing).
-func sizeCompact(r *Request, rec *model.ResourceRecord, out *sizing) (note uint8, fail string, ok bool) {
+// size chooses a concrete request inside the envelope for one candidate, driven by the
+// objective:
+//
+//   - earliest_start: the largest size that fits what is idle now (free GPUs on GPU
+//     partitions, free cores otherwise), never below the minimum.
+//   - max_throughput, fastest_finish: the maximum useful size the partition allows.
+//   - min_cost: the minimum size.
+//
+// Cores and memory per node: a GPU job that does not say how many cores it wants (no
+// cpu_cores, which Normalize makes [1,1]) gets the node's share per GPU, cores/GPUs ×
+// its GPUs on the node (16 cores per GPU on a 64-core node with 4 A100; the whole node
+// on exclusive partitions, where it is charged anyway); without memory_gb it gets the
+// node's memory per GPU likewise (site default when the node's memory is unknown). Otherwise the envelope's request:
+// a GPU job's cores are its GPU share clamped to cpu_cores, a CPU job's follow the
+// objective, memory is memory_gb.max (min for min_cost) spread over the nodes.
+//
+// Walltime is the envelope's maximum (capped by the partition) whatever the objective:
+// a job cut short costs a whole new attempt. The ranker may then choose walltime.min
+// for a candidate whose site estimate says it starts materially sooner (see
+// WalltimeProbes); size itself never does.
+//
+// Work is spread evenly over the nodes (Slurm's --gpus-per-node is uniform); on
+// exclusive partitions, where whole nodes are charged anyway, each node gets as many
+// GPUs and cores as the envelope's maximum allows.
+//
+// It writes the sizing into out (pointer-free: the placement keeps one per feasible
+// candidate) and returns why (a sizingNotes code), or ok false and why no size inside
+// the envelope fits (the capacity rule normally catches that first). r's envelope must be valid (see sizing).
+func size(r *Request, rec *model.ResourceRecord, out *sizing) (note uint8, fail string, ok bool) {
 	env := &r.Envelope
 	capn := nodeCap(env, rec)
 	minN, _ := minNodes(env, rec)
