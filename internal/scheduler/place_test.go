@@ -264,3 +264,36 @@ func TestPlaceCustomRule(t *testing.T) {
 		t.Fatal("no candidate has the denied partition")
 	}
 }
+
+// TestCPUJobOnGPUNodesWaitsForCores: a CPU-only task on a partition whose nodes have
+// GPUs (a PBS queue sharing its node, a Slurm CPU partition over GPU nodes) is measured
+// in cores. Measured in GPUs it asked for none, "fit" a node whose cores were all
+// taken, was estimated to start at once and cost nothing — found on the rig's PBS.
+func TestCPUJobOnGPUNodesWaitsForCores(t *testing.T) {
+	full := gpuRec("P@rig", "workq", "a", "x86_64", "A100", 4, 40, 64, 256, 1, 4, 1, 24, false, 1)
+	full.FreeCores, full.Nodes = 0, model.NodeCounts{Allocated: 1, Total: 1} // GPUs idle, every core taken
+	idle := cpuRec("S@rig", "cpu", "a", 64, 256, 1, 1, 0, 24, false, 1)
+	idle.FreeCores = 32
+	idle.Nodes = model.NodeCounts{Mixed: 1, Total: 1}
+	idle.PendingJobs = 2 // a short line, but cores to spare
+	snap := &model.ResourceSnapshot{TakenAt: fixedNow, Records: []model.ResourceRecord{full, idle}}
+	task := &model.Task{ID: "t-cpu", Name: "cpu", Command: "true", Envelope: model.Envelope{
+		CPUCores: model.IntRange{Min: 4, Max: 4}, Walltime: model.DurationRange{Min: hours(1), Max: hours(1)}}}
+	task.Envelope.Normalize()
+	d, err := newTestScheduler(Options{}).Place(context.Background(), task, snap, PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(d.Chosen, "S@rig/cpu/") {
+		t.Errorf("chosen %s, want the partition with idle cores", d.Chosen)
+	}
+	d.Explain()
+	if len(d.Candidates) != 2 {
+		t.Fatalf("want both candidates in the trace, got %d", len(d.Candidates))
+	}
+	for _, c := range d.Candidates {
+		if c.System == "P@rig" && (c.EstWait.D() < 10*time.Minute || c.CostSU <= 0) {
+			t.Errorf("CPU job on the full GPU-node queue: wait %s cost %.1f SU, want a real wait and a cost in cores", c.EstWait, c.CostSU)
+		}
+	}
+}

@@ -523,7 +523,7 @@ func (h *HeuristicRanker) estimate(rec *model.ResourceRecord, w *row) {
 	z := &w.size
 	w.cost = cost(rec, z)
 	units := z.gpus()
-	if !rec.IsGPU() {
+	if !gpuBound(rec, z) {
 		units = int(z.nodes) * int(z.cores)
 	}
 	if h.History != nil {
@@ -535,6 +535,14 @@ func (h *HeuristicRanker) estimate(rec *model.ResourceRecord, w *row) {
 	w.wait, w.src = model.Duration(h.queueWait(rec, z, units)), srcQueue
 }
 
+// gpuBound reports whether a request is measured in GPUs on rec: a GPU job on a GPU
+// partition. A CPU-only job on a partition whose nodes have GPUs (PBS queues share
+// nodes; Slurm CPU partitions often span GPU nodes) waits for cores, not GPUs: counted
+// in GPUs it asked for none, "fit" a full node and was estimated to start at once.
+func gpuBound(rec *model.ResourceRecord, spec *sizing) bool {
+	return rec.IsGPU() && spec.gpus() > 0
+}
+
 // queueWait models the wait from the snapshot: a request that fits the idle resources
 // and has no queue ahead starts now; a queue ahead of a fitting request costs a short
 // backfill delay; a shortfall waits for running work to drain at total/AvgJobRuntime.
@@ -543,10 +551,9 @@ func (h *HeuristicRanker) queueWait(rec *model.ResourceRecord, spec *sizing, uni
 	if avg <= 0 {
 		avg = 4 * time.Hour
 	}
-	free, _ := rec.FreeUnits()
-	total := rec.TotalGPUs
-	if !rec.IsGPU() {
-		total = rec.TotalCores
+	free, total := rec.FreeCores, rec.TotalCores
+	if gpuBound(rec, spec) {
+		free, total = rec.FreeGPUs, rec.TotalGPUs
 	}
 	idleNodesOK := true
 	if rec.Exclusive && rec.Nodes.Total > 0 {
@@ -588,9 +595,9 @@ func cost(rec *model.ResourceRecord, spec *sizing) float64 {
 	switch {
 	case rec.Exclusive:
 		units = float64(spec.nodes)
-	case rec.IsGPU():
+	case gpuBound(rec, spec):
 		units = float64(spec.gpus())
-	default:
+	default: // cores, also for a CPU-only job on a GPU partition (it would cost nothing)
 		units = float64(int(spec.nodes) * int(spec.cores))
 	}
 	return round4(cf * units * spec.wall.D().Hours())

@@ -83,6 +83,29 @@ func (r *rig) pbsQueued(prefix string) []string {
 	return out
 }
 
+// sharedBinary copies the built binary where the PBS login user (not root) can run it:
+// the Slurm logins are root's and run the test's own copy, the PBS one is not.
+func (r *rig) sharedBinary() string {
+	r.t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "mosaic-e2e-bin-")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { os.RemoveAll(dir) })
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p := filepath.Join(dir, "mosaic")
+	if err := os.WriteFile(p, data, 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
 // TestRigThreeSiteFederation: 20 tasks over alpha, beta and pbs, placed by one
 // scheduler; each site gets some, every task ends succeeded with its output.
 func TestRigThreeSiteFederation(t *testing.T) {
@@ -133,16 +156,26 @@ func TestRigSlurmDownMigratesToPBS(t *testing.T) {
 	e := newEnv(t)
 	r.block("alpha")
 	r.block("beta")
-	pbsBlocker := r.blockPBS("20:00:00") // longer than the Slurm blockers: the task queues on Slurm
+	pbsBlocker := r.blockPBS("20:00:00")
+	// A job waiting behind it in each queue (both queues share the node): PBS offers no
+	// start estimate, and Mosaic's per-queue model then sees a longer line than Slurm's
+	// 30-minute --test-only answer.
+	var waiting []string
+	for _, q := range []string{"workq", "gpu"} {
+		id := strings.TrimSpace(r.pbs("cd", r.env.Get(t, "RIG_PBS_WORKDIR"), "&&", "qsub", "-q", q, "-N", "rig-waiter", "-j", "oe", "-o", "/dev/null",
+			"-l", "select=1:ncpus="+r.env.Get(t, "RIG_PBS_NODE_CPUS"), "-l", "walltime=04:00:00", "--", "/bin/sleep", "3000"))
+		waiting = append(waiting, id)
+		t.Cleanup(func() { exec.Command("ssh", "-F", r.env.Get(t, "RIG_SSH_CONFIG"), r.env.Get(t, "RIG_SSH_HOST_PBS"), "qdel", "-W", "force", id).Run() })
+	}
 	e.serve("--sites", r.sitesWithPBS(), "--tick", "1s")
 	time.Sleep(1500 * time.Millisecond)
 	id := submitID(t, e, "--name", "to-pbs", "--cpus", "1", "--walltime", "5m", "--command", "echo moved-to-pbs")
 	task := e.waitTask(id, 30*time.Second, func(t taskJSON) bool { return len(t.Attempts) > 0 && t.Attempts[0].JobID != "" })
 	first := task.Attempts[0].System
 	if first == "pbs" {
-		t.Fatalf("the task queued on pbs behind a 20 h blocker; want a Slurm cluster: %+v", task.Attempts)
+		t.Fatalf("the task queued on pbs behind two 20 h jobs; want a Slurm cluster: %+v", task.Attempts)
 	}
-	r.pbs("qdel", pbsBlocker)
+	r.pbs(append([]string{"qdel", pbsBlocker}, waiting...)...)
 	r.stopCtld(first)
 	defer r.startCtld(first)
 	task = e.waitTask(id, 150*time.Second, final)
@@ -175,7 +208,7 @@ func TestRigCampaignPBSSubmitSlurmAttach(t *testing.T) {
 	e := newEnv(t)
 	job, node := r.allocation(t)
 	run := fmt.Sprintf("e2e-pbs-%d", time.Now().UnixNano()%1e9)
-	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sitesWithPBS(), "--mosaic-bin", binary,
+	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sitesWithPBS(), "--mosaic-bin", r.sharedBinary(),
 		"--site", "pbs:queue=workq;walltime=00:10:00;agents=coordinator",
 		"--site", "beta:attach="+node+";jobid="+job+";agents=worker-a,worker-b",
 		"--auto-bootstrap", "--startup-timeout", "120s")
