@@ -165,7 +165,9 @@ func TestRigSlurmDownMigratesToPBS(t *testing.T) {
 		id := strings.TrimSpace(r.pbs("cd", r.env.Get(t, "RIG_PBS_WORKDIR"), "&&", "qsub", "-q", q, "-N", "rig-waiter", "-j", "oe", "-o", "/dev/null",
 			"-l", "select=1:ncpus="+r.env.Get(t, "RIG_PBS_NODE_CPUS"), "-l", "walltime=04:00:00", "--", "/bin/sleep", "3000"))
 		waiting = append(waiting, id)
-		t.Cleanup(func() { exec.Command("ssh", "-F", r.env.Get(t, "RIG_SSH_CONFIG"), r.env.Get(t, "RIG_SSH_HOST_PBS"), "qdel", "-W", "force", id).Run() })
+		t.Cleanup(func() {
+			exec.Command("ssh", "-F", r.env.Get(t, "RIG_SSH_CONFIG"), r.env.Get(t, "RIG_SSH_HOST_PBS"), "qdel", "-W", "force", id).Run()
+		})
 	}
 	e.serve("--sites", r.sitesWithPBS(), "--tick", "1s")
 	time.Sleep(1500 * time.Millisecond)
