@@ -229,3 +229,71 @@ func TestRigCampaignPBSSubmitSlurmAttach(t *testing.T) {
 		t.Errorf("PBS jobs of the run still queued: %v", left)
 	}
 }
+
+// pbsAllocation opens a "sleep" job on the PBS complex, as a user would before
+// attaching; it returns the job id and its node.
+func (r *rig) pbsAllocation() (jobID, node string) {
+	r.t.Helper()
+	jobID = strings.TrimSpace(r.pbs("cd", r.env.Get(r.t, "RIG_PBS_WORKDIR"), "&&", "qsub", "-N", "e2e-alloc", "-j", "oe", "-o", "/dev/null",
+		"-l", "walltime=00:20:00", "--", "/bin/sleep", "1200"))
+	r.t.Cleanup(func() {
+		exec.Command("ssh", "-F", r.env.Get(r.t, "RIG_SSH_CONFIG"), r.env.Get(r.t, "RIG_SSH_HOST_PBS"), "qdel", "-W", "force", jobID).Run()
+	})
+	for range 120 {
+		if strings.Contains(r.pbs("qstat", "-f", jobID), "job_state = R") {
+			return jobID, r.env.Get(r.t, "RIG_PBS_NODE")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	r.t.Fatalf("PBS allocation %s never started", jobID)
+	return "", ""
+}
+
+// TestRigCampaignAttachPBSInterrupt: workers attached to a PBS job (jobid=: the agents
+// see PBS_JOBID and PBS_NODEFILE), the coordinator in a new PBS job (submit mode);
+// SIGINT to the launcher leaves no job of the run in qstat (history shows it ended) and
+// the user's own allocation still running.
+func TestRigCampaignAttachPBSInterrupt(t *testing.T) {
+	r := needPBSRig(t)
+	e := newEnv(t)
+	job, node := r.pbsAllocation()
+	run := fmt.Sprintf("e2e-pbsint-%d", time.Now().UnixNano()%1e9)
+	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sitesWithPBS(), "--mosaic-bin", r.sharedBinary(),
+		"--site", "pbs:attach="+node+";jobid="+job+";agents=worker-a,worker-b",
+		"--site", "alpha:queue=cpu;walltime=00:10:00;agents=coordinator",
+		"--startup-timeout", "120s")
+	l.waitFor("all 2 sites ready", 150*time.Second)
+	out := l.output()
+	if !strings.Contains(out, "pbs: attached to "+node) {
+		t.Fatalf("launch output lacks the PBS attach:\n%s", out)
+	}
+	// The attached agents run in the job's context.
+	envOut := r.pbs("sh", "-c", "'for p in $(pgrep -u mosaicpbs -f \"agent run\"); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep ^PBS_JOBID=; done | sort -u'")
+	if !strings.Contains(envOut, "PBS_JOBID="+job) {
+		t.Errorf("attached agents' PBS_JOBID: %q, want %s\n%s", envOut, job, r.pbs("ps", "-u", "mosaicpbs", "-o", "pid,ppid,args"))
+	}
+	if err := l.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.wait(90 * time.Second); err == nil {
+		t.Errorf("interrupted launch exited 0\n%s", l.output())
+	}
+	prefix := "mosaic-c-" + run
+	var left []string
+	for range 40 {
+		left = append(r.pbsQueued(prefix), r.queued("alpha", prefix)...)
+		if ps := strings.TrimSpace(r.pbs("sh", "-c", "'pgrep -u mosaicpbs -f "+run+" || true'")); ps != "" {
+			left = append(left, "processes "+ps)
+		}
+		if len(left) == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("left behind after SIGINT: %v\n%s\n%s", left, l.output(), r.pbs("ps", "-u", "mosaicpbs", "-o", "pid,ppid,args"))
+	}
+	if !strings.Contains(r.pbs("qstat", "-f", job), "job_state = R") {
+		t.Errorf("the user's allocation %s is no longer running; attach must not end it", job)
+	}
+}
