@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
 )
@@ -93,14 +93,14 @@ func TestSSHConnectionRefused(t *testing.T) {
 	s := &SSH{Host: "127.0.0.1", Port: 1, ControlDir: filepath.Join(t.TempDir(), "cm"),
 		ConfigFile: "/dev/null", ConnectTimeout: 3 * time.Second}
 	_, err := s.Run(context.Background(), []string{"true"}, nil)
-	if !errors.Is(err, provider.ErrSiteDown) || !errors.Is(err, ErrConnection) {
+	if !errors.Is(err, errs.ErrSiteDown) || !errors.Is(err, ErrConnection) {
 		t.Fatalf("want ErrSiteDown+ErrConnection, got %v", err)
 	}
 }
 
 func TestClassifyNeedsLogin(t *testing.T) {
 	err := classifySSHFailure("h", Result{ExitCode: 255, Stderr: []byte("root@h: Permission denied (publickey).\n")})
-	if !errors.Is(err, provider.ErrNeedsLogin) || errors.Is(err, provider.ErrSiteDown) {
+	if !errors.Is(err, errs.ErrNeedsLogin) || errors.Is(err, errs.ErrSiteDown) {
 		t.Fatalf("got %v", err)
 	}
 }

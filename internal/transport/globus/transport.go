@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
 )
 
@@ -223,7 +223,7 @@ func (t *Transport) ctxErr(ctx context.Context, err error) error {
 
 // siteErr trips the breaker on errors meaning the site is down.
 func (t *Transport) siteErr(err error) error {
-	if errors.Is(err, provider.ErrSiteDown) {
+	if errors.Is(err, errs.ErrSiteDown) {
 		t.breaker().Trip(err.Error())
 	}
 	return err
@@ -248,7 +248,7 @@ func (t *Transport) ensureOnline(ctx context.Context, force bool) error {
 	if !strings.EqualFold(st.Status, "online") {
 		reason := fmt.Sprintf("Globus Compute endpoint %s is %s; on its login node run `~/.gce-venv/bin/globus-compute-endpoint start --detach mosaic` (or `mosaic endpoint-setup HOST`)", t.Endpoint, orUnknown(st.Status))
 		t.breaker().Trip(reason)
-		return fmt.Errorf("%s: %w", reason, provider.ErrSiteDown)
+		return fmt.Errorf("%s: %w", reason, errs.ErrSiteDown)
 	}
 	t.mu.Lock()
 	t.lastOnline = time.Now()
