@@ -105,6 +105,32 @@ func TestClassifyNeedsLogin(t *testing.T) {
 	}
 }
 
+// TestClassifyCutWhileRunning: an established session that broke may have run the
+// command (outcome unknown); a host never reached did not.
+func TestClassifyCutWhileRunning(t *testing.T) {
+	for _, tc := range []struct {
+		stderr  string
+		unknown bool
+	}{
+		{"Connection to h closed by remote host.\n", true},
+		{"client_loop: send disconnect: Broken pipe\n", true},
+		{"Read from remote host h: Connection reset by peer\n", true},
+		{"Timeout, server h not responding.\n", true},
+		{"ssh: connect to host h port 22: Connection timed out\n", false},
+		{"ssh: connect to host h port 22: Connection refused\n", false},
+		{"ssh: Could not resolve hostname h: Name or service not known\n", false},
+		{"ssh: connect to host h port 22: No route to host\n", false},
+	} {
+		err := classifySSHFailure("h", Result{ExitCode: 255, Stderr: []byte(tc.stderr)})
+		if !errors.Is(err, errs.ErrSiteDown) || !errors.Is(err, ErrConnection) {
+			t.Errorf("%q: want ErrSiteDown+ErrConnection, got %v", tc.stderr, err)
+		}
+		if got := errors.Is(err, errs.ErrOutcomeUnknown); got != tc.unknown {
+			t.Errorf("%q: outcome unknown %v, want %v", tc.stderr, got, tc.unknown)
+		}
+	}
+}
+
 func rigSSH(t *testing.T) *SSH {
 	env := rigenv.Require(t)
 	s := &SSH{Host: env.Get(t, "RIG_SSH_HOST_ALPHA"), ConfigFile: env.Get(t, "RIG_SSH_CONFIG"),

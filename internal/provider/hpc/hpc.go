@@ -16,8 +16,7 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/dialect"
-	"github.com/mosaic-hpc/mosaic/internal/dialect/pbs"
-	"github.com/mosaic-hpc/mosaic/internal/dialect/slurm"
+	"github.com/mosaic-hpc/mosaic/internal/dialect/dialects"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/site"
@@ -142,20 +141,11 @@ func New(sys site.System, opts ...Option) (*Provider, error) {
 	default:
 		return nil, fmt.Errorf("system %s: kind %q is not an HPC kind (want ssh, local or globus)", sys.Name, sys.Kind)
 	}
-	switch strings.ToLower(sys.Dialect) {
-	case "", site.DialectSlurm:
-		p.d = &slurm.Slurm{EnvScript: sys.EnvScript}
-	case site.DialectPBS:
-		d := &pbs.PBS{EnvScript: sys.EnvScript}
-		for _, f := range sys.Features {
-			if v, ok := strings.CutPrefix(f, "filesystems="); ok {
-				d.Filesystems = v
-			}
-		}
-		p.d = d
-	default:
-		return nil, fmt.Errorf("system %s: dialect %q: want slurm or pbs", sys.Name, sys.Dialect)
+	d, err := dialects.For(sys)
+	if err != nil {
+		return nil, err
 	}
+	p.d = d
 	for _, o := range opts {
 		o(p)
 	}
@@ -232,7 +222,8 @@ func (p *Provider) workDir() (string, error) {
 	return path.Clean(p.sys.WorkDir), nil
 }
 
-// jobFiles are the site paths for a tag: <workdir>/mosaic/<tag>.{sbatch,out,err}.
+// jobFiles are the site paths for a tag: <workdir>/mosaic/<tag>{<the dialect's
+// ScriptExt>,.out,.err}.
 func (p *Provider) jobFiles(tag string) (dialect.JobFiles, error) {
 	wd, err := p.workDir()
 	if err != nil {
@@ -242,11 +233,7 @@ func (p *Provider) jobFiles(tag string) (dialect.JobFiles, error) {
 		return dialect.JobFiles{}, fmt.Errorf("job tag %q cannot be used as a file name", tag)
 	}
 	dir := path.Join(wd, "mosaic")
-	ext := ".sbatch"
-	if p.d.Name() == site.DialectPBS {
-		ext = ".pbs"
-	}
-	return dialect.JobFiles{Script: path.Join(dir, tag+ext), Stdout: path.Join(dir, tag+".out"), Stderr: path.Join(dir, tag+".err")}, nil
+	return dialect.JobFiles{Script: path.Join(dir, tag+p.d.ScriptExt()), Stdout: path.Join(dir, tag+".out"), Stderr: path.Join(dir, tag+".err")}, nil
 }
 
 // upload writes data to an absolute site path, creating its directory. The shell
@@ -257,7 +244,9 @@ func (p *Provider) upload(ctx context.Context, dst string, data []byte) error {
 		return err
 	}
 	if out.ExitCode != 0 {
-		return fmt.Errorf("%s: upload %s: %s", p.sys.Name, dst, strings.TrimSpace(string(out.Stderr)))
+		// The login node's own failures (EAGAIN on fork, a full disk) classified as the
+		// dialect's commands are: a busy login node is transient.
+		return dialect.Mark(p.d, out, fmt.Errorf("%s: upload %s: %s", p.sys.Name, dst, strings.TrimSpace(string(out.Stderr))))
 	}
 	return nil
 }
