@@ -36,6 +36,10 @@ type OpenOptions struct {
 	// ListenAddr is the API's address, recorded in the store's lease so that a second
 	// core on the same store can say who owns it ("" when there is no API).
 	ListenAddr string
+	// Globus is the core's Globus Compute client, resolver and breakers; nil builds
+	// them with NewGlobus(Getenv). `mosaic serve` builds them itself so that its web
+	// sign-in shares the resolver.
+	Globus *Globus
 }
 
 // Open loads the catalog (the sites file, or the embedded simulated federation), takes
@@ -108,7 +112,15 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			}()
 		}
 	}
-	provs, err := buildProviders(cat, log, ownPaths(cfg, cat))
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	g := o.Globus
+	if g == nil {
+		g = NewGlobus(getenv)
+	}
+	provs, err := buildProvidersWith(cat, log, ownPaths(cfg, cat), g)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +137,6 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 		if allSim(cat) {
 			tick = DefaultSimTick
 		}
-	}
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
 	}
 	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: tick, Logger: log, Getenv: getenv})
 	if err != nil {
@@ -252,7 +260,14 @@ func ownPaths(cfg *config.Config, cat *site.Catalog) []string {
 	return out
 }
 
+// buildProviders builds providers for a one-off check without a core (preflight,
+// smoke): Globus settings from the process environment.
 func buildProviders(cat *site.Catalog, log *slog.Logger, protected []string) ([]provider.Provider, error) {
+	return buildProvidersWith(cat, log, protected, NewGlobus(nil))
+}
+
+// buildProvidersWith builds one provider per system; kind globus ones share g.
+func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string, g *Globus) ([]provider.Provider, error) {
 	var out []provider.Provider
 	var errs []error
 	for _, sys := range cat.Systems {
@@ -266,7 +281,8 @@ func buildProviders(cat *site.Catalog, log *slog.Logger, protected []string) ([]
 			p.Start() // advance simulated time in the background so jobs start promptly
 			out = append(out, p)
 		case site.KindSSH, site.KindLocal, site.KindGlobus:
-			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)), hpc.WithProtected(protected...))
+			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)), hpc.WithProtected(protected...),
+				hpc.WithGlobusClient(g.Client), hpc.WithGlobusBreakers(g.Breakers))
 			if err != nil {
 				errs = append(errs, err)
 				continue

@@ -82,7 +82,8 @@ func (b *Breaker) Trips() int {
 	return b.trips
 }
 
-// Breakers hands out one Breaker per endpoint id.
+// Breakers hands out one Breaker per endpoint id. A core holds one set for its
+// providers; there is no process-wide set, so two cores never trip each other.
 type Breakers struct {
 	TTL time.Duration
 	mu  sync.Mutex
@@ -103,6 +104,3 @@ func (bs *Breakers) For(endpoint string) *Breaker {
 	}
 	return b
 }
-
-// DefaultBreakers is shared by transports built without their own breaker.
-var DefaultBreakers = &Breakers{}

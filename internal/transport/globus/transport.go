@@ -74,7 +74,8 @@ type Transport struct {
 	MaxResult int
 	// Poll is the status polling schedule.
 	Poll Backoff
-	// Breaker is the endpoint's breaker; nil means DefaultBreakers.For(Endpoint).
+	// Breaker is the endpoint's breaker (a core's Breakers.For(Endpoint)); nil gives
+	// the transport a breaker of its own.
 	Breaker *Breaker
 	// StatusTTL is how long an "online" endpoint status is trusted; 0 means 30s.
 	StatusTTL time.Duration
@@ -96,8 +97,10 @@ func New(endpoint string, c *Client) *Transport {
 }
 
 func (t *Transport) breaker() *Breaker {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.Breaker == nil {
-		t.Breaker = DefaultBreakers.For(t.Endpoint)
+		t.Breaker = &Breaker{}
 	}
 	return t.Breaker
 }
