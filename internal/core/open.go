@@ -16,6 +16,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/store"
+	"github.com/mosaic-hpc/mosaic/internal/transport/connect"
 )
 
 // Default probe intervals: the simulator is cheap to ask; real login nodes are not.
@@ -271,8 +272,8 @@ func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string,
 	var out []provider.Provider
 	var errs []error
 	for _, sys := range cat.Systems {
-		switch sys.Kind {
-		case site.KindSim:
+		switch {
+		case sys.Kind == site.KindSim:
 			p, err := simprov.New(sys, cat.Sim, simprov.Options{Logger: log.With("system", sys.Name)})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("system %s: %w", sys.Name, err))
@@ -280,7 +281,7 @@ func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string,
 			}
 			p.Start() // advance simulated time in the background so jobs start promptly
 			out = append(out, p)
-		case site.KindSSH, site.KindLocal, site.KindGlobus:
+		case connect.Supports(sys.Kind): // a batch system behind a transport
 			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)), hpc.WithProtected(protected...),
 				hpc.WithGlobusClient(g.Client), hpc.WithGlobusBreakers(g.Breakers))
 			if err != nil {

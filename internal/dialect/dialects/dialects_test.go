@@ -49,3 +49,18 @@ func TestAllHaveDistinctNamesAndExtensions(t *testing.T) {
 		t.Fatalf("All %v, Names %v", names, Names())
 	}
 }
+
+// TestCatalogAcceptsEveryDialect: the catalog's validation (internal/site, below this
+// package, keeps its own list of names) accepts every dialect built here, so adding a
+// dialect without naming it there fails here.
+func TestCatalogAcceptsEveryDialect(t *testing.T) {
+	for _, name := range Names() {
+		yaml := "systems:\n  - name: X\n    kind: local\n    dialect: " + name + "\n    accounts: [a]\n    workdir: /w\n"
+		if _, err := site.Parse("sites.yaml", []byte(yaml)); err != nil {
+			t.Errorf("dialect %s: the catalog refuses it: %v (add it to internal/site/validate.go's dialects)", name, err)
+		}
+	}
+	if _, err := site.Parse("sites.yaml", []byte("systems:\n  - name: X\n    kind: local\n    dialect: lsf\n    accounts: [a]\n    workdir: /w\n")); err == nil {
+		t.Fatal("the catalog accepts a dialect nobody speaks; this test cannot tell")
+	}
+}

@@ -100,10 +100,8 @@ func New(sys site.System, opts ...Option) (*Provider, error) {
 	for _, o := range opts {
 		o(p)
 	}
-	switch sys.Kind {
-	case site.KindSSH, site.KindLocal, site.KindGlobus:
-	default:
-		return nil, fmt.Errorf("system %s: kind %q is not an HPC kind (want ssh, local or globus)", sys.Name, sys.Kind)
+	if !connect.Supports(sys.Kind) {
+		return nil, fmt.Errorf("system %s: kind %q is not an HPC kind (want one of %s)", sys.Name, sys.Kind, strings.Join(connect.Kinds(), ", "))
 	}
 	p.endpoint = connect.Endpoint(sys)
 	if p.tr == nil {

@@ -33,6 +33,19 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// Kinds are the catalog kinds New builds a transport for (every kind but sim).
+func Kinds() []string { return []string{site.KindSSH, site.KindLocal, site.KindGlobus} }
+
+// Supports reports whether New builds a transport for kind.
+func Supports(kind string) bool {
+	for _, k := range Kinds() {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
 // New builds the transport of a catalog system of kind ssh, local or globus.
 func New(sys site.System, o Options) (transport.Transport, error) {
 	switch sys.Kind {

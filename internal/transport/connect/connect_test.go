@@ -70,3 +70,26 @@ func TestNewRefusesOtherKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogAcceptsEveryKind: the catalog's validation (internal/site, below this
+// package, keeps its own list of kinds) accepts every kind New builds.
+func TestCatalogAcceptsEveryKind(t *testing.T) {
+	for _, k := range Kinds() {
+		yaml := "systems:\n  - name: X\n    kind: " + k + "\n    host: h\n    endpoint: " + ep + "\n    accounts: [a]\n    workdir: /w\n"
+		if k != site.KindSSH {
+			yaml = strings.Replace(yaml, "    host: h\n", "", 1)
+		}
+		if k != site.KindGlobus {
+			yaml = strings.Replace(yaml, "    endpoint: "+ep+"\n", "", 1)
+		}
+		if _, err := site.Parse("sites.yaml", []byte(yaml)); err != nil {
+			t.Errorf("kind %s: the catalog refuses it: %v (add it to internal/site/validate.go's kinds)", k, err)
+		}
+		if !Supports(k) {
+			t.Errorf("Supports(%s) = false", k)
+		}
+	}
+	if Supports(site.KindSim) || Supports("slurmrest") {
+		t.Fatal("Supports accepts a kind New does not build")
+	}
+}
