@@ -32,7 +32,7 @@ and paste the one-time code. Refresh tokens are stored (mode 0600) in
 $XDG_CONFIG_HOME/mosaic/globus/cli-login.json and used by the core without prompting.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := globus.DefaultResolver().Login(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr())
+			st, err := auth.NewResolver(nil).Login(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -52,7 +52,7 @@ func newLogoutCmd() *cobra.Command {
 		Short: "Revoke and delete the Globus tokens stored by `mosaic login`",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := globus.DefaultResolver().Logout(cmd.Context()); err != nil {
+			if err := auth.NewResolver(nil).Logout(cmd.Context()); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "Signed out: CLI login tokens revoked and deleted.")
@@ -70,7 +70,7 @@ func newAuthCmd() *cobra.Command {
 MOSAIC_GLOBUS_TOKENS, service identity (GLOBUS_COMPUTE_CLIENT_ID/_SECRET), CLI login.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := globus.DefaultResolver().Status(cmd.Context())
+			st, err := auth.NewResolver(nil).Status(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -189,7 +189,7 @@ machine recognised from the hostname, then the known machines that have no endpo
 (set one up with 'mosaic endpoint-setup --run USER@HOST').`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := listEndpoints(cmd.Context(), globus.DefaultClient())
+			rep, err := listEndpoints(cmd.Context(), globus.NewClient(nil, auth.NewResolver(nil)))
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,6 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/server"
-	"github.com/mosaic-hpc/mosaic/internal/transport/globus"
 )
 
 func newServeCmd() *cobra.Command {
@@ -117,7 +116,10 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 	fresh, _ := cmd.Flags().GetBool("fresh")
 	// Open takes the store's lease: a second core on the same MOSAIC_DB stops here
 	// with an error naming the owner's PID and address and what to do.
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv, FreshStore: fresh, ListenAddr: ln.Addr().String()})
+	// The Globus settings are read here once; the core's providers and the web
+	// sign-in share the one resolver.
+	g := core.NewGlobus(getenv)
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv, FreshStore: fresh, ListenAddr: ln.Addr().String(), Globus: g})
 	if err != nil {
 		ln.Close()
 		return err
@@ -127,7 +129,7 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 	// The HTTP server: the API with the web UI and /mcp (over this core, in process).
 	opts := server.Options{Options: api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, UnauthTimeout: unauthTimeout},
 		Headless: headless}
-	if w := auth.NewWebSignIn(globus.DefaultResolver()); w != nil {
+	if w := auth.NewWebSignIn(g.Resolver); w != nil {
 		opts.SignIn = w // Globus web sign-in (GLOBUS_CLIENT_ID/SECRET configured)
 	}
 	srv, err := server.New(c, opts)

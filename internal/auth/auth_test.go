@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/auth"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/globusfake"
-	"github.com/mosaic-hpc/mosaic/internal/provider"
 )
 
 const (
@@ -123,7 +123,7 @@ func mode(t *testing.T, path string) os.FileMode {
 func TestNoCredentialsSaysWhatToRun(t *testing.T) {
 	fx := setup(t)
 	_, err := fx.res.AccessToken(context.Background())
-	if !errors.Is(err, provider.ErrNeedsLogin) || !strings.Contains(err.Error(), "run `mosaic login`") {
+	if !errors.Is(err, errs.ErrNeedsLogin) || !strings.Contains(err.Error(), "run `mosaic login`") {
 		t.Fatalf("no credentials: %v", err)
 	}
 }
@@ -204,7 +204,7 @@ func TestResolutionOrder(t *testing.T) {
 	// Bad MOSAIC_GLOBUS_TOKENS says what to do.
 	_ = os.Remove(filepath.Join(fx.res.Dir, auth.WebSessionFile))
 	fx.env.set(auth.EnvTokens, "@/nonexistent/bundle.json")
-	if _, _, err := fx.res.Token(ctx, auth.ComputeResourceServer); !errors.Is(err, provider.ErrNeedsLogin) || !strings.Contains(err.Error(), "MOSAIC_GLOBUS_TOKENS") {
+	if _, _, err := fx.res.Token(ctx, auth.ComputeResourceServer); !errors.Is(err, errs.ErrNeedsLogin) || !strings.Contains(err.Error(), "MOSAIC_GLOBUS_TOKENS") {
 		t.Fatalf("missing bundle file: %v", err)
 	}
 }
@@ -262,7 +262,7 @@ func TestRevokedGrantMessage(t *testing.T) {
 	fx.shift(49 * time.Hour)
 	fx.fake.RevokeAll()
 	_, err := fx.res.AccessToken(context.Background())
-	if !errors.Is(err, provider.ErrNeedsLogin) {
+	if !errors.Is(err, errs.ErrNeedsLogin) {
 		t.Fatalf("revoked grant: %v", err)
 	}
 	msg := err.Error()
@@ -282,7 +282,7 @@ func TestPKCEMismatchRefused(t *testing.T) {
 	}
 	_, err = c.ExchangeCode(context.Background(), code, c.NativeRedirect(), auth.NewVerifier())
 	var ge *auth.GrantError
-	if !errors.As(err, &ge) || ge.Code != "invalid_grant" || !errors.Is(err, provider.ErrNeedsLogin) {
+	if !errors.As(err, &ge) || ge.Code != "invalid_grant" || !errors.Is(err, errs.ErrNeedsLogin) {
 		t.Fatalf("wrong verifier: %v", err)
 	}
 	if len(v) < 43 || !auth.VerifyChallenge(v, auth.Challenge(v)) || auth.VerifyChallenge(v+"x", auth.Challenge(v)) {
@@ -428,7 +428,7 @@ func TestWorldReadableTokenFileRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := fx.res.AccessToken(context.Background())
-	if !errors.Is(err, provider.ErrNeedsLogin) || !strings.Contains(err.Error(), "chmod 600") {
+	if !errors.Is(err, errs.ErrNeedsLogin) || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("world-readable file: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 )
 
 // maxAuthResponse bounds bodies read from Globus Auth.
@@ -46,10 +46,10 @@ func (e *GrantError) Error() string {
 	return s
 }
 
-// Unwrap makes grant errors provider.ErrNeedsLogin: the credential is dead.
+// Unwrap makes grant errors errs.ErrNeedsLogin: the credential is dead.
 func (e *GrantError) Unwrap() error {
 	if e.Code == "invalid_grant" || e.Code == "invalid_client" || e.Status == http.StatusUnauthorized {
-		return provider.ErrNeedsLogin
+		return errs.ErrNeedsLogin
 	}
 	return nil
 }

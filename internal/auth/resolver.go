@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 )
 
 // Source names where a credential came from.
@@ -48,7 +48,7 @@ var DefaultNativeClientID = ""
 const refreshSkew = time.Minute
 
 // LoginError means the credentials are missing, expired or revoked. It wraps
-// provider.ErrNeedsLogin (so the collector shows needs-login) and says what to run.
+// errs.ErrNeedsLogin (so the collector shows needs-login) and says what to run.
 type LoginError struct {
 	Source Source
 	// Action is what the user should do, e.g. "run `mosaic login`".
@@ -68,7 +68,7 @@ func (e *LoginError) Error() string {
 }
 
 // Unwrap returns ErrNeedsLogin and the cause.
-func (e *LoginError) Unwrap() []error { return []error{provider.ErrNeedsLogin, e.Err} }
+func (e *LoginError) Unwrap() []error { return []error{errs.ErrNeedsLogin, e.Err} }
 
 // Resolver finds the credential to use, refreshing it when needed. It never prompts.
 // The zero value is not usable; build one with NewResolver.
@@ -293,7 +293,7 @@ func (r *Resolver) refresh(ctx context.Context, src Source, b *Bundle, t Token) 
 	}
 	toks, err := c.Refresh(ctx, t.RefreshToken)
 	if err != nil {
-		if src == SourceWeb && errors.Is(err, provider.ErrNeedsLogin) {
+		if src == SourceWeb && errors.Is(err, errs.ErrNeedsLogin) {
 			// A dead web session is signed out, so the UI shows its sign-in gate.
 			_ = os.Remove(r.path(WebSessionFile))
 		}

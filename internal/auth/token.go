@@ -3,7 +3,7 @@
 // (GLOBUS_COMPUTE_CLIENT_ID/_SECRET, client-credentials grant) or a cached CLI login
 // (`mosaic login`, native-app flow with PKCE), in that order. Tokens are refreshed
 // automatically; background callers never prompt, and missing or dead credentials
-// produce errors wrapping provider.ErrNeedsLogin that say what to run.
+// produce errors wrapping errs.ErrNeedsLogin that say what to run.
 //
 // Wire formats follow globus/globus-sdk-python:
 // src/globus_sdk/services/auth/client/base_login_client.py (token, revoke routes),

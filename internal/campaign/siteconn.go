@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
+	"github.com/mosaic-hpc/mosaic/internal/transport/connect"
 	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
 )
 
@@ -26,43 +26,23 @@ type siteConn struct {
 	env []string       // extra environment of local commands
 }
 
+// newSiteConn reaches sys with the transport connect.New builds for it, the same
+// one (ssh options, identity, control path) the hpc provider of that system uses.
 func newSiteConn(sys site.System, localEnv []string) (*siteConn, error) {
-	c := &siteConn{sys: sys, env: localEnv}
-	switch sys.Kind {
-	case site.KindSSH:
-		if sys.Host == "" {
-			return nil, fmt.Errorf("site %s: kind ssh needs host in sites.yaml", sys.Name)
-		}
-		s := &transport.SSH{Host: sys.Host, User: sys.User, Limits: transport.Limits{Timeout: 2 * time.Minute}}
-		if o := sys.SSH; o != nil {
-			s.Port, s.IdentityFile, s.ProxyJump, s.ConfigFile, s.Options = o.Port, o.IdentityFile, o.ProxyJump, o.ConfigFile, o.Options
-			if o.ConnectTimeout != "" {
-				d, err := model.ParseDuration(o.ConnectTimeout)
-				if err != nil {
-					return nil, fmt.Errorf("site %s: ssh.connect_timeout: %w", sys.Name, err)
-				}
-				s.ConnectTimeout = d.D()
-			}
-		}
-		c.ssh, c.tr = s, s
-	case site.KindLocal:
-		c.tr = &transport.Local{Env: localEnv, Limits: transport.Limits{Timeout: 2 * time.Minute}}
-	default:
+	if sys.Kind != site.KindSSH && sys.Kind != site.KindLocal {
 		return nil, fmt.Errorf("site %s is of kind %q; campaigns launch on kind ssh or local sites", sys.Name, sys.Kind)
 	}
+	tr, err := connect.New(sys, connect.Options{LocalEnv: localEnv, Limits: transport.Limits{Timeout: 2 * time.Minute}})
+	if err != nil {
+		return nil, err
+	}
+	c := &siteConn{sys: sys, env: localEnv, tr: tr}
+	c.ssh, _ = tr.(*transport.SSH)
 	return c, nil
 }
 
 // login names the login node for messages.
-func (c *siteConn) login() string {
-	if c.ssh == nil {
-		return "localhost"
-	}
-	if c.sys.User != "" {
-		return c.sys.User + "@" + c.sys.Host
-	}
-	return c.sys.Host
-}
+func (c *siteConn) login() string { return connect.Endpoint(c.sys) }
 
 // sh runs `sh -c script sh args...` on the login node.
 func (c *siteConn) sh(ctx context.Context, script string, stdin io.Reader, args ...string) (transport.Result, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/store"
+	"github.com/mosaic-hpc/mosaic/internal/transport/connect"
 )
 
 // Default probe intervals: the simulator is cheap to ask; real login nodes are not.
@@ -36,6 +37,10 @@ type OpenOptions struct {
 	// ListenAddr is the API's address, recorded in the store's lease so that a second
 	// core on the same store can say who owns it ("" when there is no API).
 	ListenAddr string
+	// Globus is the core's Globus Compute client, resolver and breakers; nil builds
+	// them with NewGlobus(Getenv). `mosaic serve` builds them itself so that its web
+	// sign-in shares the resolver.
+	Globus *Globus
 }
 
 // Open loads the catalog (the sites file, or the embedded simulated federation), takes
@@ -108,7 +113,15 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			}()
 		}
 	}
-	provs, err := buildProviders(cat, log, ownPaths(cfg, cat))
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	g := o.Globus
+	if g == nil {
+		g = NewGlobus(getenv)
+	}
+	provs, err := buildProvidersWith(cat, log, ownPaths(cfg, cat), g)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +138,6 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 		if allSim(cat) {
 			tick = DefaultSimTick
 		}
-	}
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
 	}
 	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: tick, Logger: log, Getenv: getenv})
 	if err != nil {
@@ -252,12 +261,19 @@ func ownPaths(cfg *config.Config, cat *site.Catalog) []string {
 	return out
 }
 
+// buildProviders builds providers for a one-off check without a core (preflight,
+// smoke): Globus settings from the process environment.
 func buildProviders(cat *site.Catalog, log *slog.Logger, protected []string) ([]provider.Provider, error) {
+	return buildProvidersWith(cat, log, protected, NewGlobus(nil))
+}
+
+// buildProvidersWith builds one provider per system; kind globus ones share g.
+func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string, g *Globus) ([]provider.Provider, error) {
 	var out []provider.Provider
 	var errs []error
 	for _, sys := range cat.Systems {
-		switch sys.Kind {
-		case site.KindSim:
+		switch {
+		case sys.Kind == site.KindSim:
 			p, err := simprov.New(sys, cat.Sim, simprov.Options{Logger: log.With("system", sys.Name)})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("system %s: %w", sys.Name, err))
@@ -265,8 +281,9 @@ func buildProviders(cat *site.Catalog, log *slog.Logger, protected []string) ([]
 			}
 			p.Start() // advance simulated time in the background so jobs start promptly
 			out = append(out, p)
-		case site.KindSSH, site.KindLocal, site.KindGlobus:
-			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)), hpc.WithProtected(protected...))
+		case connect.Supports(sys.Kind): // a batch system behind a transport
+			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)), hpc.WithProtected(protected...),
+				hpc.WithGlobusClient(g.Client), hpc.WithGlobusBreakers(g.Breakers))
 			if err != nil {
 				errs = append(errs, err)
 				continue

@@ -6,8 +6,10 @@ package dialect
 
 import (
 	"errors"
+	"strings"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -29,10 +31,40 @@ type JobFiles struct {
 	Stderr string // the job's standard error
 }
 
+// Class is a dialect's verdict on a failed command's message.
+type Class int
+
+const (
+	// Permanent: the scheduler refused the request; the same request fails again.
+	Permanent Class = iota
+	// Transient: the scheduler was busy or could not be reached, and did nothing; the
+	// same request may succeed later.
+	Transient
+	// OutcomeUnknown: the command gave up (a timeout, a connection cut) while the
+	// scheduler may have acted; a submit may have queued the job. It is transient too.
+	OutcomeUnknown
+)
+
+func (c Class) String() string {
+	switch c {
+	case Transient:
+		return "transient"
+	case OutcomeUnknown:
+		return "outcome unknown"
+	}
+	return "permanent"
+}
+
 // Dialect is one batch system's command language.
 type Dialect interface {
 	// Name is "slurm" or "pbs".
 	Name() string
+	// ScriptExt is the batch script's file extension, with its dot (".sbatch", ".pbs").
+	ScriptExt() string
+	// Classify judges a failed command's message (stderr and stdout, as the site
+	// printed them): whether the scheduler refused, was busy or unreachable, or may
+	// have acted although the command failed. Each dialect knows its own texts.
+	Classify(msg string) Class
 	// VersionCommand prints the scheduler's version.
 	VersionCommand() []string
 	// ParseVersion reads VersionCommand's output.
@@ -80,3 +112,49 @@ type Dialect interface {
 	// ParseEstimate reads EstimateCommand's output.
 	ParseEstimate(out Output) (time.Time, error)
 }
+
+// Mark returns err marked with the sentinels of d's verdict on out: errs.ErrTransient
+// for Transient; errs.ErrTransient and errs.ErrOutcomeUnknown for OutcomeUnknown; err
+// unchanged for Permanent. The message stays the site's own.
+func Mark(d Dialect, out Output, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch d.Classify(string(out.Stderr) + "\n" + string(out.Stdout)) {
+	case Transient:
+		return errs.Mark(err, errs.ErrTransient)
+	case OutcomeUnknown:
+		return errs.Mark(err, errs.ErrTransient, errs.ErrOutcomeUnknown)
+	}
+	return err
+}
+
+// ClassifyCommon judges the texts every login node's tools print, whatever the
+// scheduler: the operating system's EAGAIN ("Resource temporarily unavailable", e.g.
+// fork on a loaded login node), "try again", and a network timeout or reset while a
+// request was in flight. Dialects call it after their own texts; ok is false when
+// none matched.
+func ClassifyCommon(msg string) (c Class, ok bool) {
+	low := strings.ToLower(msg)
+	switch {
+	case containsAny(low, "could not resolve", "no route to host", "connection refused", "connect to host"):
+		return Transient, true // never reached the service: nothing was done
+	case containsAny(low, "timed out", "connection reset", "broken pipe"):
+		return OutcomeUnknown, true
+	case containsAny(low, "temporarily", "try again"):
+		return Transient, true
+	}
+	return Permanent, false
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, w := range subs {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// ContainsAny reports whether the lower-cased msg contains any of subs (lower case).
+func ContainsAny(msg string, subs ...string) bool { return containsAny(strings.ToLower(msg), subs...) }

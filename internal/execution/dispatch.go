@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -140,38 +139,19 @@ func (e *Engine) submit(ctx context.Context, p provider.Provider, spec model.Job
 }
 
 // transientErr reports whether an error may go away by itself: the site was
-// unreachable or slow, as opposed to refusing the request.
+// unreachable or slow, as opposed to refusing the request. The provider says so: the
+// hpc provider marks scheduler messages with its dialect's class (errs.ErrTransient),
+// transports wrap ErrSiteDown.
 func transientErr(err error) bool {
-	if errors.Is(err, provider.ErrSiteDown) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	s := strings.ToLower(err.Error())
-	for _, w := range []string{"temporarily", "try again", "timed out", "connection reset", "socket timed out", "slurm_load", "unable to contact slurm controller"} {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
+	return errors.Is(err, provider.ErrSiteDown) || errors.Is(err, provider.ErrTransient) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // ambiguousErr reports whether a submit error leaves open whether the site queued the
-// job: the command timed out, or the connection broke while it ran.
+// job: the command timed out, or the connection broke while it ran (the dialect or
+// the transport marked it errs.ErrOutcomeUnknown).
 func ambiguousErr(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	s := strings.ToLower(err.Error())
-	for _, w := range []string{"connect to host", "could not resolve", "connection refused", "no route to host"} {
-		if strings.Contains(s, w) {
-			return false // ssh never reached the login node: nothing ran
-		}
-	}
-	for _, w := range []string{"timed out", "connection reset", "broken pipe", "closed by remote host"} {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, provider.ErrOutcomeUnknown)
 }
 
 func classify(err error) string {

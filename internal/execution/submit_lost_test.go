@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/dialect"
+	"github.com/mosaic-hpc/mosaic/internal/dialect/slurm"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
@@ -40,7 +42,15 @@ func (l *lostAnswerSite) Submit(ctx context.Context, spec model.JobSpec) (string
 	if err != nil || !lose {
 		return id, err
 	}
-	return "", errors.New("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation")
+	return "", slurmRefusal("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation")
+}
+
+// slurmRefusal is the error the hpc provider returns when sbatch fails with msg: the
+// Slurm dialect's parse error, marked with the dialect's class of the message.
+func slurmRefusal(msg string) error {
+	out := dialect.Output{Stderr: []byte(msg + "\n"), ExitCode: 1}
+	_, err := (&slurm.Slurm{}).ParseSubmit(out)
+	return dialect.Mark(&slurm.Slurm{}, out, fmt.Errorf("A: submit: %w", err))
 }
 
 func (l *lostAnswerSite) FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {

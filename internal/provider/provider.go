@@ -6,22 +6,31 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
-// ErrUnsupported is returned by optional operations a provider cannot perform
-// (for example a start-time estimate on a scheduler without one).
-var ErrUnsupported = errors.New("not supported by this provider")
-
-// ErrSiteDown is wrapped by errors that mean the site cannot be reached at all
-// (as opposed to refusing one request). The collector marks the system down.
-var ErrSiteDown = errors.New("site unreachable")
-
-// ErrNeedsLogin is wrapped by errors that mean credentials are missing or expired.
-var ErrNeedsLogin = errors.New("credentials missing or expired")
+// The contract's sentinel errors live in the leaf package internal/errs, so that
+// transports, auth and dialects below the contract can wrap them; these names are the
+// same values, and errors.Is works with either.
+var (
+	// ErrUnsupported is returned by optional operations a provider cannot perform
+	// (for example a start-time estimate on a scheduler without one).
+	ErrUnsupported = errs.ErrUnsupported
+	// ErrSiteDown is wrapped by errors that mean the site cannot be reached at all
+	// (as opposed to refusing one request). The collector marks the system down.
+	ErrSiteDown = errs.ErrSiteDown
+	// ErrNeedsLogin is wrapped by errors that mean credentials are missing or expired.
+	ErrNeedsLogin = errs.ErrNeedsLogin
+	// ErrTransient marks a submit refusal that may go away by itself (the dialect
+	// classified the scheduler's message); the dispatcher retries it.
+	ErrTransient = errs.ErrTransient
+	// ErrOutcomeUnknown marks a failure after which the site may have queued the job;
+	// the dispatcher looks the job up by its tag before trying again.
+	ErrOutcomeUnknown = errs.ErrOutcomeUnknown
+)
 
 // Provider is one system of the federation.
 type Provider interface {

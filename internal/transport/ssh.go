@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
 )
 
-// ErrConnection is wrapped (together with provider.ErrSiteDown) by errors meaning ssh
+// ErrConnection is wrapped (together with errs.ErrSiteDown) by errors meaning ssh
 // could not reach or log in to the host (ssh exited 255).
 var ErrConnection = errors.New("ssh connection failed")
 
@@ -170,7 +170,8 @@ func (s *SSH) binary() string {
 }
 
 // Run executes argv on the remote host. ssh's own failures (exit 255) are returned as
-// errors wrapping ErrConnection and provider.ErrSiteDown, or provider.ErrNeedsLogin when
+// errors wrapping ErrConnection and errs.ErrSiteDown (and errs.ErrOutcomeUnknown when
+// the connection broke while the command ran), or errs.ErrNeedsLogin when
 // authentication was refused.
 func (s *SSH) Run(ctx context.Context, argv []string, stdin io.Reader) (Result, error) {
 	args, err := s.Args(argv)
@@ -197,9 +198,34 @@ func classifySSHFailure(host string, res Result) error {
 		strings.Contains(low, "host key verification failed"),
 		strings.Contains(low, "no more authentication methods"):
 		return fmt.Errorf("ssh %s: %s: %w: log in once with `ssh %s` (keys, agent or MFA) and retry: %w",
-			host, msg, provider.ErrNeedsLogin, host, ErrConnection)
+			host, msg, errs.ErrNeedsLogin, host, ErrConnection)
 	}
-	return fmt.Errorf("ssh %s: %s: %w: %w", host, msg, ErrConnection, provider.ErrSiteDown)
+	err := fmt.Errorf("ssh %s: %s: %w: %w", host, msg, ErrConnection, errs.ErrSiteDown)
+	if cutWhileRunning(low) {
+		// The session was up and the command may have run: a submit may have queued
+		// its job before the connection broke.
+		return errs.Mark(err, errs.ErrOutcomeUnknown)
+	}
+	return err
+}
+
+// cutWhileRunning reports whether ssh's stderr says an established connection broke
+// ("Connection to h closed by remote host.", "client_loop: send disconnect: Broken
+// pipe", "Connection reset by peer", "Timeout, server h not responding."), as opposed
+// to never reaching the host ("ssh: connect to host h port 22: Connection timed out",
+// "Could not resolve hostname", "No route to host", "Connection refused").
+func cutWhileRunning(low string) bool {
+	for _, w := range []string{"connect to host", "could not resolve", "connection refused", "no route to host"} {
+		if strings.Contains(low, w) {
+			return false
+		}
+	}
+	for _, w := range []string{"timed out", "connection reset", "broken pipe", "closed by remote host", "not responding"} {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close stops the multiplexing master for this host, if one is running.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
 )
@@ -93,15 +93,41 @@ func TestSSHConnectionRefused(t *testing.T) {
 	s := &SSH{Host: "127.0.0.1", Port: 1, ControlDir: filepath.Join(t.TempDir(), "cm"),
 		ConfigFile: "/dev/null", ConnectTimeout: 3 * time.Second}
 	_, err := s.Run(context.Background(), []string{"true"}, nil)
-	if !errors.Is(err, provider.ErrSiteDown) || !errors.Is(err, ErrConnection) {
+	if !errors.Is(err, errs.ErrSiteDown) || !errors.Is(err, ErrConnection) {
 		t.Fatalf("want ErrSiteDown+ErrConnection, got %v", err)
 	}
 }
 
 func TestClassifyNeedsLogin(t *testing.T) {
 	err := classifySSHFailure("h", Result{ExitCode: 255, Stderr: []byte("root@h: Permission denied (publickey).\n")})
-	if !errors.Is(err, provider.ErrNeedsLogin) || errors.Is(err, provider.ErrSiteDown) {
+	if !errors.Is(err, errs.ErrNeedsLogin) || errors.Is(err, errs.ErrSiteDown) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestClassifyCutWhileRunning: an established session that broke may have run the
+// command (outcome unknown); a host never reached did not.
+func TestClassifyCutWhileRunning(t *testing.T) {
+	for _, tc := range []struct {
+		stderr  string
+		unknown bool
+	}{
+		{"Connection to h closed by remote host.\n", true},
+		{"client_loop: send disconnect: Broken pipe\n", true},
+		{"Read from remote host h: Connection reset by peer\n", true},
+		{"Timeout, server h not responding.\n", true},
+		{"ssh: connect to host h port 22: Connection timed out\n", false},
+		{"ssh: connect to host h port 22: Connection refused\n", false},
+		{"ssh: Could not resolve hostname h: Name or service not known\n", false},
+		{"ssh: connect to host h port 22: No route to host\n", false},
+	} {
+		err := classifySSHFailure("h", Result{ExitCode: 255, Stderr: []byte(tc.stderr)})
+		if !errors.Is(err, errs.ErrSiteDown) || !errors.Is(err, ErrConnection) {
+			t.Errorf("%q: want ErrSiteDown+ErrConnection, got %v", tc.stderr, err)
+		}
+		if got := errors.Is(err, errs.ErrOutcomeUnknown); got != tc.unknown {
+			t.Errorf("%q: outcome unknown %v, want %v", tc.stderr, got, tc.unknown)
+		}
 	}
 }
 

@@ -16,12 +16,11 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/dialect"
-	"github.com/mosaic-hpc/mosaic/internal/dialect/pbs"
-	"github.com/mosaic-hpc/mosaic/internal/dialect/slurm"
-	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/dialect/dialects"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
+	"github.com/mosaic-hpc/mosaic/internal/transport/connect"
 	"github.com/mosaic-hpc/mosaic/internal/transport/globus"
 )
 
@@ -38,7 +37,8 @@ type Provider struct {
 	now      func() time.Time
 	log      *slog.Logger
 
-	protected []string // the core's own files and directories (WithProtected)
+	protected []string        // the core's own files and directories (WithProtected)
+	conn      connect.Options // how New builds the transport (WithLocalEnv, WithLimits, WithGlobus*)
 
 	mu           sync.Mutex
 	user         string
@@ -54,43 +54,29 @@ var (
 // Option adjusts a Provider.
 type Option func(*Provider)
 
-// WithTransport replaces the transport built from the catalog (tests, wrappers).
+// WithTransport is used instead of the transport New would build from the catalog
+// (tests, wrappers, a campaign's own connection).
 func WithTransport(t transport.Transport) Option { return func(p *Provider) { p.tr = t } }
 
-// WithDialect replaces the dialect chosen by the catalog's dialect field.
+// WithDialect is used instead of the dialect the catalog's dialect field names.
 func WithDialect(d dialect.Dialect) Option { return func(p *Provider) { p.d = d } }
 
 // WithLocalEnv adds environment variables to a kind-local transport (e.g. SLURM_CONF).
 func WithLocalEnv(env ...string) Option {
-	return func(p *Provider) {
-		if l, ok := p.tr.(*transport.Local); ok {
-			l.Env = append(l.Env, env...)
-		}
-	}
+	return func(p *Provider) { p.conn.LocalEnv = append(p.conn.LocalEnv, env...) }
 }
 
 // WithLimits sets per-call timeout and output cap of the catalog-built transport.
-func WithLimits(lim transport.Limits) Option {
-	return func(p *Provider) {
-		switch t := p.tr.(type) {
-		case *transport.Local:
-			t.Limits = lim
-		case *transport.SSH:
-			t.Limits = lim
-		case *globus.Transport:
-			t.Limits = lim
-		}
-	}
-}
+func WithLimits(lim transport.Limits) Option { return func(p *Provider) { p.conn.Limits = lim } }
 
-// WithGlobusClient sets the Globus Compute client of a kind-globus transport (tests,
-// or a client sharing the web sign-in's resolver).
-func WithGlobusClient(c *globus.Client) Option {
-	return func(p *Provider) {
-		if g, ok := p.tr.(*globus.Transport); ok {
-			g.Client = c
-		}
-	}
+// WithGlobusClient sets the Globus Compute client of a kind-globus transport; kind
+// globus needs one (the core passes the one it built for all its providers).
+func WithGlobusClient(c *globus.Client) Option { return func(p *Provider) { p.conn.Globus = c } }
+
+// WithGlobusBreakers sets where a kind-globus transport gets its endpoint's circuit
+// breaker (the core's set, shared by its providers and no one else's).
+func WithGlobusBreakers(bs *globus.Breakers) Option {
+	return func(p *Provider) { p.conn.Breakers = bs }
 }
 
 // WithProtected names the core's own files and directories (token, store, config
@@ -105,65 +91,35 @@ func WithProtected(paths ...string) Option {
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.log = l } }
 
-// New builds a provider for a catalog system of kind ssh, local or globus (a Globus
-// Compute endpoint UUID in sys.Endpoint, credentials from globus.DefaultClient).
+// New builds a provider for a catalog system of kind ssh, local or globus. Options
+// are applied first; the transport is then built from the catalog entry by
+// connect.New (unless WithTransport gave one), and the dialect by dialects.For
+// (unless WithDialect did). Kind globus needs WithGlobusClient.
 func New(sys site.System, opts ...Option) (*Provider, error) {
 	p := &Provider{sys: sys, kind: sys.Kind, now: time.Now, log: slog.Default(), user: sys.User}
-	switch sys.Kind {
-	case site.KindSSH:
-		if sys.Host == "" {
-			return nil, fmt.Errorf("system %s: kind ssh needs host (a hostname or ~/.ssh/config alias)", sys.Name)
-		}
-		s := &transport.SSH{Host: sys.Host, User: sys.User}
-		if o := sys.SSH; o != nil {
-			s.Port, s.IdentityFile, s.ProxyJump, s.ConfigFile, s.Options = o.Port, o.IdentityFile, o.ProxyJump, o.ConfigFile, o.Options
-			if o.ConnectTimeout != "" {
-				d, err := model.ParseDuration(o.ConnectTimeout)
-				if err != nil {
-					return nil, fmt.Errorf("system %s: ssh.connect_timeout: %w", sys.Name, err)
-				}
-				s.ConnectTimeout = d.D()
-			}
-		}
-		p.tr = s
-		p.endpoint = sys.Host
-		if sys.User != "" {
-			p.endpoint = sys.User + "@" + sys.Host
-		}
-	case site.KindLocal:
-		p.tr = &transport.Local{}
-		p.endpoint = "localhost"
-	case site.KindGlobus:
-		if !globus.ValidEndpointID(sys.Endpoint) {
-			return nil, fmt.Errorf("system %s: kind globus needs endpoint: <Globus Compute endpoint UUID>, got %q; `mosaic endpoints` lists yours", sys.Name, sys.Endpoint)
-		}
-		p.tr = globus.New(sys.Endpoint, globus.DefaultClient())
-		p.endpoint = sys.Endpoint
-	default:
-		return nil, fmt.Errorf("system %s: kind %q is not an HPC kind (want ssh, local or globus)", sys.Name, sys.Kind)
-	}
-	switch strings.ToLower(sys.Dialect) {
-	case "", site.DialectSlurm:
-		p.d = &slurm.Slurm{EnvScript: sys.EnvScript}
-	case site.DialectPBS:
-		d := &pbs.PBS{EnvScript: sys.EnvScript}
-		for _, f := range sys.Features {
-			if v, ok := strings.CutPrefix(f, "filesystems="); ok {
-				d.Filesystems = v
-			}
-		}
-		p.d = d
-	default:
-		return nil, fmt.Errorf("system %s: dialect %q: want slurm or pbs", sys.Name, sys.Dialect)
-	}
 	for _, o := range opts {
 		o(p)
 	}
-	if g, ok := p.tr.(*globus.Transport); ok && g.Log == nil {
-		g.Log = p.log
+	if !connect.Supports(sys.Kind) {
+		return nil, fmt.Errorf("system %s: kind %q is not an HPC kind (want one of %s)", sys.Name, sys.Kind, strings.Join(connect.Kinds(), ", "))
 	}
-	if p.tr == nil || p.d == nil {
-		return nil, fmt.Errorf("system %s: no transport or dialect", sys.Name)
+	p.endpoint = connect.Endpoint(sys)
+	if p.tr == nil {
+		if p.conn.Log == nil {
+			p.conn.Log = p.log
+		}
+		tr, err := connect.New(sys, p.conn)
+		if err != nil {
+			return nil, err
+		}
+		p.tr = tr
+	}
+	if p.d == nil {
+		d, err := dialects.For(sys)
+		if err != nil {
+			return nil, err
+		}
+		p.d = d
 	}
 	return p, nil
 }
@@ -176,6 +132,9 @@ func (p *Provider) Kind() string { return p.kind }
 
 // Endpoint is the login host or Globus Compute endpoint id.
 func (p *Provider) Endpoint() string { return p.endpoint }
+
+// Transport returns the transport the provider runs its commands through.
+func (p *Provider) Transport() transport.Transport { return p.tr }
 
 // Dialect returns the provider's dialect.
 func (p *Provider) Dialect() dialect.Dialect { return p.d }
@@ -232,7 +191,8 @@ func (p *Provider) workDir() (string, error) {
 	return path.Clean(p.sys.WorkDir), nil
 }
 
-// jobFiles are the site paths for a tag: <workdir>/mosaic/<tag>.{sbatch,out,err}.
+// jobFiles are the site paths for a tag: <workdir>/mosaic/<tag>{<the dialect's
+// ScriptExt>,.out,.err}.
 func (p *Provider) jobFiles(tag string) (dialect.JobFiles, error) {
 	wd, err := p.workDir()
 	if err != nil {
@@ -242,11 +202,7 @@ func (p *Provider) jobFiles(tag string) (dialect.JobFiles, error) {
 		return dialect.JobFiles{}, fmt.Errorf("job tag %q cannot be used as a file name", tag)
 	}
 	dir := path.Join(wd, "mosaic")
-	ext := ".sbatch"
-	if p.d.Name() == site.DialectPBS {
-		ext = ".pbs"
-	}
-	return dialect.JobFiles{Script: path.Join(dir, tag+ext), Stdout: path.Join(dir, tag+".out"), Stderr: path.Join(dir, tag+".err")}, nil
+	return dialect.JobFiles{Script: path.Join(dir, tag+p.d.ScriptExt()), Stdout: path.Join(dir, tag+".out"), Stderr: path.Join(dir, tag+".err")}, nil
 }
 
 // upload writes data to an absolute site path, creating its directory. The shell
@@ -257,7 +213,9 @@ func (p *Provider) upload(ctx context.Context, dst string, data []byte) error {
 		return err
 	}
 	if out.ExitCode != 0 {
-		return fmt.Errorf("%s: upload %s: %s", p.sys.Name, dst, strings.TrimSpace(string(out.Stderr)))
+		// The login node's own failures (EAGAIN on fork, a full disk) classified as the
+		// dialect's commands are: a busy login node is transient.
+		return dialect.Mark(p.d, out, fmt.Errorf("%s: upload %s: %s", p.sys.Name, dst, strings.TrimSpace(string(out.Stderr))))
 	}
 	return nil
 }

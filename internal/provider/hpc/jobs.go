@@ -37,7 +37,8 @@ func (p *Provider) prepare(spec model.JobSpec) (model.JobSpec, dialect.JobFiles,
 	return spec, files, script, nil
 }
 
-// Submit renders spec, uploads the script to <workdir>/mosaic/<tag>.<ext> and submits it.
+// Submit renders spec, uploads the script to <workdir>/mosaic/<tag><ext> and submits
+// it. A refusal is marked with the dialect's class of the scheduler's message.
 func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, error) {
 	_, files, script, err := p.prepare(spec)
 	if err != nil {
@@ -52,7 +53,9 @@ func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, erro
 	}
 	id, err := p.d.ParseSubmit(out)
 	if err != nil {
-		return "", fmt.Errorf("%s: submit %s: %w", p.sys.Name, spec.Tag, err)
+		// The dialect says whether the refusal is transient or left the outcome open
+		// (errs.ErrTransient, errs.ErrOutcomeUnknown); the dispatcher acts on that.
+		return "", dialect.Mark(p.d, out, fmt.Errorf("%s: submit %s: %w", p.sys.Name, spec.Tag, err))
 	}
 	p.log.Debug("submitted", "system", p.sys.Name, "tag", spec.Tag, "job", id)
 	return id, nil

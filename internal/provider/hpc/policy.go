@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/dialect/dialects"
 )
 
 // MaxPutFile is the largest file PutFile uploads.
@@ -226,11 +228,11 @@ const (
 	// look-around needs from them (modules, python, PATH) `mosaic env SYSTEM` reports.
 	whyRC     = "shell start-up files often export API keys; `mosaic env SYSTEM` shows modules, python and containers"
 	whySystem = "system secrets"
-	// Mosaic writes <tag>.sbatch / <tag>.pbs into the workdir with `export K=V` lines.
+	// Mosaic writes <tag><the dialect's ScriptExt> into the workdir with `export K=V` lines.
 	whyJobScript = "Mosaic's job scripts export the task's env and a campaign's forwarded variables, which may be keys; `mosaic task ID` shows the command"
 )
 
-var denyRules = []denyRule{
+var denyRules = append([]denyRule{
 	{"*/.ssh", whySSH}, {"*/.ssh/*", whySSH},
 	{"*/.globus*", "Globus credentials"},
 	{"*/.config/mosaic", whyMosaic}, {"*/.config/mosaic/*", whyMosaic},
@@ -254,7 +256,15 @@ var denyRules = []denyRule{
 	{"*token*", whyName}, {"*secret*", whyName}, {"*credential*", whyName}, {"id_*", whyName},
 	{"*.pem", whyName}, {"*.key", whyName}, {"*.p12", whyName}, {"*.pfx", whyName}, {"*.keytab", whyName},
 	{"*.kdbx", whyName}, {"krb5cc*", whyName},
-	{"*.sbatch", whyJobScript}, {"*.pbs", whyJobScript},
+}, jobScriptRules()...)
+
+// jobScriptRules hide every dialect's job scripts (*.sbatch, *.pbs, ...).
+func jobScriptRules() []denyRule {
+	var out []denyRule
+	for _, d := range dialects.All() {
+		out = append(out, denyRule{"*" + d.ScriptExt(), whyJobScript})
+	}
+	return out
 }
 
 // grepExcludeDirs are directory names recursive grep skips even inside the workdir.

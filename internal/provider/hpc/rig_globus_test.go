@@ -38,11 +38,9 @@ func globusRig(t *testing.T, env ...string) (string, *globus.Client, *globusfake
 }
 
 // fastGlobusPolling polls the local fake more often than the real service deserves.
-func fastGlobusPolling() Option {
-	return func(p *Provider) {
-		if g, ok := p.tr.(*globus.Transport); ok {
-			g.Poll = globus.Backoff{Initial: 30 * time.Millisecond, Max: 300 * time.Millisecond}
-		}
+func fastGlobusPolling(p *Provider) {
+	if g, ok := p.tr.(*globus.Transport); ok {
+		g.Poll = globus.Backoff{Initial: 30 * time.Millisecond, Max: 300 * time.Millisecond}
 	}
 }
 

@@ -72,12 +72,13 @@ func rigProvider(t *testing.T, cluster, via string) (*Provider, *countingTranspo
 		id, c, _ := globusRig(t, "SLURM_CONF="+env.Get(t, "SLURM_CONF_"+up))
 		sys.Kind = site.KindGlobus
 		sys.Endpoint = id
-		opts = append(opts, WithGlobusClient(c), fastGlobusPolling())
+		opts = append(opts, WithGlobusClient(c))
 	}
 	p, err := New(sys, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fastGlobusPolling(p)
 	if s, ok := p.tr.(*transport.SSH); ok {
 		s.ControlDir = filepath.Join(os.TempDir(), "mosaic-ssh-hpctest")
 	}

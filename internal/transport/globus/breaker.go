@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 )
 
 // Breaker defaults: an endpoint found offline is not asked again for DefaultBreakerTTL
@@ -16,7 +16,7 @@ const (
 )
 
 // Breaker is one endpoint's circuit breaker. While open, calls fail at once with an
-// error wrapping provider.ErrSiteDown instead of queueing tasks nobody will run.
+// error wrapping errs.ErrSiteDown instead of queueing tasks nobody will run.
 type Breaker struct {
 	// TTL is how long the breaker stays open; 0 means DefaultBreakerTTL.
 	TTL time.Duration
@@ -51,7 +51,7 @@ func (b *Breaker) Allow() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now := b.now(); now.Before(b.openUntil) {
-		return fmt.Errorf("%s (circuit open for another %s): %w", b.reason, b.openUntil.Sub(now).Round(time.Second), provider.ErrSiteDown)
+		return fmt.Errorf("%s (circuit open for another %s): %w", b.reason, b.openUntil.Sub(now).Round(time.Second), errs.ErrSiteDown)
 	}
 	return nil
 }
@@ -82,7 +82,8 @@ func (b *Breaker) Trips() int {
 	return b.trips
 }
 
-// Breakers hands out one Breaker per endpoint id.
+// Breakers hands out one Breaker per endpoint id. A core holds one set for its
+// providers; there is no process-wide set, so two cores never trip each other.
 type Breakers struct {
 	TTL time.Duration
 	mu  sync.Mutex
@@ -103,6 +104,3 @@ func (bs *Breakers) For(endpoint string) *Breaker {
 	}
 	return b
 }
-
-// DefaultBreakers is shared by transports built without their own breaker.
-var DefaultBreakers = &Breakers{}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 )
 
 // DefaultComputeURL is the Globus Compute web service
@@ -65,15 +65,15 @@ func (e *APIError) Error() string {
 	return s
 }
 
-// Unwrap maps 401 to provider.ErrNeedsLogin.
+// Unwrap maps 401 to errs.ErrNeedsLogin.
 func (e *APIError) Unwrap() error {
 	if e.Status == http.StatusUnauthorized {
-		return provider.ErrNeedsLogin
+		return errs.ErrNeedsLogin
 	}
 	return nil
 }
 
-// ErrServiceUnreachable wraps (with provider.ErrSiteDown) failures to reach the web service.
+// ErrServiceUnreachable wraps (with errs.ErrSiteDown) failures to reach the web service.
 var ErrServiceUnreachable = errors.New("globus compute service unreachable")
 
 func (c *Client) base() string {
@@ -98,7 +98,7 @@ func (c *Client) doLimit(ctx context.Context, method, path string, in, out any, 
 		payload = b
 	}
 	if c.Tokens == nil {
-		return fmt.Errorf("globus compute: no credentials configured: %w", provider.ErrNeedsLogin)
+		return fmt.Errorf("globus compute: no credentials configured: %w", errs.ErrNeedsLogin)
 	}
 	err := c.attempt(ctx, method, path, payload, out, limit)
 	var api *APIError
@@ -140,7 +140,7 @@ func (c *Client) attempt(ctx context.Context, method, path string, payload []byt
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("globus compute %s: %w: %w: %w", path, ErrServiceUnreachable, provider.ErrSiteDown, err)
+		return fmt.Errorf("globus compute %s: %w: %w: %w", path, ErrServiceUnreachable, errs.ErrSiteDown, err)
 	}
 	defer resp.Body.Close()
 	if limit <= 0 {
@@ -151,7 +151,7 @@ func (c *Client) attempt(ctx context.Context, method, path string, payload []byt
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return fmt.Errorf("globus compute %s: %w: %w", path, provider.ErrSiteDown, err)
+		return fmt.Errorf("globus compute %s: %w: %w", path, errs.ErrSiteDown, err)
 	}
 	if int64(len(data)) > limit {
 		return fmt.Errorf("globus compute %s: response over %d bytes: %w", path, limit, ErrResultTooLarge)
@@ -172,7 +172,7 @@ func (c *Client) attempt(ctx context.Context, method, path string, payload []byt
 			e.Message = strings.TrimSpace(string(data))
 		}
 		if resp.StatusCode >= 500 {
-			return fmt.Errorf("%w: %w", e, provider.ErrSiteDown)
+			return fmt.Errorf("%w: %w", e, errs.ErrSiteDown)
 		}
 		return e
 	}

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
 )
 
@@ -74,7 +74,8 @@ type Transport struct {
 	MaxResult int
 	// Poll is the status polling schedule.
 	Poll Backoff
-	// Breaker is the endpoint's breaker; nil means DefaultBreakers.For(Endpoint).
+	// Breaker is the endpoint's breaker (a core's Breakers.For(Endpoint)); nil gives
+	// the transport a breaker of its own.
 	Breaker *Breaker
 	// StatusTTL is how long an "online" endpoint status is trusted; 0 means 30s.
 	StatusTTL time.Duration
@@ -96,8 +97,10 @@ func New(endpoint string, c *Client) *Transport {
 }
 
 func (t *Transport) breaker() *Breaker {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.Breaker == nil {
-		t.Breaker = DefaultBreakers.For(t.Endpoint)
+		t.Breaker = &Breaker{}
 	}
 	return t.Breaker
 }
@@ -223,7 +226,7 @@ func (t *Transport) ctxErr(ctx context.Context, err error) error {
 
 // siteErr trips the breaker on errors meaning the site is down.
 func (t *Transport) siteErr(err error) error {
-	if errors.Is(err, provider.ErrSiteDown) {
+	if errors.Is(err, errs.ErrSiteDown) {
 		t.breaker().Trip(err.Error())
 	}
 	return err
@@ -248,7 +251,7 @@ func (t *Transport) ensureOnline(ctx context.Context, force bool) error {
 	if !strings.EqualFold(st.Status, "online") {
 		reason := fmt.Sprintf("Globus Compute endpoint %s is %s; on its login node run `~/.gce-venv/bin/globus-compute-endpoint start --detach mosaic` (or `mosaic endpoint-setup HOST`)", t.Endpoint, orUnknown(st.Status))
 		t.breaker().Trip(reason)
-		return fmt.Errorf("%s: %w", reason, provider.ErrSiteDown)
+		return fmt.Errorf("%s: %w", reason, errs.ErrSiteDown)
 	}
 	t.mu.Lock()
 	t.lastOnline = time.Now()

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/auth"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/globusfake"
-	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
 	"github.com/mosaic-hpc/mosaic/internal/transport/globus"
 )
@@ -119,7 +119,7 @@ func TestEndpointOfflineOpensBreaker(t *testing.T) {
 	tr := r.transport()
 	r.fake.SetOnline(epID, false)
 	_, err := tr.Run(context.Background(), []string{"true"}, nil)
-	if !errors.Is(err, provider.ErrSiteDown) || !strings.Contains(err.Error(), "globus-compute-endpoint start") {
+	if !errors.Is(err, errs.ErrSiteDown) || !strings.Contains(err.Error(), "globus-compute-endpoint start") {
 		t.Fatalf("offline endpoint: %v", err)
 	}
 	if !tr.Breaker.Open() {
@@ -127,7 +127,7 @@ func TestEndpointOfflineOpensBreaker(t *testing.T) {
 	}
 	calls := r.fake.StatusCalls.Load()
 	_, err = tr.Run(context.Background(), []string{"true"}, nil)
-	if !errors.Is(err, provider.ErrSiteDown) || !strings.Contains(err.Error(), "circuit open") {
+	if !errors.Is(err, errs.ErrSiteDown) || !strings.Contains(err.Error(), "circuit open") {
 		t.Fatalf("second call: %v", err)
 	}
 	if r.fake.StatusCalls.Load() != calls || r.fake.Submits.Load() != 0 {
@@ -151,7 +151,7 @@ func TestEndpointGoesOfflineWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := tr.Run(ctx, []string{"true"}, nil)
-	if !errors.Is(err, provider.ErrSiteDown) {
+	if !errors.Is(err, errs.ErrSiteDown) {
 		t.Fatalf("task waiting on an offline endpoint: %v", err)
 	}
 }
@@ -207,10 +207,10 @@ func TestRevokedGrantNeedsLogin(t *testing.T) {
 	}
 	r.fake.RevokeAll()
 	_, err = tr.Run(context.Background(), []string{"true"}, nil)
-	if !errors.Is(err, provider.ErrNeedsLogin) || !strings.Contains(err.Error(), "mosaic login") {
+	if !errors.Is(err, errs.ErrNeedsLogin) || !strings.Contains(err.Error(), "mosaic login") {
 		t.Fatalf("revoked token: %v", err)
 	}
-	if errors.Is(err, provider.ErrSiteDown) {
+	if errors.Is(err, errs.ErrSiteDown) {
 		t.Fatal("a credentials problem is not a site outage")
 	}
 }
@@ -247,7 +247,7 @@ func TestRunValidation(t *testing.T) {
 		t.Fatal("empty argv accepted")
 	}
 	tr.Breaker = &globus.Breaker{}
-	if _, err := tr.Run(context.Background(), []string{"true"}, nil); !errors.Is(err, provider.ErrNeedsLogin) {
+	if _, err := tr.Run(context.Background(), []string{"true"}, nil); !errors.Is(err, errs.ErrNeedsLogin) {
 		t.Fatalf("no credentials: %v", err)
 	}
 }
