@@ -268,8 +268,8 @@ func TestRigCampaignAttachPBSInterrupt(t *testing.T) {
 		t.Fatalf("launch output lacks the PBS attach:\n%s", out)
 	}
 	// The attached agents run in the job's context.
-	envOut := r.pbs("sh", "-c", "'for p in $(pgrep -u mosaicpbs -f \"agent run\"); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep ^PBS_JOBID=; done | sort -u'")
-	if !strings.Contains(envOut, "PBS_JOBID="+job) {
+	envOut := r.pbs("sh", "-c", "'for p in $(pgrep -u mosaicpbs -f \"[c]ampaign spawn-site\"); do tr \"\\0\" \"\\n\" </proc/$p/environ | grep ^PBS_; done | sort -u'")
+	if !strings.Contains(envOut, "PBS_JOBID="+job) || !strings.Contains(envOut, "PBS_NODEFILE=") {
 		t.Errorf("attached agents' PBS_JOBID: %q, want %s\n%s", envOut, job, r.pbs("ps", "-u", "mosaicpbs", "-o", "pid,ppid,args"))
 	}
 	if err := l.cmd.Process.Signal(os.Interrupt); err != nil {
@@ -282,7 +282,8 @@ func TestRigCampaignAttachPBSInterrupt(t *testing.T) {
 	var left []string
 	for range 40 {
 		left = append(r.pbsQueued(prefix), r.queued("alpha", prefix)...)
-		if ps := strings.TrimSpace(r.pbs("sh", "-c", "'pgrep -u mosaicpbs -f "+run+" || true'")); ps != "" {
+		// "[e]2e-…": the pattern does not match the shell running pgrep itself.
+		if ps := strings.TrimSpace(r.pbs("sh", "-c", "'pgrep -u mosaicpbs -f \"["+run[:1]+"]"+run[1:]+"\" || true'")); ps != "" {
 			left = append(left, "processes "+ps)
 		}
 		if len(left) == 0 {
