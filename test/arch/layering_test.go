@@ -37,7 +37,7 @@ var levels = map[string]int{
 	"client":                         lvLeaf, // public HTTP client: stdlib + api/v1 (see publicOnly, importableOnlyBy)
 	"internal/model":                 lvLeaf, // domain types
 	"internal/errs":                  lvLeaf, // sentinel errors shared by every layer
-	"internal/config":                lvLeaf, // paths, env files, API token; imports nothing of ours
+	"internal/config":                lvLeaf, // paths, env files, API token (imports only model)
 	"internal/skill":                 lvLeaf, // embedded agent instructions (data)
 	"internal/session":               lvLeaf, // browser sessions: the UI issues them, the API guard checks them
 	"internal/transport/rigenv":      lvLeaf, // test rig discovery for tests (imports only testing)
@@ -76,20 +76,26 @@ var levels = map[string]int{
 	"test/arch":                      lvCmd,
 }
 
-// surfaces must not import one another (each calls core; cmd composes them).
-var surfaces = []string{"internal/api", "internal/web", "internal/mcp"}
+// Surfaces (every package at lvSurface) must not import one another: each calls core,
+// and internal/server composes them. A new surface is one line in the table.
 
 // publicOnly: public packages importable from outside the module may import, of the
 // module, only these (so a program that imports them pulls nothing internal).
 var publicOnly = map[string][]string{
+	"api/v1": {}, // the wire types: nothing of ours (TestWireTypesStdlibOnly: nothing outside the stdlib either)
 	"client": {"api/v1"},
 	"agent":  {"api/v1"},
 }
 
 // importableOnlyBy: the HTTP client is for programs talking to a core from outside
-// (the CLI, `mosaic mcp` over stdio); the server must never call itself through it.
+// (the CLI, which also hands it to `mosaic mcp` over stdio); the server and its
+// surfaces must never call themselves through it. Test-only packages (fakes and rig
+// discovery) may be imported by nothing but tests (test imports are not in the graph).
 var importableOnlyBy = map[string][]string{
-	"client": {"cmd/mosaic", "internal/mcp", "test/e2e"},
+	"client":                         {"cmd/mosaic", "test/e2e"},
+	"internal/globusfake":            {},
+	"internal/scheduler/llm/llmtest": {},
+	"internal/transport/rigenv":      {},
 }
 
 // pendingPackages are table entries that may name packages not created yet (none).
@@ -109,7 +115,6 @@ func (v violation) key() string { return v.From + " -> " + v.To }
 // rules are the layering rules checkImports enforces.
 type rules struct {
 	levels           map[string]int
-	surfaces         []string
 	publicOnly       map[string][]string
 	importableOnlyBy map[string][]string
 }
@@ -117,10 +122,7 @@ type rules struct {
 // checkImports returns every rule broken by graph (package -> the module packages it
 // imports), and the packages the level table does not classify.
 func checkImports(graph map[string][]string, r rules) (vs []violation, unclassified []string) {
-	isSurface := map[string]bool{}
-	for _, s := range r.surfaces {
-		isSurface[s] = true
-	}
+	isSurface := func(p string) bool { l, ok := r.levels[p]; return ok && l == lvSurface }
 	for _, from := range sortedKeys(graph) {
 		lf, ok := r.levels[from]
 		if !ok {
@@ -134,7 +136,7 @@ func checkImports(graph map[string][]string, r rules) (vs []violation, unclassif
 				// reported when to itself is walked (it is a package of the module)
 			case lt > lf:
 				vs = append(vs, violation{from, to, fmt.Sprintf("level %d imports level %d (a package may import only its own level or below)", lf, lt)})
-			case isSurface[from] && isSurface[to] && from != to:
+			case isSurface(from) && isSurface(to) && from != to:
 				vs = append(vs, violation{from, to, "a surface imports another surface (each calls core; cmd composes them)"})
 			}
 			if allowed, ok := r.publicOnly[from]; ok && !contains(allowed, to) {
@@ -222,7 +224,7 @@ func rel(p string) string {
 	return p
 }
 
-var layering = rules{levels: levels, surfaces: surfaces, publicOnly: publicOnly, importableOnlyBy: importableOnlyBy}
+var layering = rules{levels: levels, publicOnly: publicOnly, importableOnlyBy: importableOnlyBy}
 
 // TestLayering fails when a package of the module imports one above its level, a
 // surface imports another surface, a public package imports internal ones, or a
@@ -258,16 +260,15 @@ func TestLayeringChecker(t *testing.T) {
 	r := rules{
 		levels: map[string]int{
 			"m": lvLeaf, "site": lvSite, "tr": lvReach, "prov": lvProvider, "core": lvCore,
-			"api": lvSurface, "mcp": lvSurface, "client": lvLeaf, "v1": lvLeaf, "cmd": lvCmd,
+			"api": lvSurface, "mcp": lvSurface, "ui": lvSurface, "client": lvLeaf, "v1": lvLeaf, "cmd": lvCmd, "fake": lvReach,
 		},
-		surfaces:         []string{"api", "mcp"},
-		publicOnly:       map[string][]string{"client": {"v1"}},
-		importableOnlyBy: map[string][]string{"client": {"cmd", "mcp"}},
+		publicOnly:       map[string][]string{"client": {"v1"}, "v1": {}},
+		importableOnlyBy: map[string][]string{"client": {"cmd"}, "fake": {}},
 	}
 	clean := map[string][]string{
 		"m": nil, "v1": nil, "site": {"m"}, "tr": {"site", "m"}, "prov": {"tr", "m"},
-		"core": {"prov"}, "api": {"core", "v1"}, "mcp": {"core", "client"}, "client": {"v1"},
-		"cmd": {"api", "mcp", "client"},
+		"core": {"prov"}, "api": {"core", "v1"}, "mcp": {"core", "v1"}, "ui": {"core"}, "client": {"v1"},
+		"cmd": {"api", "mcp", "ui", "client"}, "fake": {"tr"},
 	}
 	if vs, un := checkImports(clean, r); len(vs) != 0 || len(un) != 0 {
 		t.Fatalf("clean graph: violations %v, unclassified %v", vs, un)
@@ -282,6 +283,10 @@ func TestLayeringChecker(t *testing.T) {
 		{"surface imports surface", "api", "mcp", "surface imports another surface"},
 		{"public package imports internal", "client", "m", "public package"},
 		{"server calls itself over http", "api", "client", "may be imported only by"},
+		{"mcp calls the core over http", "mcp", "client", "may be imported only by"},
+		{"any surface imports another (no list to keep)", "ui", "api", "surface imports another surface"},
+		{"wire types import a domain package", "v1", "m", "public package"},
+		{"production code imports a test fake", "core", "fake", "may be imported only by"},
 		{"core imports a surface", "core", "api", "imports level"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -305,5 +310,21 @@ func TestLayeringChecker(t *testing.T) {
 	g := map[string][]string{"m": nil, "newpkg": {"m"}}
 	if _, un := checkImports(g, r); len(un) != 1 || un[0] != "newpkg" {
 		t.Fatalf("unclassified package not reported: %v", un)
+	}
+}
+
+// TestWireTypesStdlibOnly: the public wire types depend on the standard library alone,
+// so any program (and the client) can use them without pulling a module.
+func TestWireTypesStdlibOnly(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, module+"/api/v1")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p != module+"/api/v1" {
+			t.Errorf("api/v1 depends on %s; the wire types must need only the standard library", p)
+		}
 	}
 }

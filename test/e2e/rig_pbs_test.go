@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -296,5 +297,73 @@ func TestRigCampaignAttachPBSInterrupt(t *testing.T) {
 	}
 	if !strings.Contains(r.pbs("qstat", "-f", job), "job_state = R") {
 		t.Errorf("the user's allocation %s is no longer running; attach must not end it", job)
+	}
+}
+
+// TestRigPBSSiteTools: preflight, smoke and look-around against the PBS site, through
+// the built binary as a user runs them.
+func TestRigPBSSiteTools(t *testing.T) {
+	r := needPBSRig(t)
+	e := newEnv(t)
+	sites := r.sitesWithPBS()
+	out, errOut, rc := e.run("preflight", "--sites", sites)
+	if rc != 0 || !strings.Contains(out, "pbs 23.06") || strings.Count(out, " ok ") < 6 {
+		t.Fatalf("preflight rc=%d\n%s%s", rc, out, errOut)
+	}
+	out, errOut, rc = e.run("smoke", "pbs", "--sites", sites, "--json")
+	if rc != 0 {
+		t.Fatalf("smoke pbs rc=%d %s\n%s", rc, errOut, out)
+	}
+	var steps []struct {
+		Step string
+		OK   bool
+	}
+	if err := json.Unmarshal([]byte(out), &steps); err != nil || len(steps) != 5 || !steps[4].OK || steps[4].Step != "gone" {
+		t.Fatalf("smoke steps %s (%v)", out, err)
+	}
+	e.serve("--sites", sites, "--tick", "2s")
+	out, _, rc = e.run("exec", "pbs", "qstat -Q")
+	if rc != 0 || !strings.Contains(out, "workq") {
+		t.Fatalf("exec qstat -Q: rc=%d %s", rc, out)
+	}
+}
+
+// TestRigCampaignPBSSubmitInterrupt: the coordinator in a PBS job (submit mode), the
+// workers attached on Slurm beta; SIGINT to the launcher deletes the PBS job (qstat -x
+// shows it finished) and leaves nothing of the run queued or running anywhere.
+func TestRigCampaignPBSSubmitInterrupt(t *testing.T) {
+	r := needPBSRig(t)
+	e := newEnv(t)
+	job, node := r.allocation(t)
+	run := fmt.Sprintf("e2e-pbssub-%d", time.Now().UnixNano()%1e9)
+	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sitesWithPBS(), "--mosaic-bin", r.sharedBinary(),
+		"--site", "pbs:queue=workq;walltime=00:10:00;agents=coordinator",
+		"--site", "beta:attach="+node+";jobid="+job+";agents=worker-a,worker-b",
+		"--startup-timeout", "120s")
+	l.waitFor("all 2 sites ready", 150*time.Second)
+	prefix := "mosaic-c-" + run
+	if len(r.pbsQueued(prefix)) != 1 {
+		t.Fatalf("want the run's PBS job live before the interrupt, qstat has %v\n%s", r.pbsQueued(prefix), l.output())
+	}
+	if err := l.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.wait(90 * time.Second); err == nil {
+		t.Errorf("interrupted launch exited 0\n%s", l.output())
+	}
+	var left []string
+	for range 60 {
+		left = append(r.pbsQueued(prefix), stepsNamed(r, job, prefix)...)
+		if len(left) == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("left behind after SIGINT: %v\n%s", left, l.output())
+	}
+	hist := r.pbs("qstat", "-x", "-f", "-F", "json")
+	if !strings.Contains(hist, prefix) {
+		t.Errorf("qstat -x has no job named %s*", prefix)
 	}
 }
