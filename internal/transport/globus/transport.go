@@ -203,23 +203,26 @@ func (t *Transport) Run(ctx context.Context, argv []string, stdin io.Reader) (tr
 		return transport.Result{}, fmt.Errorf("globus compute submit returned %d task ids for one task", len(ids))
 	}
 	t.log().Debug("globus task submitted", "endpoint", t.Endpoint, "task", ids[0], "cmd", argv[0])
+	// From here on the endpoint has the task: whatever fails, the command may have run
+	// (an sbatch may have queued a job), so the caller must look before repeating it.
 	st, err := t.wait(ctx, ids[0])
 	if err != nil {
-		return transport.Result{}, t.ctxErr(ctx, err)
+		return transport.Result{}, errs.Mark(t.ctxErr(ctx, err), errs.ErrOutcomeUnknown, errs.ErrTransient)
 	}
 	res, err := t.decode(st)
 	if err != nil {
-		return transport.Result{}, err
+		return transport.Result{}, errs.Mark(err, errs.ErrOutcomeUnknown)
 	}
 	br.Reset()
 	res.Duration = time.Since(start)
 	return res, nil
 }
 
-// ctxErr turns a deadline into transport.ErrTimeout.
+// ctxErr turns a deadline into transport.ErrTimeout (still a context.DeadlineExceeded,
+// as the other transports' timeouts are).
 func (t *Transport) ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(context.Cause(ctx), transport.ErrTimeout) {
-		return fmt.Errorf("globus endpoint %s: %w after %s", t.Endpoint, transport.ErrTimeout, t.timeout())
+		return fmt.Errorf("globus endpoint %s: %w after %s (%w)", t.Endpoint, transport.ErrTimeout, t.timeout(), context.DeadlineExceeded)
 	}
 	return err
 }

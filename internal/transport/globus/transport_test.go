@@ -181,6 +181,12 @@ func TestTimeout(t *testing.T) {
 	if time.Since(start) > 10*time.Second {
 		t.Fatal("timeout not enforced")
 	}
+	// The endpoint had the task: an sbatch in it may have queued a job, so the engine
+	// must look the job up by tag rather than call the submit refused (and move the task
+	// elsewhere) or resubmit blind.
+	if !errors.Is(err, errs.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a timeout after the task was submitted must say the outcome is unknown: %v", err)
+	}
 }
 
 func TestRevokedGrantNeedsLogin(t *testing.T) {
