@@ -54,6 +54,18 @@ func ScriptRuntime(c *Container) (string, error) {
 	return rt, nil
 }
 
+// RuntimeCommand is the shell word a job script runs rt (a ScriptRuntime result) with:
+// rt itself when the node has it, else the other of the apptainer family (the rule
+// that placed the job treats them as one, and many sites install only SingularityCE).
+// rt must be one of RunnableContainerRuntimes.
+func RuntimeCommand(rt string) string {
+	other := "singularity"
+	if rt == "singularity" {
+		other = "apptainer"
+	}
+	return `"$(command -v ` + rt + ` || command -v ` + other + ` || echo ` + rt + `)"`
+}
+
 // ParseContainerRef reads RUNTIME:IMAGE ("apptainer:/scratch/x.sif",
 // "singularity:docker://pytorch/pytorch") as the CLI's --container takes it.
 func ParseContainerRef(s string) (*Container, error) {
@@ -64,15 +76,19 @@ func ParseContainerRef(s string) (*Container, error) {
 	return &Container{Runtime: strings.ToLower(rt), Image: img}, nil
 }
 
-// ContainerRuntimeNamedIn returns the first known runtime that text (lower-cased
-// prose) names as a word, or "" when it names none.
-func ContainerRuntimeNamedIn(text string) string {
+// RunnableRuntimeNamedIn returns the first runtime the job scripts can drive that text
+// (prose) names as a word ("singularity", also as "singularity-ce"), or "" when it names
+// none: "a docker image run with singularity" is singularity, "a docker image" is ""
+// (the image's origin, which the default runtime runs).
+func RunnableRuntimeNamedIn(text string) string {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
 	})
 	for _, w := range words {
-		if IsKnownContainerRuntime(w) {
-			return w
+		for _, rt := range RunnableContainerRuntimes {
+			if w == rt || strings.HasPrefix(w, rt+"-") {
+				return rt
+			}
 		}
 	}
 	return ""

@@ -1,6 +1,9 @@
 package model
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -70,16 +73,21 @@ func TestParseContainerRef(t *testing.T) {
 	}
 }
 
-func TestContainerRuntimeNamedIn(t *testing.T) {
+func TestRunnableRuntimeNamedIn(t *testing.T) {
 	for in, want := range map[string]string{
-		"run it under singularity please": "singularity",
-		"an apptainer image":              "apptainer",
-		"a podman-hpc container":          "podman-hpc",
-		"dockerfile based build":          "",
-		"no runtime named":                "",
+		"run it under singularity please":            "singularity",
+		"an apptainer image":                         "apptainer",
+		"a docker image, run with singularity":       "singularity",
+		"with SingularityCE? no: singularity-ce 4":   "singularity",
+		"a podman-hpc container":                     "",
+		"a docker image":                             "",
+		"dockerfile based build":                     "",
+		"no runtime named":                           "",
+		"apptainers are not a runtime (plural)":      "",
+		"docker://nvcr.io/nvidia/pytorch, apptainer": "apptainer",
 	} {
-		if got := ContainerRuntimeNamedIn(in); got != want {
-			t.Errorf("ContainerRuntimeNamedIn(%q) = %q, want %q", in, got, want)
+		if got := RunnableRuntimeNamedIn(in); got != want {
+			t.Errorf("RunnableRuntimeNamedIn(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -94,6 +102,40 @@ func TestEnvelopeRefusesUnrunnableRuntime(t *testing.T) {
 		err := e.Validate()
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("runtime %s: Validate() = %v, want %q", rt, err, want)
+		}
+	}
+}
+
+// TestRuntimeCommandFallsBackInFamily runs the rendered word in bash with only the
+// other runtime on PATH: a job asking for apptainer runs on a SingularityCE-only node
+// (the container rule placed it there as compatible), and the asked one wins when both
+// are there.
+func TestRuntimeCommandFallsBackInFamily(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	for _, c := range []struct {
+		ask  string
+		have []string
+		want string
+	}{
+		{"apptainer", []string{"singularity"}, "singularity"},
+		{"singularity", []string{"apptainer"}, "apptainer"},
+		{"apptainer", []string{"apptainer", "singularity"}, "apptainer"},
+		{"singularity", []string{"apptainer", "singularity"}, "singularity"},
+	} {
+		dir := t.TempDir()
+		for _, h := range c.have {
+			if err := os.WriteFile(filepath.Join(dir, h), []byte("#!/bin/sh\necho "+h+" \"$@\"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(bash, "-c", "exec "+RuntimeCommand(c.ask)+" exec img true")
+		cmd.Env = []string{"PATH=" + dir}
+		out, err := cmd.Output()
+		if err != nil || strings.TrimSpace(string(out)) != c.want+" exec img true" {
+			t.Errorf("ask %s with %v on PATH: %q %v, want %s to run", c.ask, c.have, out, err, c.want)
 		}
 	}
 }

@@ -130,7 +130,16 @@ func decodeAll(b []byte, what string) ([]map[string]any, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("%s: empty output", what)
 	}
-	dec := json.NewDecoder(bytes.NewReader(Repair(b)))
+	// Valid documents are read as they are (Repair's line rewriting is for PBS's broken
+	// JSON, and json.Valid is false for several documents in a row).
+	if docs, err := decodeDocs(b, what); err == nil {
+		return docs, nil
+	}
+	return decodeDocs(Repair(b), what)
+}
+
+func decodeDocs(b []byte, what string) ([]map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var docs []map[string]any
 	for {

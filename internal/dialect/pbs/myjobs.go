@@ -5,11 +5,12 @@ import (
 	"strings"
 )
 
-// MyJobsCommand lists every job the server shows, one line each, in the wide
-// alternate format (`qstat -a -w`): far lighter than `qstat -f` on a large site, and
-// the only listing with the owner and queue that -f's JSON mode does not filter by
-// user (`-f` and `-u` conflict).
-func MyJobsCommand() []string { return []string{"qstat", "-a", "-w"} }
+// MyJobsCommand lists the login user's jobs, one line each, in the wide alternate format
+// (`qstat -a -w -u USER`, the user from `id -un` on the site): the listing with owner,
+// queue and state that -f's JSON mode cannot filter by user (`-f` and `-u` conflict).
+func MyJobsCommand() []string {
+	return []string{"sh", "-c", `exec qstat -a -w -u "$(id -un)"`}
+}
 
 // JobCounts is how many of a queue's jobs run and wait.
 type JobCounts struct{ Running, Pending int }
@@ -25,7 +26,7 @@ type JobCounts struct{ Running, Pending int }
 // qstat cuts a column's value to its width and marks it with '*' ("averyverylongus*"),
 // so a cut user or queue name matches by prefix; queues names the queues the probe
 // knows (a cut queue name is resolved against them). States R, E (exiting) and B
-// (array begun) run; Q, H, W and T wait; others (S, U, X, F) count as neither.
+// (array begun) run; Q, H, W and T wait; any other letter counts as neither.
 func ParseMyJobs(out []byte, user string, queues []string) (map[string]JobCounts, error) {
 	res := map[string]JobCounts{}
 	sawHeader := false
@@ -56,9 +57,7 @@ func ParseMyJobs(out []byte, user string, queues []string) (map[string]JobCounts
 			c.Running++
 		case "Q", "H", "W", "T":
 			c.Pending++
-		case "S", "U", "X", "F", "M":
-		default:
-			return nil, fmt.Errorf("qstat -a -w line %d: unknown job state %q", n+1, f[9])
+		default: // S, U, X, F, M and letters of later PBS versions: neither running nor waiting
 		}
 		res[q] = c
 	}

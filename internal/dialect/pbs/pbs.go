@@ -75,16 +75,16 @@ func (p *PBS) ParseProbe(outs []dialect.Output, user string) ([]model.ResourceRe
 	if len(recs) == 0 {
 		return nil, errors.New("qstat -Q listed no execution or route queue")
 	}
-	if outs[2].ExitCode != 0 {
-		return nil, fmt.Errorf("qstat -a failed: %s", message(outs[2]))
-	}
+	// The user's own counts are best effort: the queues and nodes stand without them.
 	names := make([]string, len(recs))
 	for i, r := range recs {
 		names[i] = r.Partition
 	}
-	mine, err := ParseMyJobs(outs[2].Stdout, user, names)
-	if err != nil {
-		return nil, err
+	mine := map[string]JobCounts{}
+	if outs[2].ExitCode == 0 {
+		if m, err := ParseMyJobs(outs[2].Stdout, user, names); err == nil {
+			mine = m
+		}
 	}
 	for i := range recs {
 		c := mine[recs[i].Partition]
@@ -123,13 +123,13 @@ func (p *PBS) ParseSubmit(out dialect.Output) (string, error) {
 // ids, qstat's JSON mode prints only the first job (seen on OpenPBS 23.06; see
 // ../shared/notes/pbs-from-source.md), and listing every job of the server instead
 // costs a large site megabytes per tick. The exit status is the last failing qstat's.
-const statusLoop = `rc=0; for j in "$@"; do qstat -x -f -F json "$j" || rc=$?; done; exit $rc`
+const statusLoop = `rc=0; for j in "$@"; do qstat -x -f -F json -- "$j" || rc=$?; done; exit $rc`
 
 // StatusCommand is `qstat -x -f -F json ID` (finished jobs included); several ids are
 // asked one qstat each, within one remote call (statusLoop).
 func (p *PBS) StatusCommand(jobIDs []string) []string {
 	if len(jobIDs) <= 1 {
-		return append([]string{"qstat", "-x", "-f", "-F", "json"}, jobIDs...)
+		return append([]string{"qstat", "-x", "-f", "-F", "json", "--"}, jobIDs...)
 	}
 	return append([]string{"sh", "-c", statusLoop, "mosaic-qstat"}, jobIDs...)
 }
@@ -162,8 +162,8 @@ func (p *PBS) ParseFallbackStatus([]string, []dialect.Output) (map[string]model.
 	return nil, errors.New("pbs has no fallback status query")
 }
 
-// CancelCommand is `qdel IDS...`.
-func (p *PBS) CancelCommand(jobIDs []string) []string { return append([]string{"qdel"}, jobIDs...) }
+// CancelCommand is `qdel -- IDS...` (an id is never read as an option).
+func (p *PBS) CancelCommand(jobIDs []string) []string { return append([]string{"qdel", "--"}, jobIDs...) }
 
 // ParseCancel accepts unknown and finished jobs ("qdel: Unknown Job Id", "Job has finished").
 func (p *PBS) ParseCancel(out dialect.Output) error {

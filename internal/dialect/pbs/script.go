@@ -126,7 +126,7 @@ func RenderScript(spec model.JobSpec, files dialect.JobFiles, envScript, filesys
 		if c.Image == "" {
 			return nil, fmt.Errorf("job spec %s: container image is empty", spec.Tag)
 		}
-		d.Runtime, d.Image = rt, c.Image
+		d.Runtime, d.Image = model.RuntimeCommand(rt), c.Image
 	}
 	var b bytes.Buffer
 	if err := scriptTmpl.Execute(&b, d); err != nil {

@@ -66,7 +66,7 @@ func TestRenderScriptVariants(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = string(b)
-	if !strings.Contains(s, "#SBATCH --gres=gpu:4\n") || !strings.Contains(s, "exec apptainer exec --nv /img/pytorch.sif /bin/bash -c 'echo \"$CUDA_VISIBLE_DEVICES\"") {
+	if !strings.Contains(s, "#SBATCH --gres=gpu:4\n") || !strings.Contains(s, `exec "$(command -v apptainer || command -v singularity || echo apptainer)" exec --nv /img/pytorch.sif /bin/bash -c`+" 'echo \"$CUDA_VISIBLE_DEVICES\"") {
 		t.Errorf("container/multi-node:\n%s", s)
 	}
 	if err := exec.Command("bash", "-n", "-c", s).Run(); err != nil {

@@ -195,10 +195,7 @@ func Heuristic(description string) model.Envelope {
 	env.Walltime = model.DurationRange{Min: wmin, Max: wmax}
 
 	if m := reImage.FindStringSubmatch(description); m != nil {
-		rt := model.ContainerRuntimeNamedIn(t)
-		if !model.IsRunnableContainerRuntime(rt) {
-			rt = "" // "a docker image" names the image's origin; the site's apptainer runs it
-		}
+		rt := model.RunnableRuntimeNamedIn(t)
 		env.Constraints.Container = &model.Container{Image: m[1], Runtime: rt}
 		why = append(why, "container "+m[1])
 		signals++
