@@ -55,6 +55,9 @@ type Client struct {
 	// requestWindow bounds one blocking receive/listen request; longer waits are
 	// made of several requests (client.py request_timeout_s, default 60 s).
 	requestWindow time.Duration
+	// reconnectFor and onReconnect: see WithReconnect.
+	reconnectFor time.Duration
+	onReconnect  func(after time.Duration)
 }
 
 // Option configures a Client.
@@ -104,7 +107,7 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	host, _ := os.Hostname()
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: &http.Client{}, requestWindow: 60 * time.Second,
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: &http.Client{}, requestWindow: 60 * time.Second, reconnectFor: DefaultReconnectFor,
 		holder: holder{Instance: fmt.Sprintf("%s/%d/%x", host, os.Getpid(), rnd), Host: host, PID: os.Getpid()}}
 	for _, o := range opts {
 		o(c)
@@ -220,8 +223,10 @@ func (c *Client) Send(ctx context.Context, m Message) error {
 	if err != nil {
 		return fmt.Errorf("exchange send: encode message: %w", err)
 	}
-	_, err = c.do(ctx, "send", http.MethodPut, "/message", map[string]any{"message": string(raw)})
-	return err
+	return c.retry(ctx, notDelivered, func() error {
+		_, err := c.do(ctx, "send", http.MethodPut, "/message", map[string]any{"message": string(raw)})
+		return err
+	})
 }
 
 // Receive waits up to timeout for the next message of mailbox (timeout <= 0:
@@ -242,7 +247,12 @@ func (c *Client) Receive(ctx context.Context, mailbox EntityID, timeout time.Dur
 			}
 			win = min(win, left)
 		}
-		data, err := c.do(ctx, "receive", http.MethodGet, "/message", map[string]any{"mailbox": mailbox.encode(), "timeout": win.Seconds()})
+		var data []byte
+		err := c.retry(ctx, exchangeDown, func() error {
+			var err error
+			data, err = c.do(ctx, "receive", http.MethodGet, "/message", map[string]any{"mailbox": mailbox.encode(), "timeout": win.Seconds()})
+			return err
+		})
 		if errors.Is(err, ErrTimeout) && (deadline.IsZero() || time.Now().Before(deadline)) && ctx.Err() == nil {
 			continue
 		}

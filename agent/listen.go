@@ -29,9 +29,25 @@ func (c *Client) Listen(ctx context.Context, mailbox EntityID, timeout time.Dura
 			}
 			win = min(win, left)
 		}
-		got, err := c.listenOnce(ctx, mailbox, win, fn)
-		if got {
-			last = time.Now()
+		// A stream the exchange dropped (it restarted, the network blinked) is
+		// reopened with backoff for up to the reconnect window; fn's own errors end
+		// the listen at once.
+		var fnErr error
+		err := c.retry(ctx, func(err error) bool { return fnErr == nil && exchangeDown(err) }, func() error {
+			got, err := c.listenOnce(ctx, mailbox, win, func(m Message) error {
+				if err := fn(m); err != nil {
+					fnErr = err
+					return err
+				}
+				return nil
+			})
+			if got {
+				last = time.Now()
+			}
+			return err
+		})
+		if fnErr != nil {
+			return fnErr
 		}
 		if err != nil {
 			return err
@@ -40,10 +56,19 @@ func (c *Client) Listen(ctx context.Context, mailbox EntityID, timeout time.Dura
 			return err
 		}
 		// The server ends a stream at its timeout or when the mailbox was
-		// terminated; the status tells which.
-		st, err := c.Status(ctx, mailbox)
+		// terminated; the status tells which (and, after a reconnect, that the
+		// mailbox is still there).
+		var st Status
+		err = c.retry(ctx, exchangeDown, func() error {
+			var err error
+			st, err = c.Status(ctx, mailbox)
+			return err
+		})
 		if err != nil {
 			return err
+		}
+		if st == StatusMissing {
+			return &StatusError{Op: "listen", Code: http.StatusNotFound, Text: "mailbox " + mailbox.UID.String() + " is not on the exchange (did it restart without its state?)"}
 		}
 		if st == StatusTerminated {
 			return &StatusError{Op: "listen", Code: 419, Text: "Mailbox was closed"}
@@ -91,7 +116,7 @@ func (c *Client) listenOnce(ctx context.Context, mailbox EntityID, win time.Dura
 		}
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
-		return got, fmt.Errorf("exchange listen: stream broken: %w", err)
+		return got, fmt.Errorf("exchange listen: %w: %w", errStreamBroken, err)
 	}
 	return got, nil
 }

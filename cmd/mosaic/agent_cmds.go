@@ -44,9 +44,14 @@ func (x *exchangeFlags) exchangeURL(spec *campaign.Spec) (string, error) {
 	return u, nil
 }
 
-// newExchangeClient is an exchange client of u with tok.
+// newExchangeClient is an exchange client of u with tok. It reconnects for up to
+// agent.DefaultReconnectFor when the exchange goes away and says so on stderr when it
+// is back (the agent's lifecycle line).
 func newExchangeClient(u, tok, site string) (*agent.Client, error) {
-	return agent.New(u, tok, agent.WithSite(site), agent.WithRequestWindow(30*time.Second))
+	return agent.New(u, tok, agent.WithSite(site), agent.WithRequestWindow(30*time.Second),
+		agent.WithReconnect(agent.DefaultReconnectFor, func(d time.Duration) {
+			fmt.Fprintf(os.Stderr, "mosaic: exchange %s: reconnected after %s\n", u, d)
+		}))
 }
 
 // operatorClient builds a client with the run's token ($MOSAIC_EXCHANGE_TOKEN),

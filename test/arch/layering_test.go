@@ -63,6 +63,7 @@ var levels = map[string]int{
 	"internal/scheduler/llm/llmtest": lvServices, // test helper of llm
 	"internal/store":                 lvServices,
 	"internal/exchange":              lvServices,
+	"internal/exchange/redistest":    lvLeaf,     // test helper: a private redis-server (tests only)
 	"internal/replay":                lvServices, // scheduler replay over the simulator
 	"internal/execution":             lvEngine,
 	"internal/campaign":              lvEngine,
@@ -93,6 +94,7 @@ var publicOnly = map[string][]string{
 // discovery) may be imported by nothing but tests (test imports are not in the graph).
 var importableOnlyBy = map[string][]string{
 	"client":                         {"cmd/mosaic", "test/e2e"},
+	"internal/exchange/redistest":    {},
 	"internal/globusfake":            {},
 	"internal/scheduler/llm/llmtest": {},
 	"internal/transport/rigenv":      {},

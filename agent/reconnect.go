@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+)
+
+// DefaultReconnectFor is how long a Client keeps retrying an exchange that stopped
+// answering before it gives up and returns the error (see WithReconnect).
+const DefaultReconnectFor = 10 * time.Minute
+
+// Backoff between reconnect attempts: exponential from reconnectFirst, capped at
+// reconnectCap, with ±20% jitter so that a run's agents do not return in step.
+const (
+	reconnectFirst = 200 * time.Millisecond
+	reconnectCap   = 10 * time.Second
+)
+
+// WithReconnect sets how long the client keeps retrying when the exchange stops
+// answering — connection refused or reset, a stream that broke, 502/503/504 — before
+// returning the error (0 disables retrying; default DefaultReconnectFor), and a
+// function told, once the exchange answers again, how long it was away (nil: none).
+// Listen and Receive re-check their mailbox after a reconnect and resume; Send
+// retries only when the request cannot have been delivered (no connection, or a
+// gateway saying the exchange is down), so a message is never sent twice.
+func WithReconnect(maxOutage time.Duration, onReconnect func(after time.Duration)) Option {
+	return func(c *Client) {
+		c.reconnectFor = maxOutage
+		c.onReconnect = onReconnect
+	}
+}
+
+// retry runs call until it succeeds, fails with an error retryable does not accept,
+// ctx ends, or the exchange has been away longer than the client's reconnect window.
+// It is bounded by that window (and by ctx).
+func (c *Client) retry(ctx context.Context, retryable func(error) bool, call func() error) error {
+	var since time.Time
+	wait := reconnectFirst
+	for {
+		err := call()
+		if err == nil || !retryable(err) || c.reconnectFor <= 0 || ctx.Err() != nil {
+			if err == nil && !since.IsZero() && c.onReconnect != nil {
+				c.onReconnect(time.Since(since).Round(100 * time.Millisecond))
+			}
+			return err
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if time.Since(since) >= c.reconnectFor {
+			return err
+		}
+		d := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+		wait = min(2*wait, reconnectCap)
+	}
+}
+
+// exchangeDown reports whether err means the exchange was not there to answer: no
+// connection (refused, reset, unreachable, timed out dialling, DNS), a broken stream,
+// or a gateway in front of it saying so. Answers of the exchange itself (4xx, 500)
+// are not: retrying cannot change them.
+func exchangeDown(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code == http.StatusBadGateway || se.Code == http.StatusServiceUnavailable || se.Code == http.StatusGatewayTimeout
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, errStreamBroken) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH) {
+		return true
+	}
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &oe) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// notDelivered reports whether a failed request cannot have reached the exchange:
+// the connection was never made, or a gateway answered that the exchange is down.
+// Only these are safe to repeat for a Send.
+func notDelivered(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code == http.StatusBadGateway || se.Code == http.StatusServiceUnavailable
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// errStreamBroken marks a listen stream that ended mid-way (the exchange went away).
+var errStreamBroken = errors.New("exchange stream broken")

@@ -1,0 +1,161 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/agent"
+	"github.com/mosaic-hpc/mosaic/internal/exchange"
+	"github.com/mosaic-hpc/mosaic/internal/exchange/redistest"
+)
+
+// exchangeOn serves a Redis-backed exchange on addr until stop is called.
+func exchangeOn(t *testing.T, addr, redisURL string) (srv *exchange.Server, stop func()) {
+	t.Helper()
+	be, err := exchange.NewRedis(context.Background(), redisURL, "reconnect-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = exchange.NewServer(exchange.Config{Backend: be, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PingInterval: 50 * time.Millisecond})
+	var l net.Listener
+	for range 50 { // the previous server's port may take a moment to be free again
+		if l, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	hs := &http.Server{Handler: srv}
+	go hs.Serve(l)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			hs.Shutdown(ctx)
+			hs.Close() // the open listen streams too
+			srv.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return srv, stop
+}
+
+// TestListenAndSendSurviveAnExchangeRestart: the exchange (Redis-backed) stops for a
+// second and comes back on the same address. The listening agent's stream reconnects
+// with backoff, re-checks its mailbox and delivers what was sent after the restart; a
+// send made while the exchange is down waits for it; onReconnect says how long the
+// exchange was away. No message is lost. (Before, Listen returned on the first
+// connection error and the agent kept running deaf.)
+func TestListenAndSendSurviveAnExchangeRestart(t *testing.T) {
+	redisURL := redistest.Start(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
+	url := "http://" + addr
+	srv, stop := exchangeOn(t, addr, redisURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tok, err := srv.IssueToken(ctx, "run-r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var reconnects []time.Duration
+	opts := []agent.Option{agent.WithRequestWindow(300 * time.Millisecond),
+		agent.WithReconnect(30*time.Second, func(d time.Duration) { mu.Lock(); reconnects = append(reconnects, d); mu.Unlock() })}
+	listener, err := agent.New(url, tok, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := agent.New(url, tok, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := agent.AgentID("run-r", "a"), agent.AgentID("run-r", "b")
+	for _, id := range []agent.EntityID{a, b} {
+		if err := listener.Register(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan string, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- listener.Listen(ctx, b, 0, func(m agent.Message) error {
+			txt, _ := m.Text()
+			got <- txt
+			if txt == "after" {
+				return errors.New("done")
+			}
+			return nil
+		})
+	}()
+	recv := func(want string) {
+		t.Helper()
+		select {
+		case txt := <-got:
+			if txt != want {
+				t.Fatalf("received %q, want %q", txt, want)
+			}
+		case err := <-done:
+			t.Fatalf("listen ended before %q: %v", want, err)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%q never arrived", want)
+		}
+	}
+	if err := sender.Send(ctx, agent.NewText(a, b, "before")); err != nil {
+		t.Fatal(err)
+	}
+	recv("before")
+
+	stop()
+	sent := make(chan error, 1)
+	go func() { sent <- sender.Send(ctx, agent.NewText(a, b, "after")) }() // while the exchange is down
+	time.Sleep(time.Second)
+	exchangeOn(t, addr, redisURL) // the same address and state
+
+	if err := <-sent; err != nil {
+		t.Fatalf("send across the restart: %v", err)
+	}
+	recv("after")
+	if err := <-done; err == nil || err.Error() != "done" {
+		t.Fatalf("listen ended with %v, want fn's own error", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reconnects) == 0 || reconnects[0] < 500*time.Millisecond {
+		t.Errorf("onReconnect calls %v: want one saying the exchange was away about a second", reconnects)
+	}
+}
+
+// TestReconnectGivesUp: with the exchange gone for good, Listen and Send return the
+// connection error once the reconnect window has passed (bounded, not forever), and
+// with reconnecting disabled at once.
+func TestReconnectGivesUp(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)) // nothing listens
+	for _, window := range []time.Duration{0, 1500 * time.Millisecond} {
+		c, err := agent.New("http://"+addr, "tok", agent.WithReconnect(window, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err = c.Send(context.Background(), agent.NewText(agent.AgentID("r", "a"), agent.AgentID("r", "b"), "x"))
+		took := time.Since(start)
+		if err == nil || took < window || took > window+5*time.Second {
+			t.Errorf("window %s: send returned %v after %s", window, err, took)
+		}
+		start = time.Now()
+		err = c.Listen(context.Background(), agent.AgentID("r", "b"), 0, func(agent.Message) error { return nil })
+		if took := time.Since(start); err == nil || took < window || took > window+5*time.Second {
+			t.Errorf("window %s: listen returned %v after %s", window, err, took)
+		}
+	}
+}
