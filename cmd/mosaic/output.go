@@ -4,16 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/term"
 )
 
 // jsonFlag adds gh-style --json: alone it prints every field; --json=a,b keeps only
@@ -210,21 +209,10 @@ func selectFields(v any, fields []string, static map[string]bool) (any, error) {
 	return nil, fmt.Errorf("--json fields apply to objects, not %s", reflect.TypeOf(v))
 }
 
-// color decides whether to colour output: only on a terminal and without NO_COLOR.
-func color(w io.Writer) bool {
-	if _, ok := os.LookupEnv("NO_COLOR"); ok {
-		return false
-	}
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
+// color decides whether to colour what goes to w (--color, NO_COLOR, a terminal).
+func color(w io.Writer) bool { return term.Color(w, colorMode, nil) }
 
-func paint(on bool, code, s string) string {
-	if !on {
-		return s
-	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
-}
+func paint(on bool, code, s string) string { return term.Paint(on, code, s) }
 
 // table writes squeue-like aligned columns.
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }

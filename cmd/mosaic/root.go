@@ -14,11 +14,15 @@ import (
 	"github.com/mosaic-hpc/mosaic/client"
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/term"
 )
 
 // envFile is the persistent --env-file flag: a dotenv file the user names. The working
 // directory's .env is never read on its own.
 var envFile string
+
+// colorMode is --color (auto, always, never); see internal/term.
+var colorMode = term.Auto
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -37,6 +41,7 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 	root.SetVersionTemplate("mosaic {{.Version}}\n")
 	root.PersistentFlags().StringVar(&envFile, "env-file", "",
 		"read settings (KEY=VALUE lines) from this file, under the environment; a .env in the working directory is never read on its own")
+	root.PersistentFlags().Var(colorFlag{}, "color", "colour output: auto (on a terminal, unless NO_COLOR is set), always or never")
 	root.AddCommand(newServeCmd(), newResourcesCmd(), newIdleCmd(), newStatusCmd(), newAboutCmd(),
 		newEnvCmd(), newExecCmd(), newPutFileCmd(),
 		newSubmitCmd(), newTaskCmd(), newTasksCmd(), newCancelCmd(), newReplanCmd(), newLogsCmd(), newEventsCmd(), newEnvelopeCmd(),
@@ -115,4 +120,18 @@ func warnIgnored(inUse []string, names ...string) {
 		fmt.Fprintf(os.Stderr, "mosaic: ignoring %s in the working directory (Mosaic reads settings only from the environment, "+
 			"$XDG_CONFIG_HOME/mosaic and files you name); to use it, pass %s %s\n", p, flag, p)
 	}
+}
+
+// colorFlag is --color, checked when parsed.
+type colorFlag struct{}
+
+func (colorFlag) String() string { return colorMode }
+func (colorFlag) Type() string   { return "auto|always|never" }
+func (colorFlag) Set(s string) error {
+	m, err := term.ParseMode(s)
+	if err != nil {
+		return err
+	}
+	colorMode = m
+	return nil
 }

@@ -39,6 +39,7 @@ var levels = map[string]int{
 	"internal/errs":                  lvLeaf, // sentinel errors shared by every layer
 	"internal/config":                lvLeaf, // paths, env files, API token (imports only model)
 	"internal/skill":                 lvLeaf, // embedded agent instructions (data)
+	"internal/term":                  lvLeaf, // colour decision (NO_COLOR, --color, terminal) and painting
 	"internal/session":               lvLeaf, // browser sessions: the UI issues them, the API guard checks them
 	"internal/transport/rigenv":      lvLeaf, // test rig discovery for tests (imports only testing)
 	"internal/site":                  lvSite, // sites.yaml catalog, known machine shapes
