@@ -229,7 +229,17 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.ExtraFiles = []*os.File{outW}
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	// The agent leads its own process group, and the group is what gets signalled:
+	// a shell agent's children (a `sleep`, a Python worker pool) stop with it instead
+	// of being orphaned. SIGTERM on cancel, SIGKILL to whatever of the group is left
+	// KillGrace later — and when the agent itself exits, its group is cleaned up too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		pgid := cmd.Process.Pid
+		err := syscall.Kill(-pgid, syscall.SIGTERM)
+		time.AfterFunc(r.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		return err
+	}
 	cmd.WaitDelay = r.KillGrace
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -333,6 +343,7 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 		})
 	}()
 	werr := cmd.Wait()
+	stopGroup(cmd.Process.Pid, r.KillGrace)
 	drained := make(chan struct{})
 	go func() { outWG.Wait(); close(drained) }()
 	select {
@@ -416,4 +427,20 @@ func (b *replyBook) take(tag uuid.UUID) (agent.EntityID, bool) {
 	src, ok := b.m[tag]
 	delete(b.m, tag)
 	return src, ok
+}
+
+// stopGroup ends what is left of process group pgid after its leader exited: SIGTERM,
+// then SIGKILL if anything still runs after grace. Bounded: it polls for at most grace.
+func stopGroup(pgid int, grace time.Duration) {
+	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
+		return // no process left in the group
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(-pgid, 0) != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }

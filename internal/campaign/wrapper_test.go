@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -278,4 +280,72 @@ func FuzzParseOutbound(f *testing.F) {
 			t.Fatalf("accepted body %s", body)
 		}
 	})
+}
+
+// TestRunAgentStopsTheWholeProcessGroup: a shell agent with children of its own (two
+// background sleeps) is stopped as a group: after cancel nothing it started is left
+// (before, only the shell got SIGTERM and the sleeps were orphaned, holding the pipes).
+func TestRunAgentStopsTheWholeProcessGroup(t *testing.T) {
+	marker := fmt.Sprintf("%d", 400000+time.Now().UnixNano()%100000) // a sleep length no one else uses
+	s := writeCampaign(t, `{"name":"grp","initial_agent":"a","agents":[{"name":"a","command":["sh","-c","sleep `+marker+` & sleep `+marker+` & echo started > pid; wait"]}]}`, nil)
+	x := newTestExchange(t, s, "grp")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		code, _ := RunAgent(ctx, AgentRun{Spec: s, RunID: "grp", Name: "a", Client: x.agentClient(t, "a", ""), KillGrace: time.Second})
+		done <- code
+	}()
+	pidFile := filepath.Join(filepath.Dir(s.Path), "pid")
+	for i := 0; i < 300; i++ {
+		if _, err := os.Stat(pidFile); err == nil && len(sleepers(marker)) == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(sleepers(marker)); n != 2 {
+		t.Fatalf("%d of the agent's sleeps running before cancel, want 2 (the check below would prove nothing)", n)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunAgent did not return after cancel")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("stopping took %s, want under 5 s", took)
+	}
+	var left []int
+	for range 40 {
+		if left = sleepers(marker); len(left) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("the agent's children %v outlived it", left)
+	}
+}
+
+// sleepers lists the pids of live `sleep N` processes (zombies excluded).
+func sleepers(n string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || string(cmdline) != "sleep\x00"+n+"\x00" {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
+				continue
+			}
+		}
+		out = append(out, pid)
+	}
+	return out
 }
