@@ -207,8 +207,8 @@ func (b *SubmitBackend) Stop(ctx context.Context) error {
 		if errors.Is(err, ErrCancelPending) {
 			b.l.printf("cancel of job %s (task %s) pending: %v", orDash(job), task, err)
 			_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State = "cancel pending" })
-			return fmt.Errorf("site %s: the cancel of task %s (job %s) is pending: %w (Mosaic keeps asking while it runs; `mosaic campaign stop %s` cancels it at the site, or use scancel/qdel on %s)",
-				b.l.Spec.Name, task, orDash(job), err, b.l.RunID, b.l.jobName())
+			return fmt.Errorf("site %s: %w; `mosaic campaign stop %s` cancels the job at the site, or cancel job %s by hand (scancel/qdel)",
+				b.l.Spec.Name, err, b.l.RunID, b.l.jobName())
 		}
 		return fmt.Errorf("site %s: cancel task %s (job %s): %w (cancel it with `mosaic cancel %s`, or by hand with scancel/qdel)", b.l.Spec.Name, task, orDash(job), err, task)
 	}

@@ -158,7 +158,7 @@ func (c *Core) CancelCampaignJob(ctx context.Context, taskID, why string) error 
 	}
 	if err := c.engine.CancelDelivered(ctx, taskID, why); err != nil {
 		if errors.Is(err, execution.ErrCancelPending) {
-			return fmt.Errorf("%w: %w", campaign.ErrCancelPending, err)
+			return cancelPending{err}
 		}
 		if v, verr := c.CampaignJob(ctx, taskID); verr == nil && v.TaskState.Final() && !errors.Is(err, ErrBusy) {
 			if v.State == model.JobCancelling {
@@ -170,6 +170,12 @@ func (c *Core) CancelCampaignJob(ctx context.Context, taskID, why string) error 
 	}
 	return nil
 }
+
+// cancelPending is the engine's pending cancel as campaign.ErrCancelPending.
+type cancelPending struct{ err error }
+
+func (p cancelPending) Error() string   { return p.err.Error() }
+func (p cancelPending) Unwrap() []error { return []error{campaign.ErrCancelPending, p.err} }
 
 func orNone(s string) string {
 	if s == "" {
