@@ -89,7 +89,11 @@ func (b *SubmitBackend) Start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("site %s: record state before submitting: %w", b.l.Spec.Name, err)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	wait := b.l.SubmitTimeout
+	if wait <= 0 {
+		wait = 2 * time.Minute
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	var recErr error
 	req := JobRequest{RunID: b.l.RunID, Site: b.l.Spec.Name, Agents: b.l.Spec.Agents, Spec: b.JobSpec(dir),

@@ -500,3 +500,30 @@ func TestOpenMonitorEveryLeavesTheProbeTick(t *testing.T) {
 		t.Errorf("monitor every %s, probe tick %s; want 5s and %s", c.monitor, c.collector.Tick(), DefaultLiveTick)
 	}
 }
+
+// TestSlowSubmitDoesNotFailTheLaunch: the launcher's submit outlives its
+// deadline but queues the job; the launcher must record the job and go on (a
+// failed Start stops the site, cancelling a job that was fine).
+func TestSlowSubmitDoesNotFailTheLaunch(t *testing.T) {
+	w, fs := newFaultyWorld(t)
+	fs.set(func(f *faultySite) { f.delay = 600 * time.Millisecond })
+	sp := campaign.SiteSpec{Name: "A", Mode: campaign.ModeSubmit, Queue: "gpu", Walltime: model.Duration(time.Hour), Agents: []string{"coordinator"}, WorkDir: t.TempDir()}
+	rd, err := campaign.CreateRunDir(filepath.Join(t.TempDir(), "runs"), campaign.RunState{RunID: "r1", Sites: []campaign.SiteState{{SiteSpec: sp}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := campaign.SiteLaunch{Spec: sp, RunID: "r1", Campaign: "/c/chat.jsonc", MosaicBin: "/bin/false", Exchange: "http://127.0.0.1:1",
+		Tokens: map[string]string{"coordinator": "mxa_t"}, Startup: time.Minute, Dir: rd, Out: io.Discard, SubmitTimeout: 300 * time.Millisecond}
+	b, err := campaign.NewSubmitBackend(site.System{Name: "A", Kind: site.KindLocal, Accounts: []string{"acct"}}, l, nil, w.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatalf("a slow submit that queued the job failed the launch: %v", err)
+	}
+	s := rd.State().Sites[0]
+	if s.TaskID == "" || s.SubmittedJob == "" || s.JobTag != "mosaic-c-r1-A" {
+		t.Errorf("run directory after the slow submit: task %q, job %q, tag %q", s.TaskID, s.SubmittedJob, s.JobTag)
+	}
+}
