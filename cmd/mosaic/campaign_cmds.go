@@ -241,9 +241,10 @@ func campaignEnv(sitesFlag string) (*config.Config, *site.Catalog, error) {
 	return cfg, cat, nil
 }
 
-// campaignTick is how often a launcher's core probes and follows its jobs: the
-// launcher reports each job's transitions, so it polls more often than serve.
-const campaignTick = 5 * time.Second
+// campaignMonitorEvery is how often a launcher's core follows its jobs: the
+// launcher reports each job's transitions, so it asks more often than serve. The
+// probes of the catalog's sites keep their own (much longer) tick.
+const campaignMonitorEvery = 5 * time.Second
 
 // openCampaignCore opens the core that runs a campaign's submit-mode jobs as
 // tasks, on the store at dbPath with the sites file of cfg. With run set (a
@@ -253,18 +254,15 @@ const campaignTick = 5 * time.Second
 func openCampaignCore(ctx context.Context, cfg *config.Config, dbPath, run string, out io.Writer) (*core.Core, string, error) {
 	c2 := *cfg
 	c2.DBPath = dbPath
-	if c2.Tick == 0 || c2.Tick > campaignTick {
-		c2.Tick = campaignTick
-	}
 	// It places nothing (campaign jobs are pinned), so no LLM settings are read.
 	noLLM := func(string) string { return "" }
-	c, err := core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM})
+	c, err := core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM, MonitorEvery: campaignMonitorEvery})
 	var held *store.LeaseHeldError
 	if run != "" && errors.As(err, &held) {
 		own := filepath.Join(campaign.CampaignsRoot(cfg.StateDir), run+".tasks.db")
 		fmt.Fprintf(out, "campaign jobs: the store %s is in use (%s); run %s's tasks are kept in %s\n", dbPath, held.Error(), run, own)
 		c2.DBPath = own
-		c, err = core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM})
+		c, err = core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM, MonitorEvery: campaignMonitorEvery})
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("open the core that runs the campaign's submit-mode jobs: %w", err)

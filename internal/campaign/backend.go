@@ -44,6 +44,9 @@ type SiteLaunch struct {
 	Dir        *RunDir
 	Out        io.Writer // progress lines
 	StepPrefix string    // step/job name prefix; "" = "mosaic-c"
+	// SubmitTimeout bounds a submit-mode site's submit (0 = 2 minutes); the job may
+	// be queued even when it runs out, so what follows does not depend on it.
+	SubmitTimeout time.Duration
 }
 
 var tagUnsafe = regexp.MustCompile(`[^A-Za-z0-9._+-]`)

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"errors"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
@@ -20,9 +21,15 @@ type Jobs interface {
 	// CampaignJob reports the task's state and its job's.
 	CampaignJob(ctx context.Context, taskID string) (JobView, error)
 	// CancelCampaignJob cancels the task (and its job at the site) through the
-	// engine; a task that already ended is not an error.
+	// engine; a task that already ended is not an error. A cancel the site has not
+	// taken (or not confirmed) is an error wrapping ErrCancelPending: the job may
+	// still be queued, so the caller cancels it at the site another way.
 	CancelCampaignJob(ctx context.Context, taskID, why string) error
 }
+
+// ErrCancelPending: a campaign job's cancel has not reached its site (or the site
+// has not confirmed it); the engine keeps asking, and the job may still be queued.
+var ErrCancelPending = errors.New("cancel pending")
 
 // JobRequest is one site's slice job.
 type JobRequest struct {

@@ -55,6 +55,9 @@ type SiteState struct {
 	TaskID string `json:"task_id,omitempty"`
 	// SubmittedJob is the batch job id Mosaic submitted (submit mode).
 	SubmittedJob string `json:"submitted_job,omitempty"`
+	// JobTag is the submitted job's name (submit mode): stop finds the job by it
+	// when its id was never recorded.
+	JobTag string `json:"job_tag,omitempty"`
 	// StepName names the srun step Mosaic started inside JobID (attach mode).
 	StepName string `json:"step_name,omitempty"`
 	// SSHPID is the pid of the local ssh running an attach-mode slice.

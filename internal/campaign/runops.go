@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider/hpc"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 )
@@ -123,11 +124,11 @@ func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEn
 				})
 				continue
 			}
-			if s.SubmittedJob == "" {
-				errs = append(errs, fmt.Errorf("site %s: cancel task %s: %w", s.Name, s.TaskID, err))
-				continue
+			what := "cancel task " + s.TaskID + " failed"
+			if errors.Is(err, ErrCancelPending) {
+				what = "task " + s.TaskID + ": cancel pending"
 			}
-			fmt.Fprintf(out, "%s: cancel task %s: %v; cancelling job %s at the site directly\n", s.Name, s.TaskID, err, s.SubmittedJob)
+			fmt.Fprintf(out, "%s: %s (%v); cancelling its job %s at the site directly\n", s.Name, what, err, orDash(s.SubmittedJob))
 		}
 		sys, ok := cat.System(s.Name)
 		if !ok {
@@ -152,6 +153,14 @@ func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEn
 			} else {
 				fmt.Fprintf(out, "%s: job %s cancelled (or already ended)\n", s.Name, s.SubmittedJob)
 			}
+		case s.Mode == ModeSubmit && (s.TaskID != "" || s.State == string(model.JobSubmitting)):
+			// Its id was never recorded (the submit's answer was lost, or the launcher
+			// died first): the job may be queued all the same, under its name.
+			if err := cancelByTag(ctx, conn, *sys, runID, s, out); err != nil {
+				errs = append(errs, err)
+				_ = conn.Close()
+				continue // not stopped: its job may still be queued
+			}
 		case s.Mode == ModeAttach:
 			if s.SSHPID != 0 && pidRuns(s.SSHPID, "ssh") {
 				_ = syscall.Kill(-s.SSHPID, syscall.SIGTERM)
@@ -175,6 +184,38 @@ func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEn
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// cancelByTag cancels a submit-mode site's job found by its name (the launcher's
+// job name, mosaic-c-<run>-<site>); an error names the task and the name when
+// the site cannot be asked, so that nothing queued is passed over in silence.
+func cancelByTag(ctx context.Context, conn *siteConn, sys site.System, runID string, s SiteState, out io.Writer) error {
+	tag := s.JobTag
+	if tag == "" {
+		l := SiteLaunch{Spec: s.SiteSpec, RunID: runID}
+		tag = l.jobName()
+	}
+	task := orDash(s.TaskID)
+	prov, err := hpc.New(sys, hpc.WithTransport(conn.tr))
+	if err != nil {
+		return fmt.Errorf("site %s: task %s: its job %s cannot be looked up: %w; cancel it by hand (squeue --name=%s, or qselect -N %s)", s.Name, task, tag, err, tag, tag)
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	found, err := prov.FindByTag(cctx, []string{tag})
+	if err != nil {
+		return fmt.Errorf("site %s: task %s: its job %s could not be looked up, so it may still be queued: %w; run stop again, or cancel it by hand (squeue --name=%s, or qselect -N %s)", s.Name, task, tag, err, tag, tag)
+	}
+	j, ok := found[tag]
+	if !ok || j.JobID == "" {
+		fmt.Fprintf(out, "%s: no job named %s at the site (task %s): nothing to cancel\n", s.Name, tag, task)
+		return nil
+	}
+	if err := prov.Cancel(cctx, []string{j.JobID}); err != nil {
+		return fmt.Errorf("site %s: task %s: cancel job %s (found by its name %s): %w", s.Name, task, j.JobID, tag, err)
+	}
+	fmt.Fprintf(out, "%s: job %s (found by its name %s) cancelled (or already ended)\n", s.Name, j.JobID, tag)
+	return nil
 }
 
 func isFinalRunState(s string) bool {

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -84,11 +85,15 @@ func (b *SubmitBackend) Start(ctx context.Context) error {
 	b.dir = dir
 	b.mu.Unlock()
 	if err := b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) {
-		s.Login, s.RemoteDir, s.Log, s.State = b.conn.login(), dir, dir+"/site.log", string(model.JobSubmitting)
+		s.Login, s.RemoteDir, s.Log, s.State, s.JobTag = b.conn.login(), dir, dir+"/site.log", string(model.JobSubmitting), b.l.jobName()
 	}); err != nil {
 		return fmt.Errorf("site %s: record state before submitting: %w", b.l.Spec.Name, err)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	wait := b.l.SubmitTimeout
+	if wait <= 0 {
+		wait = 2 * time.Minute
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	var recErr error
 	req := JobRequest{RunID: b.l.RunID, Site: b.l.Spec.Name, Agents: b.l.Spec.Agents, Spec: b.JobSpec(dir),
@@ -99,11 +104,15 @@ func (b *SubmitBackend) Start(ctx context.Context) error {
 			recErr = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.TaskID = id })
 		}}
 	task, err := b.jobs.SubmitCampaignJob(sctx, req)
+	// A slow submit may have used up sctx: the reads below get a deadline of their own
+	// (the job may be queued; a failed read must not fail the launch and cancel it).
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer rcancel()
 	if recErr != nil {
 		b.l.printf("WARNING: task %s could not be recorded in the run directory (%v); cancel it with `mosaic cancel %s` if the launch fails", task, recErr, task)
 	}
 	if err != nil {
-		if v, verr := b.jobs.CampaignJob(sctx, task); task != "" && verr == nil && v.TaskState.Final() {
+		if v, verr := b.jobs.CampaignJob(rctx, task); task != "" && verr == nil && v.TaskState.Final() {
 			b.mu.Lock()
 			b.final = true // the engine recorded the refusal: nothing to cancel
 			b.mu.Unlock()
@@ -111,7 +120,7 @@ func (b *SubmitBackend) Start(ctx context.Context) error {
 		_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State, s.Error = string(model.JobSubmitError), err.Error() })
 		return fmt.Errorf("site %s: submit: %w", b.l.Spec.Name, err)
 	}
-	v, err := b.jobs.CampaignJob(sctx, task)
+	v, err := b.jobs.CampaignJob(rctx, task)
 	if err != nil {
 		return fmt.Errorf("site %s: task %s: %w", b.l.Spec.Name, task, err)
 	}
@@ -148,6 +157,18 @@ func (b *SubmitBackend) Poll(ctx context.Context) (string, bool, error) {
 		_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.SubmittedJob = v.JobID })
 	}
 	state := v.State
+	if (state == "" || state == model.JobSubmitting) && v.TaskState.Final() {
+		// The task ended before its job reached the site (refused, lost, or failed by a
+		// restart): nothing will ever come from the site, so say why now.
+		b.mu.Lock()
+		b.final = true
+		b.mu.Unlock()
+		_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State, s.Error = string(v.TaskState), v.Reason })
+		if v.TaskState == model.TaskSucceeded {
+			return string(v.TaskState), true, nil
+		}
+		return string(v.TaskState), true, fmt.Errorf("site %s: task %s %s before its job reached the site: %s", b.l.Spec.Name, task, v.TaskState, orDash(v.Reason))
+	}
 	if state == "" || state == model.JobSubmitting {
 		return string(prev), false, nil // not at the site yet
 	}
@@ -187,6 +208,12 @@ func (b *SubmitBackend) Stop(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := b.jobs.CancelCampaignJob(ctx, task, "campaign run "+b.l.RunID+" stopped"); err != nil {
+		if errors.Is(err, ErrCancelPending) {
+			b.l.printf("cancel of job %s (task %s) pending: %v", orDash(job), task, err)
+			_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State = "cancel pending" })
+			return fmt.Errorf("site %s: %w; `mosaic campaign stop %s` cancels the job at the site, or cancel job %s by hand (scancel/qdel)",
+				b.l.Spec.Name, err, b.l.RunID, b.l.jobName())
+		}
 		return fmt.Errorf("site %s: cancel task %s (job %s): %w (cancel it with `mosaic cancel %s`, or by hand with scancel/qdel)", b.l.Spec.Name, task, orDash(job), err, task)
 	}
 	b.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/execution"
@@ -84,7 +85,10 @@ func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (
 	}
 	evs := []model.Event{{TaskID: task.ID, Kind: "decision", Actor: model.ActorUser, System: target.System, Time: now,
 		Message: fmt.Sprintf("campaign run %s: site %s's slice pinned to %s:%s by campaign launch", req.RunID, req.Site, target.System, target.Partition), Rationale: why}}
-	if err := c.store.CreateTask(ctx, &store.TaskRow{Task: task, Policy: pol}, evs...); err != nil {
+	// Marked as the run's (never replanned, never placed again after a restart) and,
+	// with forwarded variables, as a task whose attempt only this call can submit.
+	row := &store.TaskRow{Task: task, Policy: pol, CampaignRun: req.RunID, UnstoredEnv: len(secret) > 0}
+	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
 		return "", fmt.Errorf("store the campaign job of site %s: %w", req.Site, err)
 	}
 	if req.Stored != nil {
@@ -97,7 +101,11 @@ func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (
 	if err := c.engine.Dispatch(context.WithoutCancel(ctx), task.ID, pl, why); err != nil {
 		return task.ID, fmt.Errorf("task %s: dispatch: %w", task.ID, err)
 	}
-	v, err := c.CampaignJob(ctx, task.ID)
+	// A slow submit may have used up ctx's deadline: the job is queued all the same,
+	// and reading what the engine recorded must not turn it into a failed launch.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readAfterSubmit)
+	defer cancel()
+	v, err := c.CampaignJob(rctx, task.ID)
 	if err != nil {
 		return task.ID, err
 	}
@@ -106,6 +114,9 @@ func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (
 	}
 	return task.ID, nil
 }
+
+// readAfterSubmit bounds the store reads that follow a campaign job's submit.
+const readAfterSubmit = 30 * time.Second
 
 // CampaignJob implements campaign.Jobs: the task's state and its latest
 // attempt's job.
@@ -130,20 +141,45 @@ func (c *Core) CampaignJob(ctx context.Context, taskID string) (campaign.JobView
 
 // CancelCampaignJob implements campaign.Jobs: the engine cancels the task's
 // job at its site (the monitor confirms it); a task that already ended is left
-// as it is.
+// as it is. A cancel the site did not take (it did not answer, or a job whose
+// submit outcome is unknown could not be looked up) is not done: the error wraps
+// campaign.ErrCancelPending, and so does asking again while an earlier cancel is
+// still unconfirmed, so that `campaign stop` cancels the job at the site itself.
 func (c *Core) CancelCampaignJob(ctx context.Context, taskID, why string) error {
 	v, err := c.CampaignJob(ctx, taskID)
 	if err != nil {
 		return err
 	}
 	if v.TaskState.Final() {
+		if v.State == model.JobCancelling {
+			return fmt.Errorf("task %s: the cancel of job %s is not confirmed by the site yet: %w", taskID, orNone(v.JobID), campaign.ErrCancelPending)
+		}
 		return nil
 	}
-	if err := c.engine.Cancel(ctx, taskID, why); err != nil {
+	if err := c.engine.CancelDelivered(ctx, taskID, why); err != nil {
+		if errors.Is(err, execution.ErrCancelPending) {
+			return cancelPending{err}
+		}
 		if v, verr := c.CampaignJob(ctx, taskID); verr == nil && v.TaskState.Final() && !errors.Is(err, ErrBusy) {
+			if v.State == model.JobCancelling {
+				return fmt.Errorf("task %s: the cancel of job %s is not confirmed by the site yet: %w", taskID, orNone(v.JobID), campaign.ErrCancelPending)
+			}
 			return nil // it ended meanwhile
 		}
 		return err
 	}
 	return nil
+}
+
+// cancelPending is the engine's pending cancel as campaign.ErrCancelPending.
+type cancelPending struct{ err error }
+
+func (p cancelPending) Error() string   { return p.err.Error() }
+func (p cancelPending) Unwrap() []error { return []error{campaign.ErrCancelPending, p.err} }
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no job id yet)"
+	}
+	return s
 }

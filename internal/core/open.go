@@ -41,6 +41,9 @@ type OpenOptions struct {
 	// them with NewGlobus(Getenv). `mosaic serve` builds them itself so that its web
 	// sign-in shares the resolver.
 	Globus *Globus
+	// MonitorEvery is the execution monitor's interval; 0 = the probe tick. A campaign
+	// launcher follows its jobs every few seconds without probing every site as often.
+	MonitorEvery time.Duration
 }
 
 // Open loads the catalog (the sites file, or the embedded simulated federation), takes
@@ -139,7 +142,7 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			tick = DefaultSimTick
 		}
 	}
-	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: tick, Logger: log, Getenv: getenv})
+	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: tick, MonitorEvery: o.MonitorEvery, Logger: log, Getenv: getenv})
 	if err != nil {
 		closeAll()
 		return nil, err

@@ -2,10 +2,12 @@ package execution
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
@@ -186,6 +188,10 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 		}
 	}
 	act := Decide(t.Envelope, policyOf(t), a, e.partition(a.System, a.Partition), historyOf(atts), transientSubmit)
+	if t.UnstoredEnv && (act.Kind == ActRetry || act.Kind == ActResize || act.Kind == ActMigrate) {
+		// Its job was given values the store does not keep: a new attempt would run without them.
+		return e.fail(ctx, t, a, act.Rationale+"; but it cannot be submitted again: its forwarded variables are not stored")
+	}
 	next := len(atts) + 1
 	switch act.Kind {
 	case ActRetry, ActResize:
@@ -246,13 +252,47 @@ func (e *Engine) fail(ctx context.Context, t *store.TaskRow, a *model.Attempt, w
 }
 
 // cancelAttempt asks the site to cancel; if it cannot be reached the attempt stays in
-// cancelling and the monitor asks again every tick until the site confirms.
+// cancelling and the monitor asks again every tick until the site confirms. An attempt
+// whose submit outcome is unknown (submitting, no job id) is looked up by its tag
+// first: the job may be queued. It reports pending when the cancel did not reach the
+// site now (the monitor carries it on).
 func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string) error {
+	_, err := e.cancelJob(ctx, a, why)
+	return err
+}
+
+// cancelJob is cancelAttempt, reporting whether the cancel is still pending.
+func (e *Engine) cancelJob(ctx context.Context, a *model.Attempt, why string) (pending bool, err error) {
+	p, perr := e.provider(a.System)
+	var adopted *string
 	if a.JobID == "" {
-		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
-			ev(a.TaskID, a.N, a.System, "transition", "attempt cancelled before a job existed", why, model.ActorSystem))
+		tf, ok := p.(provider.TagFinder)
+		if perr != nil || !ok {
+			msg := "attempt cancelled before a job existed"
+			if a.State == model.JobSubmitting {
+				msg = "attempt cancelled; its submit's outcome is unknown and " + a.System + " cannot look jobs up by name: if a job named " + a.Tag + " is in its queue, cancel it there"
+			}
+			return false, e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
+				ev(a.TaskID, a.N, a.System, "transition", msg, why, model.ActorSystem))
+		}
+		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+		found, ferr := tf.FindByTag(cctx, []string{a.Tag})
+		cancel()
+		if ferr != nil {
+			// The job may be queued: keep the attempt cancelling without a job id; the
+			// monitor's reconciliation looks it up by its tag and cancels what it finds.
+			return true, e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &why},
+				ev(a.TaskID, a.N, a.System, "transition", fmt.Sprintf("cancel pending: the submit's outcome is unknown and %s did not answer the look-up of job %s (%v); the monitor cancels it when it finds it", a.System, a.Tag, ferr), why, model.ActorSystem))
+		}
+		st, ok := found[a.Tag]
+		if !ok || st.JobID == "" {
+			return false, e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
+				ev(a.TaskID, a.N, a.System, "transition", "attempt cancelled: no job "+a.Tag+" at "+a.System, why, model.ActorSystem))
+		}
+		id := st.JobID
+		a.JobID, adopted = id, &id
 	}
-	p, err := e.provider(a.System)
+	err = perr
 	if err == nil {
 		// Bounded: an unreachable site must not hold the caller (a user's cancel); the
 		// attempt stays cancelling and the monitor asks again every tick.
@@ -260,16 +300,37 @@ func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string
 		err = p.Cancel(cctx, []string{a.JobID})
 		cancel()
 	}
-	if err != nil {
-		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &why},
-			ev(a.TaskID, a.N, a.System, "transition", fmt.Sprintf("cancel of job %s pending: %v", a.JobID, err), why, model.ActorSystem))
+	found := ""
+	if adopted != nil {
+		found = fmt.Sprintf(" (found by its tag %s)", a.Tag)
 	}
-	return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &why},
-		ev(a.TaskID, a.N, a.System, "transition", fmt.Sprintf("cancel requested for job %s", a.JobID), why, model.ActorSystem))
+	u := store.AttemptUpdate{JobID: adopted, State: ptr(model.JobCancelling), Reason: &why}
+	if err != nil {
+		return true, e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, u,
+			ev(a.TaskID, a.N, a.System, "transition", fmt.Sprintf("cancel of job %s%s pending: %v", a.JobID, found, err), why, model.ActorSystem))
+	}
+	return false, e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, u,
+		ev(a.TaskID, a.N, a.System, "transition", fmt.Sprintf("cancel requested for job %s%s", a.JobID, found), why, model.ActorSystem))
 }
 
-// Cancel stops a task: every open attempt's job is cancelled at its site.
+// ErrCancelPending means a job's cancel did not reach its site now (the site did not
+// answer, or a job whose submit outcome is unknown could not be looked up): the task
+// is cancelled and the monitor asks the site again every tick until it confirms.
+var ErrCancelPending = errors.New("cancel pending")
+
+// Cancel stops a task: every open attempt's job is cancelled at its site. A cancel
+// the site did not take now is carried on by the monitor and is not an error here.
 func (e *Engine) Cancel(ctx context.Context, taskID, why string) error {
+	if err := e.CancelDelivered(ctx, taskID, why); err != nil && !errors.Is(err, ErrCancelPending) {
+		return err
+	}
+	return nil
+}
+
+// CancelDelivered is Cancel that also says (an error wrapping ErrCancelPending) when a
+// job's cancel did not reach its site now: a caller that must know the job is going
+// (a campaign's stop) can then cancel it at the site another way.
+func (e *Engine) CancelDelivered(ctx context.Context, taskID, why string) error {
 	return e.withTaskForUser(ctx, taskID, func() error { return e.cancelTask(ctx, taskID, why) })
 }
 
@@ -285,16 +346,36 @@ func (e *Engine) cancelTask(ctx context.Context, taskID, why string) error {
 	if err != nil {
 		return err
 	}
+	var pending []string
 	for _, a := range atts {
 		if a.State.Final() || a.State == model.JobCancelling {
 			continue
 		}
-		if err := e.cancelAttempt(ctx, a, why); err != nil {
+		p, err := e.cancelJob(ctx, a, why)
+		if err != nil {
 			return err
 		}
+		if p {
+			pending = append(pending, fmt.Sprintf("attempt %d (job %s) on %s", a.N, orTag(a), a.System))
+		}
 	}
-	return e.o.Store.UpdateTask(ctx, taskID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &why},
-		ev(taskID, 0, "", "cancelled", "task cancelled", why, model.ActorUser))
+	if err := e.o.Store.UpdateTask(ctx, taskID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &why},
+		ev(taskID, 0, "", "cancelled", "task cancelled", why, model.ActorUser)); err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("task %s: %w for %s: the site did not take it now; the monitor asks again every tick (or cancel the job at the site by hand)",
+			taskID, ErrCancelPending, strings.Join(pending, ", "))
+	}
+	return nil
+}
+
+// orTag names an attempt's job: its id, else its tag.
+func orTag(a *model.Attempt) string {
+	if a.JobID != "" {
+		return a.JobID
+	}
+	return a.Tag
 }
 
 // Replan places a task anew (optionally without its pin). A pending job is replaced
@@ -310,6 +391,9 @@ func (e *Engine) replan(ctx context.Context, taskID string, clearTarget bool) er
 	}
 	if t.State.Final() {
 		return fmt.Errorf("task %s is %s; submit it again instead", taskID, t.State)
+	}
+	if t.CampaignRun != "" {
+		return fmt.Errorf("task %s is the job of a slice of campaign run %s: it runs once, where the launch placed it, and is never replanned; stop or relaunch the campaign (mosaic campaign stop %s)", taskID, t.CampaignRun, t.CampaignRun)
 	}
 	atts, err := e.o.Store.Attempts(ctx, taskID)
 	if err != nil {

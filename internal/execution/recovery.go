@@ -32,7 +32,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 	openTask := map[string]bool{}
 	for _, a := range open {
 		openTask[a.TaskID] = true
-		if a.State == model.JobSubmitting && a.JobID == "" {
+		if orphan(a) {
 			bySystem[a.System] = append(bySystem[a.System], a)
 		}
 	}
@@ -89,8 +89,13 @@ func (e *Engine) reconcileSystem(ctx context.Context, sys string, atts []*model.
 				continue
 			}
 			why := "Mosaic restarted during the submit and " + sys + " cannot look jobs up by name, so it cannot tell whether the job exists; check the site's queue for " + a.Tag
-			if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobLost), Reason: &why, Ended: ptr(e.now())},
-				ev(a.TaskID, a.N, sys, "recovery", "attempt state unknown after restart", why, model.ActorSystem)); err != nil {
+			state, msg := model.JobLost, "attempt state unknown after restart"
+			if a.State == model.JobCancelling {
+				why = sys + " cannot look jobs up by name, so the job of a submit whose outcome is unknown cannot be found to cancel it; check the site's queue for " + a.Tag
+				state, msg = model.JobCancelled, "attempt cancelled without finding its job"
+			}
+			if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: &state, Reason: &why, Ended: ptr(e.now())},
+				ev(a.TaskID, a.N, sys, "recovery", msg, why, model.ActorSystem)); err != nil {
 				unlock()
 				return err
 			}
@@ -120,8 +125,14 @@ func (e *Engine) reconcileSystem(ctx context.Context, sys string, atts []*model.
 	return nil
 }
 
+// orphan reports whether an open attempt has no job id although it may have a job: a
+// submit whose outcome is unknown (submitting), or one being cancelled (cancelling).
+func orphan(a *model.Attempt) bool {
+	return a.JobID == "" && (a.State == model.JobSubmitting || a.State == model.JobCancelling)
+}
+
 // lockOrphan takes the task's lock (waiting unless try) and re-reads the attempt; false
-// if it is no longer a submitting attempt without a job id.
+// if it is no longer an orphan (see orphan).
 func (e *Engine) lockOrphan(ctx context.Context, seen *model.Attempt, try bool) (func(), *model.Attempt, bool) {
 	var unlock func()
 	if try {
@@ -143,16 +154,41 @@ func (e *Engine) lockOrphan(ctx context.Context, seen *model.Attempt, try bool) 
 		return nil, nil, false
 	}
 	a := atts[seen.N-1]
-	if a.State != model.JobSubmitting || a.JobID != "" {
+	if !orphan(a) {
 		unlock()
 		return nil, nil, false
 	}
 	return unlock, a, true
 }
 
-// settleOrphan adopts the job found by the attempt's tag or submits it once.
+// settleOrphan adopts the job found by the attempt's tag or submits it once. An
+// attempt being cancelled has the job found cancelled instead (or, absent, is
+// cancelled); one whose task's job was given unstored values (a campaign's forwarded
+// variables) is never submitted again: it is lost, and the task goes through its policy.
 func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys string, a *model.Attempt, found map[string]model.JobStatus) error {
-	if st, ok := found[a.Tag]; ok && st.JobID != "" {
+	st, ok := found[a.Tag]
+	ok = ok && st.JobID != ""
+	if a.State == model.JobCancelling {
+		if !ok {
+			return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
+				ev(a.TaskID, a.N, sys, "transition", "attempt cancelled: no job "+a.Tag+" at "+sys, "the submit whose outcome was unknown never reached the site", model.ActorSystem))
+		}
+		// Record the job first (the monitor follows it by id from now on and asks for the
+		// cancel again each tick until the site confirms), then ask.
+		id := st.JobID
+		if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{JobID: &id},
+			ev(a.TaskID, a.N, sys, "transition", fmt.Sprintf("found job %s by its tag %s; cancelling it", id, a.Tag), a.Reason, model.ActorSystem)); err != nil {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+		err := p.Cancel(cctx, []string{id})
+		cancel()
+		if err != nil {
+			e.o.Logger.Warn("cancel of a job found by its tag", "system", sys, "job", id, "err", err)
+		}
+		return nil
+	}
+	if ok {
 		id := st.JobID
 		// Adopt it as pending even if it has ended: the next monitor round observes the
 		// real final state, so the task's finish or continuation runs as usual (storing a
@@ -166,6 +202,22 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 			return err
 		}
 		return nil
+	}
+	t, err := e.o.Store.Task(ctx, a.TaskID)
+	if err != nil {
+		return err
+	}
+	if t.UnstoredEnv {
+		why := "cannot resubmit: forwarded variables are not stored. No job " + a.Tag + " is at " + sys + " (the submit's answer was lost before the job arrived); relaunch the campaign"
+		if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobLost), Reason: &why, Ended: ptr(e.now())},
+			ev(a.TaskID, a.N, sys, "recovery", "attempt lost: it cannot be submitted again", why, model.ActorSystem)); err != nil {
+			return err
+		}
+		if t.State.Final() {
+			return nil
+		}
+		a.State, a.Reason = model.JobLost, why
+		return e.fail(ctx, t, a, why) // no next attempt can have the values either
 	}
 	id, err := e.submit(ctx, p, a.Spec)
 	if errors.Is(err, errSubmitUnknown) {
@@ -206,6 +258,16 @@ func (e *Engine) resume(ctx context.Context, id string) error {
 		if !a.State.Final() {
 			return nil // an attempt is open again: the monitor follows it
 		}
+	}
+	if len(atts) == 0 && (t.CampaignRun != "" || t.UnstoredEnv) {
+		// Its launcher placed it and held its forwarded variables; placed here it would
+		// run under another job name, without them, with nobody following its agents.
+		reason := "stored but never submitted (Mosaic stopped in between); a campaign slice's job is not placed again after a restart: its forwarded variables are not stored and its launcher is gone. Relaunch the campaign"
+		if t.CampaignRun != "" {
+			reason = "campaign run " + t.CampaignRun + ": " + reason
+		}
+		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
+			ev(t.ID, 0, "", "failure", "task failed", reason, model.ActorSystem))
 	}
 	if len(atts) == 0 {
 		pl, err := e.o.Placer.Place(ctx, &t.Task, nil)

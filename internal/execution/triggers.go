@@ -258,8 +258,12 @@ func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) err
 	e.stays[a.Tag] = n
 	e.mu.Unlock()
 	if t.Target != nil {
+		how := fmt.Sprintf("mosaic replan %s --clear-target lets it move", t.ID)
+		if t.CampaignRun != "" {
+			how = "a campaign slice's job is never replanned; stop or relaunch campaign run " + t.CampaignRun + " to move it"
+		}
 		return e.stay(ctx, a, tr, pol, "", time.Time{}, "pinned: staying despite "+short(tr.kind),
-			fmt.Sprintf("%s; the task is pinned to %s, so Mosaic does not move it (mosaic replan %s --clear-target lets it move)", tr.what, t.Target.System, t.ID))
+			fmt.Sprintf("%s; the task is pinned to %s, so Mosaic does not move it (%s)", tr.what, t.Target.System, how))
 	}
 	if (tr.kind == trigWait || tr.kind == trigDrift) && !*pol.MigrateOnWait {
 		return e.stay(ctx, a, tr, pol, "", time.Time{}, "stay on "+sys, tr.what+"; migrate_on_wait is off in the task's policy")

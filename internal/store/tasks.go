@@ -17,6 +17,14 @@ type TaskRow struct {
 	model.Task
 	Decision json.RawMessage `json:"decision,omitempty"`
 	Policy   json.RawMessage `json:"policy,omitempty"`
+	// CampaignRun is the campaign run whose launcher submitted the task ("" for an
+	// ordinary task): it runs once where the launcher placed it, so it is never
+	// replanned or placed again.
+	CampaignRun string `json:"campaign_run,omitempty"`
+	// UnstoredEnv: the task's job was given variables that are not stored (a
+	// campaign's forwarded secrets), so its attempt cannot be submitted again by
+	// anyone but the process that holds them.
+	UnstoredEnv bool `json:"unstored_env,omitempty"`
 }
 
 func nanos(t time.Time) int64 { return t.UnixNano() }
@@ -77,9 +85,9 @@ func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) 
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, name, command, script, description, envelope, target_system,
-			target_partition, policy, state, reason, decision, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			t.ID, t.Name, t.Command, t.Script, t.Description, string(env), ts, tp, string(pol), string(t.State), t.Reason,
-			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt)); err != nil {
+			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt), t.CampaignRun, t.UnstoredEnv); err != nil {
 			return fmt.Errorf("store: create task %s: %w", t.ID, err)
 		}
 		_, err := insertEvents(ctx, tx, evs)
@@ -135,13 +143,13 @@ func (s *Store) UpdateTask(ctx context.Context, id string, u TaskUpdate, evs ...
 	})
 }
 
-const taskCols = `id, name, command, script, description, envelope, target_system, target_partition, policy, state, reason, decision, created_at, updated_at`
+const taskCols = `id, name, command, script, description, envelope, target_system, target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env`
 
 func scanTask(sc interface{ Scan(...any) error }) (*TaskRow, error) {
 	var t TaskRow
 	var env, ts, tp, pol, state, dec string
 	var created, updated int64
-	if err := sc.Scan(&t.ID, &t.Name, &t.Command, &t.Script, &t.Description, &env, &ts, &tp, &pol, &state, &t.Reason, &dec, &created, &updated); err != nil {
+	if err := sc.Scan(&t.ID, &t.Name, &t.Command, &t.Script, &t.Description, &env, &ts, &tp, &pol, &state, &t.Reason, &dec, &created, &updated, &t.CampaignRun, &t.UnstoredEnv); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(env), &t.Envelope); err != nil {
