@@ -337,7 +337,7 @@ unless --exchange-url is given.`,
 				ExchangeURL: exURL, ExchangeToken: os.Getenv("MOSAIC_EXCHANGE_TOKEN"), ExchangeListen: exListen,
 				AgentExchangeURL: agentURL, MosaicBin: mosaicBin, AutoBootstrap: autoBoot, Recipient: recipient,
 				StartupTimeout: startup, Tunnel: tunnel, SpawnArgs: spawnArgs, Forward: fwd, Account: account, WorkDir: workdir,
-				Out: cmd.ErrOrStderr(),
+				Out: cmd.ErrOrStderr(), Color: color(cmd.ErrOrStderr()),
 			}
 			quotas.apply(&opts.ExchangeLimits)
 			if !cmd.Flags().Changed("exchange-max-message-bytes") {

@@ -43,6 +43,7 @@ type SiteLaunch struct {
 	EnvScript  string            // sourced on the compute node after the exports
 	Dir        *RunDir
 	Out        io.Writer // progress lines
+	Color      bool      // paint state transitions in Out
 	StepPrefix string    // step/job name prefix; "" = "mosaic-c"
 	// SubmitTimeout bounds a submit-mode site's submit (0 = 2 minutes); the job may
 	// be queued even when it runs out, so what follows does not depend on it.

@@ -54,7 +54,10 @@ type LaunchOptions struct {
 	// LocalEnv is extra environment for commands on kind-local sites.
 	LocalEnv []string
 	// Out receives progress; WaitingEvery is the "still waiting" period (30 s).
+	// Color paints state transitions in it (the caller decides, from the real
+	// terminal: Out may be a writer wrapped around it).
 	Out          io.Writer
+	Color        bool
 	WaitingEvery time.Duration
 	// Poll is the readiness/monitor poll period (default 1 s).
 	Poll time.Duration
@@ -342,7 +345,7 @@ func newBackends(o *LaunchOptions, plan []sitePlan, x *launchExchange, dir *RunD
 	backends := make([]Backend, len(plan))
 	for i, p := range plan {
 		l := SiteLaunch{Spec: p.spec, RunID: o.RunID, Campaign: p.campaign, MosaicBin: o.MosaicBin, Exchange: x.siteURL[p.spec.Name],
-			Tokens: SliceTokens(x.token, o.RunID, p.spec.Agents), Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: o.Out}
+			Tokens: SliceTokens(x.token, o.RunID, p.spec.Agents), Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: o.Out, Color: o.Color}
 		var b Backend
 		var err error
 		switch {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/site"
+	"github.com/mosaic-hpc/mosaic/internal/term"
 )
 
 // SubmitBackend runs the slice as a batch job (the site's dialect: Slurm or
@@ -40,7 +40,7 @@ func NewSubmitBackend(sys site.System, l SiteLaunch, localEnv []string, jobs Job
 	if err != nil {
 		return nil, err
 	}
-	return &SubmitBackend{l: l, sys: sys, conn: conn, jobs: jobs, color: colorOK(l.Out)}, nil
+	return &SubmitBackend{l: l, sys: sys, conn: conn, jobs: jobs, color: l.Color}, nil
 }
 
 // Site implements Backend.
@@ -240,22 +240,4 @@ func stateColor(s model.JobState) string {
 	}
 }
 
-// colorOK: colour only on a terminal and without NO_COLOR (https://no-color.org).
-func colorOK(w any) bool {
-	if os.Getenv("NO_COLOR") != "" {
-		return false
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-func paint(on bool, code, s string) string {
-	if !on {
-		return s
-	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
-}
+func paint(on bool, code, s string) string { return term.Paint(on, code, s) }
