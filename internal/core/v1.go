@@ -26,9 +26,6 @@ import (
 // A task's stored decision trace travels as the JSON the core stored (no decoding on
 // a read); a fresh decision is explained, then copied.
 
-// V1Duration maps a duration.
-func V1Duration(d model.Duration) v1.Duration { return v1.Duration(d) }
-
 // V1Envelope maps an envelope.
 func V1Envelope(e model.Envelope) v1.Envelope {
 	return v1.Envelope{

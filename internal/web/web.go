@@ -1,8 +1,10 @@
 // Package web is Mosaic's browser workbench: hand-written HTML, CSS and ES-module
 // JavaScript embedded in the binary (no Node toolchain, nothing fetched from the
-// network), the login flow that turns a one-time code into an HttpOnly session
-// cookie, and the CSRF rules for cookie-authenticated API calls. The page is a client
-// of the same /api as the CLI.
+// network), and the login flow that turns a one-time code (or the pasted API token)
+// into an HttpOnly session cookie, with the /api/session endpoints the page reads its
+// CSRF token from. The sessions and the CSRF rule themselves live in internal/session;
+// the API's guard checks them on every /api call. The page is a client of the same
+// /api as the CLI.
 package web
 
 import (
