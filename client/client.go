@@ -43,6 +43,12 @@ var ErrNoCore = v1.ErrNoCore
 // APIError is an error response from the core (an RFC 9457 problem).
 type APIError = v1.Error
 
+// RequestTimeout bounds one request (not an event stream, which lives as long as its
+// context). It is above the core's longest bound on work it does while a request
+// waits, so the core answers first, with its own error: a site command
+// (transport.DefaultTimeout, 2 minutes; a login-node probe gives up after 90 s).
+const RequestTimeout = 3 * time.Minute
+
 // Client talks to one core.
 type Client struct {
 	base  *url.URL
@@ -56,7 +62,7 @@ func New(baseURL, token string) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("core URL %q: want http://host:port", baseURL)
 	}
-	return &Client{base: u, token: token, http: &http.Client{Timeout: 60 * time.Second}}, nil
+	return &Client{base: u, token: token, http: &http.Client{Timeout: RequestTimeout}}, nil
 }
 
 // URL returns the core's base URL.
