@@ -174,7 +174,8 @@ func (c *Client) Resource(ctx context.Context, system string) (*ResourceDetail, 
 // IdleQuery filters Idle.
 type IdleQuery = v1.IdleQuery
 
-// Idle returns partitions with free capacity now.
+// Idle returns partitions with free capacity now. A nil f.MaxQueue sends no
+// max_queue, so the core's default applies: any queue depth.
 func (c *Client) Idle(ctx context.Context, f IdleQuery) ([]ResourceRecord, error) {
 	q := url.Values{}
 	set := func(k string, v int) {
@@ -185,7 +186,9 @@ func (c *Client) Idle(ctx context.Context, f IdleQuery) ([]ResourceRecord, error
 	set("gpus", f.GPUs)
 	set("gpu_mem", f.GPUMemGB)
 	set("cores", f.Cores)
-	q.Set("max_queue", strconv.Itoa(f.MaxQueue))
+	if f.MaxQueue != nil {
+		q.Set("max_queue", strconv.Itoa(*f.MaxQueue))
+	}
 	for k, v := range map[string]string{"arch": f.Arch, "gpu_model": f.GPUModel, "provider": f.Provider, "system": f.System} {
 		if v != "" {
 			q.Set(k, v)
