@@ -40,13 +40,15 @@ type ErrorDetail struct {
 // maxValueText bounds how much of a refused value an error message repeats.
 const maxValueText = 80
 
-// String renders "location: message (value v)".
+// String renders "location: message (value v)". The value is repeated only for a
+// query or path parameter: a body field may hold a secret (a job's environment, a
+// script), and error text travels into logs and agent transcripts.
 func (d ErrorDetail) String() string {
 	s := d.Message
 	if d.Location != "" {
 		s = d.Location + ": " + s
 	}
-	if d.Value != nil {
+	if d.Value != nil && (strings.HasPrefix(d.Location, "query.") || strings.HasPrefix(d.Location, "path.")) {
 		v := fmt.Sprint(d.Value)
 		if r := []rune(v); len(r) > maxValueText {
 			v = string(r[:maxValueText]) + "…"

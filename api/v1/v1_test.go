@@ -72,18 +72,23 @@ func TestErrorMessage(t *testing.T) {
 	long := strings.Repeat("x", 200)
 	e := &Error{Status: 422, Title: "Unprocessable Entity", Detail: "validation failed", Errors: []ErrorDetail{
 		{Message: "expected number >= -1", Location: "query.max_queue", Value: -7.0},
-		{Message: "expected length <= 128", Location: "body.name", Value: long},
+		{Message: "expected length <= 128", Location: "query.system", Value: long},
+		{Message: "expected string", Location: "body.policy.env.API_KEY", Value: "sk-secret-value"},
 		{Message: "unexpected property"},
 	}}
 	got := e.Error()
 	for _, want := range []string{"validation failed; query.max_queue: expected number >= -1 (value -7)",
-		"; body.name: expected length <= 128 (value " + strings.Repeat("x", maxValueText) + "…)", "; unexpected property"} {
+		"; query.system: expected length <= 128 (value " + strings.Repeat("x", maxValueText) + "…)",
+		"; body.policy.env.API_KEY: expected string;", "; unexpected property"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
 	if strings.Contains(got, strings.Repeat("x", maxValueText+1)) {
 		t.Errorf("%q repeats all of a long value", got)
+	}
+	if strings.Contains(got, "sk-secret") {
+		t.Errorf("%q repeats a body value (it may be a secret)", got)
 	}
 	var back Error
 	if err := json.Unmarshal([]byte(`{"status":422,"title":"Unprocessable Entity","detail":"validation failed","errors":[{"message":"m","location":"query.gpus","value":-1}]}`), &back); err != nil ||
