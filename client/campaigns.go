@@ -10,9 +10,11 @@ import (
 
 // Campaign types (aliases of the api/v1 wire types).
 type (
-	CampaignRunSummary = v1.CampaignRunSummary
-	CampaignRunDetail  = v1.CampaignRunDetail
-	CampaignTimeline   = v1.CampaignTimeline
+	CampaignRunSummary    = v1.CampaignRunSummary
+	CampaignRunDetail     = v1.CampaignRunDetail
+	CampaignTimeline      = v1.CampaignTimeline
+	Campaign              = v1.Campaign
+	CampaignTokenResponse = v1.CampaignTokenResponse
 )
 
 // CampaignRuns lists launched campaign runs, newest first.
@@ -33,4 +35,15 @@ func (c *Client) CampaignRun(ctx context.Context, run string) (*CampaignRunDetai
 func (c *Client) CampaignTimeline(ctx context.Context, run string) (*CampaignTimeline, error) {
 	var t CampaignTimeline
 	return &t, c.do(ctx, http.MethodGet, "/api/campaigns/"+url.PathEscape(run)+"/timeline", nil, nil, &t)
+}
+
+// CampaignToken issues the run (operator) token of the core's exchange for run. With
+// camp the exchange enforces the campaign for the run: each declared agent gets its
+// own token (derived from this one) that opens only its mailbox and sends only to its
+// allowed peers. The token is shown once.
+func (c *Client) CampaignToken(ctx context.Context, run string, camp *Campaign) (*CampaignTokenResponse, error) {
+	var out CampaignTokenResponse
+	err := c.do(ctx, http.MethodPost, "/api/campaigns/"+url.PathEscape(run)+"/token", nil,
+		v1.CampaignTokenRequest{Campaign: camp}, &out)
+	return &out, err
 }

@@ -43,6 +43,12 @@ var ErrNoCore = v1.ErrNoCore
 // APIError is an error response from the core (an RFC 9457 problem).
 type APIError = v1.Error
 
+// RequestTimeout bounds one request (not an event stream, which lives as long as its
+// context). It is above the core's longest bound on work it does while a request
+// waits, so the core answers first, with its own error: a site command
+// (transport.DefaultTimeout, 2 minutes; a login-node probe gives up after 90 s).
+const RequestTimeout = 3 * time.Minute
+
 // Client talks to one core.
 type Client struct {
 	base  *url.URL
@@ -56,7 +62,7 @@ func New(baseURL, token string) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("core URL %q: want http://host:port", baseURL)
 	}
-	return &Client{base: u, token: token, http: &http.Client{Timeout: 60 * time.Second}}, nil
+	return &Client{base: u, token: token, http: &http.Client{Timeout: RequestTimeout}}, nil
 }
 
 // URL returns the core's base URL.
@@ -168,7 +174,8 @@ func (c *Client) Resource(ctx context.Context, system string) (*ResourceDetail, 
 // IdleQuery filters Idle.
 type IdleQuery = v1.IdleQuery
 
-// Idle returns partitions with free capacity now.
+// Idle returns partitions with free capacity now. A nil f.MaxQueue sends no
+// max_queue, so the core's default applies: any queue depth.
 func (c *Client) Idle(ctx context.Context, f IdleQuery) ([]ResourceRecord, error) {
 	q := url.Values{}
 	set := func(k string, v int) {
@@ -179,7 +186,9 @@ func (c *Client) Idle(ctx context.Context, f IdleQuery) ([]ResourceRecord, error
 	set("gpus", f.GPUs)
 	set("gpu_mem", f.GPUMemGB)
 	set("cores", f.Cores)
-	q.Set("max_queue", strconv.Itoa(f.MaxQueue))
+	if f.MaxQueue != nil {
+		q.Set("max_queue", strconv.Itoa(*f.MaxQueue))
+	}
 	for k, v := range map[string]string{"arch": f.Arch, "gpu_model": f.GPUModel, "provider": f.Provider, "system": f.System} {
 		if v != "" {
 			q.Set(k, v)

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
 // Reconnection bounds of FollowEvents.
 const (
-	DefaultReconnectFor = 2 * time.Minute
+	DefaultReconnectFor = v1.DefaultReconnectFor
 	firstBackoff        = 250 * time.Millisecond
 	maxBackoff          = 5 * time.Second
 )
@@ -127,7 +129,7 @@ var errStreamEnded = errors.New("the core closed the event stream")
 func retryable(err error) bool {
 	var ae *APIError
 	if errors.As(err, &ae) {
-		return ae.Status == http.StatusServiceUnavailable || ae.Status == http.StatusBadGateway || ae.Status == http.StatusGatewayTimeout
+		return ae.Temporary()
 	}
 	return err != nil
 }

@@ -76,3 +76,60 @@ type CampaignTimeline struct {
 	Messages []TimelineEntry `json:"messages"`
 	Counts   []SiteCount     `json:"counts"`
 }
+
+// Campaign declares a multi-agent run: its agents, which of them starts, and how they
+// reach the message exchange (the campaign file `mosaic campaign launch` reads).
+type Campaign struct {
+	Name         string           `json:"name"`
+	Agents       []CampaignAgent  `json:"agents"`
+	InitialAgent string           `json:"initial_agent"`
+	UserTask     string           `json:"user_task,omitempty"`
+	Exchange     ExchangeSettings `json:"exchange,omitzero"`
+}
+
+// CampaignAgent is one agent of a campaign.
+type CampaignAgent struct {
+	// Name is unique within the campaign; with the run id it derives the agent's
+	// mailbox uid.
+	Name string `json:"name"`
+	// Command is the argv of the agent process (no shell involved).
+	Command []string `json:"command"`
+	// Env is extra environment for the agent process.
+	Env map[string]string `json:"env,omitempty"`
+	// AllowedPeers names the agents this one may send requests to; the exchange
+	// enforces it when the campaign is registered with it.
+	AllowedPeers []string `json:"allowed_peers,omitempty"`
+	// Envelope is an optional resource request for the agent's allocation.
+	Envelope *Envelope `json:"envelope,omitempty"`
+	// Site is an optional placement hint (a site name from sites.yaml).
+	Site string `json:"site,omitempty"`
+}
+
+// ExchangeSettings say how agents of a campaign reach the message exchange; the zero
+// value is the core's embedded exchange with its in-memory backend.
+type ExchangeSettings struct {
+	URL             string   `json:"url,omitempty"`               // an external exchange; "" = the core's
+	Backend         string   `json:"backend,omitempty"`           // memory (default) or redis
+	RedisURL        string   `json:"redis_url,omitempty"`         // with Backend redis
+	MaxMessageBytes int64    `json:"max_message_bytes,omitempty"` // 0 = the exchange's default, 1 MiB
+	DiscoverTimeout Duration `json:"discover_timeout,omitempty"`  // how long an agent waits for its peers
+}
+
+// CampaignTokenRequest is the body of POST /api/campaigns/{run}/token. With a
+// campaign the exchange enforces it for the run (each declared agent gets its own
+// token that opens only its own mailbox and sends only to its allowed peers); without
+// one the token acts for every mailbox of the run.
+type CampaignTokenRequest struct {
+	Campaign *Campaign `json:"campaign,omitempty"`
+}
+
+// CampaignTokenResponse is the answer of POST /api/campaigns/{run}/token.
+type CampaignTokenResponse struct {
+	RunID string `json:"run_id"`
+	// ExchangePath is where the exchange is mounted on the core (agents use
+	// http://HOST:PORT + ExchangePath as MOSAIC_EXCHANGE_URL).
+	ExchangePath string `json:"exchange_path" doc:"Path of the exchange on this server; agents use http://HOST:PORT/exchange"`
+	// Token is the run (operator) token, for MOSAIC_EXCHANGE_TOKEN; shown once. Each
+	// agent's own token is derived from it.
+	Token string `json:"token" doc:"The run token (operator) for MOSAIC_EXCHANGE_TOKEN; shown once. Each agent's own token is derived from it (mosaic agent run and spawn-site do it)"`
+}

@@ -12,9 +12,16 @@ type EventQuery struct {
 }
 
 // IdleQuery selects partitions with free capacity now (the query of GET /api/idle).
+// The zero value selects every partition with free capacity, whatever its queue.
 type IdleQuery struct {
-	GPUs, GPUMemGB, Cores int
+	GPUs, GPUMemGB, Cores int // at least this many free (0 = any)
 	Arch, GPUModel        string
-	MaxQueue              int // at most this many pending jobs; -1 = any
-	Provider, System      string
+	// MaxQueue keeps only partitions with at most *MaxQueue pending jobs; nil = any
+	// queue depth (what GET /api/idle does without max_queue). Ptr(0) asks for
+	// partitions with nothing pending.
+	MaxQueue         *int
+	Provider, System string
 }
+
+// Ptr returns a pointer to v, for optional fields such as IdleQuery.MaxQueue.
+func Ptr[T any](v T) *T { return &v }

@@ -69,4 +69,38 @@ func TestErrorMessage(t *testing.T) {
 	if got := (&Error{Status: 503, Title: "Service Unavailable"}).Error(); got != "503 Service Unavailable" {
 		t.Errorf("got %q", got)
 	}
+	long := strings.Repeat("x", 200)
+	e := &Error{Status: 422, Title: "Unprocessable Entity", Detail: "validation failed", Errors: []ErrorDetail{
+		{Message: "expected number >= -1", Location: "query.max_queue", Value: -7.0},
+		{Message: "expected length <= 128", Location: "query.system", Value: long},
+		{Message: "expected string", Location: "body.policy.env.API_KEY", Value: "sk-secret-value"},
+		{Message: "unexpected property"},
+	}}
+	got := e.Error()
+	for _, want := range []string{"validation failed; query.max_queue: expected number >= -1 (value -7)",
+		"; query.system: expected length <= 128 (value " + strings.Repeat("x", maxValueText) + "…)",
+		"; body.policy.env.API_KEY: expected string;", "; unexpected property"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, strings.Repeat("x", maxValueText+1)) {
+		t.Errorf("%q repeats all of a long value", got)
+	}
+	if strings.Contains(got, "sk-secret") {
+		t.Errorf("%q repeats a body value (it may be a secret)", got)
+	}
+	var back Error
+	if err := json.Unmarshal([]byte(`{"status":422,"title":"Unprocessable Entity","detail":"validation failed","errors":[{"message":"m","location":"query.gpus","value":-1}]}`), &back); err != nil ||
+		len(back.Errors) != 1 || back.Errors[0].Location != "query.gpus" || back.Errors[0].Value != -1.0 {
+		t.Errorf("huma's problem decodes as %+v (%v)", back, err)
+	}
+}
+
+func TestErrorTemporary(t *testing.T) {
+	for status, want := range map[int]bool{502: true, 503: true, 504: true, 500: false, 404: false, 422: false, 401: false, 409: false} {
+		if got := (&Error{Status: status}).Temporary(); got != want {
+			t.Errorf("%d: Temporary() = %v, want %v", status, got, want)
+		}
+	}
 }

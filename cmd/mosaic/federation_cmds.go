@@ -94,6 +94,7 @@ func dash(s string) string {
 func newIdleCmd() *cobra.Command {
 	var j jsonFlag
 	var q client.IdleQuery
+	maxQueue := -1
 	cmd := &cobra.Command{
 		Use:   "idle",
 		Short: "Find partitions with free capacity right now",
@@ -104,6 +105,9 @@ func newIdleCmd() *cobra.Command {
 			c, err := newClient()
 			if err != nil {
 				return err
+			}
+			if maxQueue >= 0 {
+				q.MaxQueue = &maxQueue
 			}
 			recs, err := c.Idle(cmd.Context(), q)
 			if err != nil {
@@ -126,7 +130,7 @@ func newIdleCmd() *cobra.Command {
 	f.IntVar(&q.Cores, "cores", 0, "at least this many free CPU cores")
 	f.StringVar(&q.Arch, "arch", "", "x86_64 or aarch64")
 	f.StringVar(&q.GPUModel, "gpu-model", "", "GPU model, e.g. A100 or H100")
-	f.IntVar(&q.MaxQueue, "max-queue", -1, "at most this many pending jobs")
+	f.IntVar(&maxQueue, "max-queue", -1, "at most this many pending jobs (-1 = any)")
 	f.StringVar(&q.Provider, "provider", "", "only this provider kind (sim, ssh, local, globus)")
 	f.StringVar(&q.System, "system", "", "only this system")
 	addJSONFlag(cmd, &j, []client.ResourceRecord{})

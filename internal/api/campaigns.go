@@ -29,20 +29,18 @@ type campaignRunOut struct{ Body *v1.CampaignRunDetail }
 
 type campaignTimelineOut struct{ Body *v1.CampaignTimeline }
 
+// campaignTokenIn decodes the body of v1.CampaignTokenRequest with the core's own
+// campaign type, which reads more duration forms than v1's.
 type campaignTokenIn struct {
-	Run  string `path:"run" maxLength:"128" doc:"Run id"`
-	Body *struct {
-		Campaign *model.Campaign `json:"campaign,omitempty" doc:"Campaign whose allowed_peers the exchange enforces for the run"`
-	} `required:"false"`
+	Run  string             `path:"run" maxLength:"128" doc:"Run id"`
+	Body *campaignTokenBody `required:"false"`
 }
 
-type campaignTokenOut struct {
-	Body struct {
-		RunID       string `json:"run_id"`
-		ExchangeURL string `json:"exchange_path" doc:"Path of the exchange on this server; agents use http://HOST:PORT/exchange"`
-		Token       string `json:"token" doc:"The run token (operator) for MOSAIC_EXCHANGE_TOKEN; shown once. Each agent's own token is derived from it (mosaic agent run and spawn-site do it)"`
-	}
+type campaignTokenBody struct {
+	Campaign *model.Campaign `json:"campaign,omitempty" doc:"Campaign whose allowed_peers the exchange enforces for the run"`
 }
+
+type campaignTokenOut struct{ Body v1.CampaignTokenResponse }
 
 // registerCampaigns adds the campaign routes and mounts the core's exchange
 // under ExchangePrefix.
@@ -98,9 +96,7 @@ func (s *Server) registerCampaigns() {
 		if err != nil {
 			return nil, toHTTP(err)
 		}
-		out := &campaignTokenOut{}
-		out.Body.RunID, out.Body.ExchangeURL, out.Body.Token = in.Run, ExchangePrefix, tok
-		return out, nil
+		return &campaignTokenOut{Body: v1.CampaignTokenResponse{RunID: in.Run, ExchangePath: ExchangePrefix, Token: tok}}, nil
 	})
 	// The exchange is created on first use, not at registration.
 	s.mux.Handle(ExchangePrefix+"/", http.StripPrefix(ExchangePrefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

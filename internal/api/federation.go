@@ -141,8 +141,12 @@ func (s *Server) registerFederation() {
 		OperationID: "find-idle", Method: http.MethodGet, Path: "/api/idle",
 		Summary: "Partitions with free capacity now", Tags: []string{"federation"},
 	}, func(ctx context.Context, in *idleIn) (*idleOut, error) {
-		recs, err := s.core.Idle(core.IdleFilterFromV1(v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMem, Cores: in.Cores, Arch: in.Arch,
-			GPUModel: in.GPUModel, MaxQueue: in.MaxQueue, Provider: in.Provider, System: in.System}))
+		q := v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMem, Cores: in.Cores, Arch: in.Arch,
+			GPUModel: in.GPUModel, Provider: in.Provider, System: in.System}
+		if in.MaxQueue >= 0 {
+			q.MaxQueue = &in.MaxQueue
+		}
+		recs, err := s.core.Idle(core.IdleFilterFromV1(q))
 		if err != nil {
 			return nil, toHTTP(err)
 		}

@@ -26,9 +26,6 @@ import (
 // A task's stored decision trace travels as the JSON the core stored (no decoding on
 // a read); a fresh decision is explained, then copied.
 
-// V1Duration maps a duration.
-func V1Duration(d model.Duration) v1.Duration { return v1.Duration(d) }
-
 // V1Envelope maps an envelope.
 func V1Envelope(e model.Envelope) v1.Envelope {
 	return v1.Envelope{
@@ -483,10 +480,15 @@ func EventQueryFromV1(f v1.EventQuery, now time.Time) (EventQuery, error) {
 	return q, nil
 }
 
-// IdleFilterFromV1 reads a wire idle query.
+// IdleFilterFromV1 reads a wire idle query: a nil MaxQueue (or a negative one) is any
+// queue depth.
 func IdleFilterFromV1(f v1.IdleQuery) IdleFilter {
+	maxQueue := -1
+	if f.MaxQueue != nil && *f.MaxQueue >= 0 {
+		maxQueue = *f.MaxQueue
+	}
 	return IdleFilter{GPUs: f.GPUs, GPUMemGB: f.GPUMemGB, Cores: f.Cores, Arch: f.Arch, GPUModel: f.GPUModel,
-		MaxQueue: f.MaxQueue, Provider: f.Provider, System: f.System}
+		MaxQueue: maxQueue, Provider: f.Provider, System: f.System}
 }
 
 // JobSpecFromV1 maps a wire job spec back (the CLI renders sizings with its methods).

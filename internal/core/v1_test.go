@@ -170,6 +170,40 @@ func TestV1JSONMatchesInternal(t *testing.T) {
 	}
 }
 
+// TestV1RequestBodiesMatchTheCore: a request body the client writes with a v1 type is
+// read by the API with the core's own type (which accepts more duration forms), so the
+// two must have the same fields: a fully populated value of either encodes to JSON
+// that the other decodes and encodes back byte for byte.
+func TestV1RequestBodiesMatchTheCore(t *testing.T) {
+	cases := []struct {
+		name                 string
+		internal, wire       func() any // fully populated values
+		newInternal, newWire func() any // fresh values to decode into
+	}{
+		{"campaign", func() any { return filled[model.Campaign]() }, func() any { return filled[v1.Campaign]() },
+			func() any { return new(model.Campaign) }, func() any { return new(v1.Campaign) }},
+		{"envelope", func() any { return filled[model.Envelope]() }, func() any { return filled[v1.Envelope]() },
+			func() any { return new(model.Envelope) }, func() any { return new(v1.Envelope) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, dir := range []struct {
+				from string
+				v    any
+				into any
+			}{{"core", tc.internal(), tc.newWire()}, {"v1", tc.wire(), tc.newInternal()}} {
+				want := mustJSON(t, dir.v)
+				if err := json.Unmarshal(want, dir.into); err != nil {
+					t.Fatalf("from %s: %v\n%s", dir.from, err, want)
+				}
+				if got := mustJSON(t, dir.into); !bytes.Equal(got, want) {
+					t.Fatalf("from %s: the other type drops or changes a field:\n got %s\nwant %s", dir.from, got, want)
+				}
+			}
+		})
+	}
+}
+
 // TestV1SubmitRequestRoundTrip: a request mapped onto the wire and back is the same
 // request (the in-process MCP backend submits what the tool decoded).
 func TestV1SubmitRequestRoundTrip(t *testing.T) {

@@ -25,8 +25,10 @@ type Backend interface {
 	TaskLogs(ctx context.Context, id string, attempt, tail int) (*v1.Logs, error)
 	EventsPage(ctx context.Context, f v1.EventQuery) (*v1.EventPage, error)
 	// FollowTask calls fn for each event of the task ("" = every task) after afterID,
-	// in id order, until ctx ends or fn fails; it gives up when the events cannot be
-	// read for longer than reconnectFor.
+	// in id order, until ctx ends (ctx.Err()), fn fails (its error) or the core refuses
+	// (its *v1.Error). While the core cannot be reached or answers that it is not ready
+	// (v1.Error.Temporary) it keeps trying for reconnectFor: 0 = v1.DefaultReconnectFor,
+	// negative = never.
 	FollowTask(ctx context.Context, task string, afterID int64, reconnectFor time.Duration, fn func(v1.Event) error) error
 	CampaignRuns(ctx context.Context) ([]v1.CampaignRunSummary, error)
 	CampaignRun(ctx context.Context, run string) (*v1.CampaignRunDetail, error)

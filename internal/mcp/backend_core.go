@@ -2,7 +2,7 @@ package mcp
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
@@ -21,30 +21,33 @@ type coreBackend struct{ c *core.Core }
 // event stream does).
 const followPoll = 500 * time.Millisecond
 
-// fail classifies a core error as the HTTP API would; a cancelled or expired context
-// stays itself, as it does for the HTTP client.
-func fail(err error) error {
+// fail classifies a core error as the HTTP API would (core.V1Error). Only when the
+// tool's own ctx has ended does the error stay itself (a cancelled or expired call, as
+// the HTTP client reports it): an error that merely wraps context.DeadlineExceeded
+// from a bound inside the core (the 90 s login-node probe, a site command's timeout)
+// is the core's answer, which over HTTP arrives as a 500 problem with the message.
+func fail(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if ctx.Err() != nil {
 		return err
 	}
 	return core.V1Error(err)
 }
 
-func (b coreBackend) Federation(context.Context) (*v1.ResourceSnapshot, error) {
+func (b coreBackend) Federation(ctx context.Context) (*v1.ResourceSnapshot, error) {
 	s, err := b.c.Federation()
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1Snapshot(s), nil
 }
 
-func (b coreBackend) Idle(_ context.Context, f v1.IdleQuery) ([]v1.ResourceRecord, error) {
+func (b coreBackend) Idle(ctx context.Context, f v1.IdleQuery) ([]v1.ResourceRecord, error) {
 	rs, err := b.c.Idle(core.IdleFilterFromV1(f))
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1Records(rs), nil
 }
@@ -52,7 +55,7 @@ func (b coreBackend) Idle(_ context.Context, f v1.IdleQuery) ([]v1.ResourceRecor
 func (b coreBackend) SystemEnv(ctx context.Context, system string) (*v1.SiteEnv, error) {
 	e, err := b.c.SystemEnv(ctx, system)
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	out := core.V1SiteEnv(*e)
 	return &out, nil
@@ -61,7 +64,7 @@ func (b coreBackend) SystemEnv(ctx context.Context, system string) (*v1.SiteEnv,
 func (b coreBackend) DraftEnvelope(ctx context.Context, name, description string) (*v1.DraftResult, error) {
 	r, err := b.c.DraftEnvelope(ctx, name, description)
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1Draft(r, b.c.About().Drafter), nil
 }
@@ -69,20 +72,23 @@ func (b coreBackend) DraftEnvelope(ctx context.Context, name, description string
 func (b coreBackend) Submit(ctx context.Context, req v1.SubmitRequest) (*v1.SubmitResult, error) {
 	r, err := b.c.SubmitTask(ctx, core.SubmitRequestFromV1(req))
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1SubmitResult(r), nil
 }
 
-func (b coreBackend) detail(t *core.TaskDetail, err error) (*v1.TaskDetail, error) {
-	if err != nil {
-		return nil, fail(err)
+// detail maps a task read of the core (its error classified as fail does, for ctx).
+func detail(ctx context.Context) func(*core.TaskDetail, error) (*v1.TaskDetail, error) {
+	return func(t *core.TaskDetail, err error) (*v1.TaskDetail, error) {
+		if err != nil {
+			return nil, fail(ctx, err)
+		}
+		return core.V1TaskDetail(t), nil
 	}
-	return core.V1TaskDetail(t), nil
 }
 
 func (b coreBackend) Task(ctx context.Context, id string) (*v1.TaskDetail, error) {
-	return b.detail(b.c.Task(ctx, id))
+	return detail(ctx)(b.c.Task(ctx, id))
 }
 
 func (b coreBackend) Tasks(ctx context.Context, states []string, limit int) ([]v1.TaskSummary, error) {
@@ -92,23 +98,23 @@ func (b coreBackend) Tasks(ctx context.Context, states []string, limit int) ([]v
 	}
 	ts, err := b.c.Tasks(ctx, ss, limit)
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1TaskSummaries(ts), nil
 }
 
 func (b coreBackend) Cancel(ctx context.Context, id string) (*v1.TaskDetail, error) {
-	return b.detail(b.c.CancelTask(ctx, id))
+	return detail(ctx)(b.c.CancelTask(ctx, id))
 }
 
 func (b coreBackend) Replan(ctx context.Context, id string, clearTarget bool) (*v1.TaskDetail, error) {
-	return b.detail(b.c.ReplanTask(ctx, id, clearTarget))
+	return detail(ctx)(b.c.ReplanTask(ctx, id, clearTarget))
 }
 
 func (b coreBackend) TaskLogs(ctx context.Context, id string, attempt, tail int) (*v1.Logs, error) {
 	l, err := b.c.TaskLogs(ctx, id, attempt, tail)
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1Logs(l), nil
 }
@@ -116,32 +122,49 @@ func (b coreBackend) TaskLogs(ctx context.Context, id string, attempt, tail int)
 func (b coreBackend) EventsPage(ctx context.Context, f v1.EventQuery) (*v1.EventPage, error) {
 	q, err := core.EventQueryFromV1(f, time.Now())
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	p, err := b.c.EventPage(ctx, q)
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1EventPage(p), nil
 }
 
 // FollowTask reads the store's new events every followPoll, in bounded batches, until
-// ctx ends or fn fails; reading errors end it after reconnectFor.
+// ctx ends or fn fails, as the HTTP event stream does for the client.
 func (b coreBackend) FollowTask(ctx context.Context, task string, afterID int64, reconnectFor time.Duration, fn func(v1.Event) error) error {
+	return follow(ctx, func(ctx context.Context, after int64) ([]model.Event, error) {
+		return b.c.Events(ctx, core.EventQuery{TaskID: task, AfterID: after, Limit: 500})
+	}, afterID, reconnectFor, fn)
+}
+
+// follow is FollowTask's loop over read, with the client's rules (client.FollowEvents):
+// an answer that may pass (v1.Error.Temporary: the core not ready yet) is retried for
+// up to reconnectFor (0 = v1.DefaultReconnectFor, negative = never); any other error of
+// the core ends it at once, as the HTTP stream's error message ends the client's.
+func follow(ctx context.Context, read func(ctx context.Context, after int64) ([]model.Event, error),
+	afterID int64, reconnectFor time.Duration, fn func(v1.Event) error) error {
+	if reconnectFor == 0 {
+		reconnectFor = v1.DefaultReconnectFor
+	}
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
 	var failingSince time.Time
 	for {
-		evs, err := b.c.Events(ctx, core.EventQuery{TaskID: task, AfterID: afterID, Limit: 500})
+		evs, err := read(ctx, afterID)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil:
+			e := core.V1Error(err)
+			if !e.Temporary() || reconnectFor < 0 {
+				return e
+			}
 			if failingSince.IsZero() {
 				failingSince = time.Now()
-			}
-			if reconnectFor < 0 || time.Since(failingSince) > reconnectFor {
-				return fail(err)
+			} else if time.Since(failingSince) > reconnectFor {
+				return fmt.Errorf("the core's events stayed unreadable for %s (after event %d); gave up: %w", reconnectFor, afterID, e)
 			}
 		default:
 			failingSince = time.Time{}
@@ -160,10 +183,10 @@ func (b coreBackend) FollowTask(ctx context.Context, task string, afterID int64,
 	}
 }
 
-func (b coreBackend) CampaignRuns(context.Context) ([]v1.CampaignRunSummary, error) {
+func (b coreBackend) CampaignRuns(ctx context.Context) ([]v1.CampaignRunSummary, error) {
 	rs, err := b.c.CampaignRuns()
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1CampaignRuns(rs), nil
 }
@@ -171,7 +194,7 @@ func (b coreBackend) CampaignRuns(context.Context) ([]v1.CampaignRunSummary, err
 func (b coreBackend) CampaignRun(ctx context.Context, run string) (*v1.CampaignRunDetail, error) {
 	d, err := b.c.CampaignRun(ctx, run)
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1CampaignRun(d), nil
 }
@@ -179,7 +202,7 @@ func (b coreBackend) CampaignRun(ctx context.Context, run string) (*v1.CampaignR
 func (b coreBackend) CampaignTimeline(ctx context.Context, run string) (*v1.CampaignTimeline, error) {
 	t, err := b.c.CampaignTimeline(ctx, run)
 	if err != nil {
-		return nil, fail(err)
+		return nil, fail(ctx, err)
 	}
 	return core.V1CampaignTimeline(t), nil
 }

@@ -130,12 +130,8 @@ func (t *tools) findIdle(ctx context.Context, _ *mcp.CallToolRequest, in FindIdl
 	if err != nil {
 		return nil, err
 	}
-	q := v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMemGB, Cores: in.Cores, Arch: in.Arch, GPUModel: in.GPUModel,
-		MaxQueue: -1, Provider: in.Provider, System: in.System}
-	if in.MaxQueue != nil {
-		q.MaxQueue = *in.MaxQueue
-	}
-	recs, err := b.Idle(ctx, q)
+	recs, err := b.Idle(ctx, v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMemGB, Cores: in.Cores, Arch: in.Arch,
+		GPUModel: in.GPUModel, MaxQueue: in.MaxQueue, Provider: in.Provider, System: in.System})
 	if err != nil {
 		return nil, err
 	}

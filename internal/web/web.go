@@ -1,8 +1,10 @@
 // Package web is Mosaic's browser workbench: hand-written HTML, CSS and ES-module
 // JavaScript embedded in the binary (no Node toolchain, nothing fetched from the
-// network), the login flow that turns a one-time code into an HttpOnly session
-// cookie, and the CSRF rules for cookie-authenticated API calls. The page is a client
-// of the same /api as the CLI.
+// network), and the login flow that turns a one-time code (or the pasted API token)
+// into an HttpOnly session cookie, with the /api/session endpoints the page reads its
+// CSRF token from. The sessions and the CSRF rule themselves live in internal/session;
+// the API's guard checks them on every /api call. The page is a client of the same
+// /api as the CLI.
 package web
 
 import (
@@ -12,8 +14,8 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
-	"time"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/session"
 )
 
@@ -151,20 +153,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// SessionInfo is the answer of GET /api/session.
-type SessionInfo struct {
-	Auth      string     `json:"auth"` // cookie | bearer
-	CSRFToken string     `json:"csrf_token,omitempty"`
-	Expires   *time.Time `json:"expires,omitempty"`
-}
-
+// sessionInfo answers GET /api/session (v1.Session).
 func (u *UI) sessionInfo(w http.ResponseWriter, r *http.Request) {
 	if _, sess, ok := u.sessions.FromRequest(r); ok {
 		exp := sess.Expires.UTC()
-		writeJSON(w, http.StatusOK, SessionInfo{Auth: "cookie", CSRFToken: sess.CSRF, Expires: &exp})
+		writeJSON(w, http.StatusOK, v1.Session{Auth: "cookie", CSRFToken: sess.CSRF, Expires: &exp})
 		return
 	}
-	writeJSON(w, http.StatusOK, SessionInfo{Auth: "bearer"})
+	writeJSON(w, http.StatusOK, v1.Session{Auth: "bearer"})
 }
 
 func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
@@ -182,5 +178,5 @@ func (u *UI) newLoginURL(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"url": u.sessions.LoginURL(scheme + "://" + r.Host), "expires_in": session.CodeTTL.String()})
+	writeJSON(w, http.StatusOK, v1.LoginURL{URL: u.sessions.LoginURL(scheme + "://" + r.Host), ExpiresIn: session.CodeTTL.String()})
 }

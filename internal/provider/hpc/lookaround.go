@@ -34,6 +34,13 @@ type SiteEnv struct {
 // MaxModules bounds the module names SiteEnv keeps.
 const MaxModules = 60
 
+// Bounds of the look-around calls on a login node: the environment probe (Env) and
+// one read-only command (Exec). The core's HTTP client waits longer than both.
+const (
+	EnvTimeout  = 90 * time.Second
+	ExecTimeout = 30 * time.Second
+)
+
 // envScript gathers everything in one remote call. It is a constant; the workdir is
 // passed as $1. Each probe is bounded with timeout(1) where it may be slow.
 const envScript = `echo @@host; hostname
@@ -50,7 +57,7 @@ exit 0`
 // Env reports the site's host, user, workdir, Python/PyTorch versions, container
 // runtimes, available modules and Slurm associations, in one remote call.
 func (p *Provider) Env(ctx context.Context) (SiteEnv, error) {
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, EnvTimeout)
 	defer cancel()
 	out, err := p.run(ctx, []string{"sh", "-c", envScript, "sh", p.sys.WorkDir}, nil)
 	if err != nil {
@@ -134,7 +141,7 @@ func (p *Provider) Exec(ctx context.Context, argv []string) (ExecResult, error) 
 		return ExecResult{}, fmt.Errorf("%s: exec: %w", p.sys.Name, err)
 	}
 	nonce := "mosaic-refused-" + hex.EncodeToString(nb[:])
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, ExecTimeout)
 	defer cancel()
 	res, err := p.tr.Run(ctx, siteArgv(plan, pol, nonce), nil)
 	if res.ExitCode == 125 {
