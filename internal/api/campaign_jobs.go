@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -23,6 +24,9 @@ import (
 type campaignJobIn struct {
 	RawBody []byte
 }
+
+// MaxCampaignJobBody bounds a campaign job request's body (bytes).
+const MaxCampaignJobBody = 8 << 20
 
 type campaignJobSubmitOut struct {
 	Body *v1.CampaignJobSubmitted
@@ -47,6 +51,9 @@ func (s *Server) registerCampaignJobs() {
 		OperationID: "submit-campaign-job", Method: http.MethodPost, Path: "/api/campaign-jobs",
 		Summary: "Run a campaign site's slice job as a task of this core", Tags: []string{"campaigns"},
 		DefaultStatus: http.StatusCreated, SkipValidateBody: true,
+		// A raw body gets no default limits: a script (1 Mi characters) and the
+		// environment fit.
+		MaxBodyBytes: MaxCampaignJobBody, BodyReadTimeout: 30 * time.Second,
 		Description: "Stores the job as a task pinned to spec.system and spec.partition with exactly the given spec " +
 			"(no placement; never retried, resized or moved), with an event naming the run, then submits it. " +
 			"spec.env is exported in the job and never stored, logged or echoed. 201 names the stored task; when the " +

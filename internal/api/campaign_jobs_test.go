@@ -205,6 +205,10 @@ func TestCampaignJobsOverTheAPI(t *testing.T) {
 		}
 	}
 
+	if code, ans := rawPost(t, hs, "/api/campaign-jobs", "tok", `{"run_id":"`+strings.Repeat("x", MaxCampaignJobBody)+`"}`); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over %d bytes: HTTP %d %.200s", MaxCampaignJobBody, code, ans)
+	}
+
 	var all []string
 	for _, p := range []string{"/api/tasks", "/api/events?limit=1000", "/api/tasks/" + id, "/api/tasks/" + rid, "/api/events?task=" + id} {
 		req, _ := http.NewRequest(http.MethodGet, hs.URL+p, nil)
