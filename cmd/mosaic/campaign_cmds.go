@@ -247,27 +247,38 @@ func campaignEnv(sitesFlag string) (*config.Config, *site.Catalog, error) {
 const campaignMonitorEvery = 5 * time.Second
 
 // openCampaignCore opens the core that runs a campaign's submit-mode jobs as
-// tasks, on the store at dbPath with the sites file of cfg. With run set (a
-// launch), a store owned by a running `mosaic serve` is left to it and the
-// run's tasks go to a store of their own under the campaigns directory
-// (`MOSAIC_DB=that mosaic tasks` shows them once the launch is over).
-func openCampaignCore(ctx context.Context, cfg *config.Config, dbPath, run string, out io.Writer) (*core.Core, string, error) {
+// tasks, on the store at dbPath with the sites file of cfg, and returns it with
+// its Jobs. A store owned by a running `mosaic serve` (the one answering on the
+// configured URL with the configured token, on that store) is left to it: the
+// jobs are that serve's tasks, over its API, and the core returned is nil. With
+// run set (a launch) and no serve answering for the store, the run's tasks go
+// to a store of their own under the campaigns directory (`MOSAIC_DB=that
+// mosaic tasks` shows them once the launch is over).
+func openCampaignCore(ctx context.Context, cfg *config.Config, dbPath, run string, out io.Writer) (*core.Core, campaign.Jobs, string, error) {
 	c2 := *cfg
 	c2.DBPath = dbPath
 	// It places nothing (campaign jobs are pinned), so no LLM settings are read.
 	noLLM := func(string) string { return "" }
 	c, err := core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM, MonitorEvery: campaignMonitorEvery})
 	var held *store.LeaseHeldError
-	if run != "" && errors.As(err, &held) {
+	if errors.As(err, &held) {
+		jobs, url, serr := serveOwning(ctx, dbPath)
+		if serr == nil {
+			fmt.Fprintf(out, "campaign jobs: the store %s is owned by the core at %s; the run's tasks are its tasks (`mosaic tasks`)\n", dbPath, url)
+			return nil, jobs, dbPath, nil
+		}
+		if run == "" {
+			return nil, nil, "", fmt.Errorf("open the core that runs the campaign's submit-mode jobs: %w (and no core answers for it: %w)", err, serr)
+		}
 		own := filepath.Join(campaign.CampaignsRoot(cfg.StateDir), run+".tasks.db")
-		fmt.Fprintf(out, "campaign jobs: the store %s is in use (%s); run %s's tasks are kept in %s\n", dbPath, held.Error(), run, own)
+		fmt.Fprintf(out, "campaign jobs: the store %s is in use (%s) and no core answers for it (%v); run %s's tasks are kept in %s\n", dbPath, held.Error(), serr, run, own)
 		c2.DBPath = own
 		c, err = core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM, MonitorEvery: campaignMonitorEvery})
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("open the core that runs the campaign's submit-mode jobs: %w", err)
+		return nil, nil, "", fmt.Errorf("open the core that runs the campaign's submit-mode jobs: %w", err)
 	}
-	return c, c2.DBPath, nil
+	return c, c, c2.DBPath, nil
 }
 
 func newCampaignLaunchCmd() *cobra.Command {
@@ -355,21 +366,23 @@ unless --exchange-url is given.`,
 				if cat == nil {
 					return errors.New("no sites catalog: pass --sites FILE or set MOSAIC_SITES")
 				}
-				c, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, run, cmd.ErrOrStderr())
+				c, jobs, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, run, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
-				cctx, stopCore := context.WithCancel(context.WithoutCancel(ctx))
-				go c.Run(cctx)
-				defer func() {
-					// Confirm the cancels the stop asked for before the core goes.
-					mctx, cancel := context.WithTimeout(cctx, 30*time.Second)
-					_ = c.MonitorOnce(mctx)
-					cancel()
-					stopCore()
-					_ = c.Close()
-				}()
-				opts.Jobs, opts.TasksStore = c, db
+				if c != nil { // a core of the launcher's own (else a serve's, which monitors its tasks)
+					cctx, stopCore := context.WithCancel(context.WithoutCancel(ctx))
+					go c.Run(cctx)
+					defer func() {
+						// Confirm the cancels the stop asked for before the core goes.
+						mctx, cancel := context.WithTimeout(cctx, 30*time.Second)
+						_ = c.MonitorOnce(mctx)
+						cancel()
+						stopCore()
+						_ = c.Close()
+					}()
+				}
+				opts.Jobs, opts.TasksStore = jobs, db
 			}
 			if err := campaign.Launch(ctx, opts); err != nil {
 				if ctx.Err() != nil {
@@ -494,9 +507,12 @@ func newCampaignStopCmd() *cobra.Command {
 				if db == "" {
 					return nil, nil, errors.New("the run directory names no store")
 				}
-				c, _, err := openCampaignCore(ctx, cfg, db, "", cmd.ErrOrStderr())
+				c, jobs, _, err := openCampaignCore(ctx, cfg, db, "", cmd.ErrOrStderr())
 				if err != nil {
 					return nil, nil, err
+				}
+				if c == nil {
+					return jobs, func() {}, nil // the serve owning the store cancels, and its monitor confirms
 				}
 				return c, func() {
 					// One probe and monitor round confirm the cancels at the sites.

@@ -108,6 +108,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	s.registerTasks()
 	s.registerSkill()
 	s.registerCampaigns()
+	s.registerCampaignJobs()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.mux.HandleFunc("GET /docs", serveDocs)

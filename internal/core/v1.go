@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
+	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/exchange"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/scheduler"
@@ -511,4 +512,31 @@ func DecisionFromV1(d *v1.Decision) (*scheduler.Decision, error) {
 		return nil, fmt.Errorf("reading the decision trace: %w", err)
 	}
 	return &out, nil
+}
+
+// ---- Campaign jobs (POST/GET /api/campaign-jobs): a launcher's submit-mode
+// slice jobs run by the core that owns the store. ----
+
+// CampaignJobRequestFromV1 maps a wire campaign job request (the forwarded
+// environment, Spec.Env, travels in it).
+func CampaignJobRequestFromV1(r v1.CampaignJobRequest) campaign.JobRequest {
+	return campaign.JobRequest{RunID: r.RunID, Site: r.Site, Agents: r.Agents, Spec: JobSpecFromV1(r.Spec)}
+}
+
+// V1CampaignJobRequest maps a launcher's campaign job request onto the wire (its
+// Stored callback stays with the caller).
+func V1CampaignJobRequest(r campaign.JobRequest) v1.CampaignJobRequest {
+	return v1.CampaignJobRequest{RunID: r.RunID, Site: r.Site, Agents: r.Agents, Spec: v1Spec(r.Spec)}
+}
+
+// V1CampaignJob maps a campaign job's view.
+func V1CampaignJob(v campaign.JobView) v1.CampaignJob {
+	return v1.CampaignJob{TaskID: v.TaskID, TaskState: string(v.TaskState), JobID: v.JobID, State: string(v.State),
+		ExitCode: v.ExitCode, Reason: v.Reason}
+}
+
+// CampaignJobFromV1 maps a wire campaign job view back.
+func CampaignJobFromV1(v v1.CampaignJob) campaign.JobView {
+	return campaign.JobView{TaskID: v.TaskID, TaskState: model.TaskState(v.TaskState), JobID: v.JobID,
+		State: model.JobState(v.State), ExitCode: v.ExitCode, Reason: v.Reason}
 }

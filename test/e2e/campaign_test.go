@@ -547,13 +547,18 @@ func TestRigCampaignAutoPlacement(t *testing.T) {
 	if !strings.Contains(out, "auto placement: alpha:") && !strings.Contains(out, "auto placement: beta:") {
 		t.Fatalf("no auto placement line:\n%s", out)
 	}
-	// The running core owns the user's store: the run's tasks went to a store of its own.
-	own := filepath.Join(e.home, "state", "mosaic", "campaigns", run+".tasks.db")
-	if !strings.Contains(out, "run "+run+"'s tasks are kept in "+own) {
-		t.Errorf("no note of the run's own store %s:\n%s", own, out)
+	// The running core owns the user's store: the run's tasks are its tasks, and
+	// no store of the run's own is made.
+	if !strings.Contains(out, "is owned by the core at http://"+e.addr) {
+		t.Errorf("no note that the serve runs the jobs:\n%s", out)
 	}
-	if _, err := os.Stat(own); err != nil {
-		t.Errorf("the run's store: %v", err)
+	own := filepath.Join(e.home, "state", "mosaic", "campaigns", run+".tasks.db")
+	if _, err := os.Stat(own); err == nil {
+		t.Errorf("a store of the run's own was made (%s) although the serve owns the user's", own)
+	}
+	code, body := httpGet("http://"+e.addr+"/api/tasks", e.token())
+	if code != 200 || strings.Count(string(body), "campaign "+run+" on ") != 2 {
+		t.Errorf("the serve's tasks lack the run's two jobs: HTTP %d %s", code, body)
 	}
 }
 

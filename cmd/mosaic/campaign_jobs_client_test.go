@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/api"
+	"github.com/mosaic-hpc/mosaic/internal/campaign"
+	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// servedCore runs what `mosaic serve` runs — a core owning a real SQLite store
+// (its lease held) on the embedded simulated federation, behind the real API on
+// 127.0.0.1 — and points this process's client settings at it.
+func servedCore(t *testing.T) (cfg *config.Config, hs *httptest.Server, c *core.Core) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg = &config.Config{StateDir: filepath.Join(dir, "state"), DBPath: filepath.Join(dir, "state", "mosaic.db"), Tick: 250 * time.Millisecond, SimSpeed: 60}
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); c.Run(ctx) }()
+	srv, err := api.New(c, api.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs = httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); cancel(); wg.Wait(); c.Close() })
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	t.Setenv("MOSAIC_URL", hs.URL)
+	t.Setenv("MOSAIC_TOKEN", "tok")
+	return cfg, hs, c
+}
+
+func sliceJob(run, account string) campaign.JobRequest {
+	return campaign.JobRequest{RunID: run, Site: "Delta@NCSA", Agents: []string{"coordinator"},
+		Spec: model.JobSpec{Tag: "mosaic-c-" + run + "-delta", System: "Delta@NCSA", Partition: "cpu", Account: account,
+			Nodes: 1, NTasks: 1, CPUsPerTask: 1, Walltime: model.Duration(time.Hour), Command: "sleep 3000",
+			Env: map[string]string{"FWD": "v"}}}
+}
+
+// TestLaunchHandsJobsToTheServe: when a serve owns the store, the launcher's
+// jobs are that serve's tasks over its API (no core of the launcher's own, the
+// user's store recorded); Stored gets the task id, a refusal returns the task id
+// and the site's reason, cancel goes through the serve; `campaign stop`'s
+// opening of the run's store finds the serve too. Without a serve answering for
+// the store the launch keeps its tasks in a store of its own, as before.
+func TestLaunchHandsJobsToTheServe(t *testing.T) {
+	cfg, _, served := servedCore(t)
+	ctx := context.Background()
+	var out strings.Builder
+	c, jobs, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, "run-1", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != nil {
+		c.Close()
+		t.Fatalf("the launcher opened a core of its own (%s) while a serve owns the store:\n%s", db, out.String())
+	}
+	if _, ok := jobs.(serveJobs); !ok || db != cfg.DBPath || !strings.Contains(out.String(), "owned by the core at") {
+		t.Fatalf("jobs %T, store %q, output %q", jobs, db, out.String())
+	}
+	var stored string
+	req := sliceJob("run-1", "demo-delta-cpu")
+	req.Stored = func(id string) { stored = id }
+	id, err := jobs.SubmitCampaignJob(ctx, req)
+	if err != nil || id == "" || stored != id {
+		t.Fatalf("submit: id %q stored %q err %v", id, stored, err)
+	}
+	// It is the serve's task.
+	task, err := served.Task(ctx, id)
+	if err != nil || task.Target == nil || task.Target.System != "Delta@NCSA" || !strings.Contains(task.Name, "run-1") {
+		t.Fatalf("the serve's task %s: %+v %v", id, task, err)
+	}
+	v, err := jobs.CampaignJob(ctx, id)
+	if err != nil || v.TaskID != id || v.JobID == "" || v.TaskState.Final() {
+		t.Fatalf("campaign job: %+v %v", v, err)
+	}
+	// `campaign stop` opening the recorded store reaches the same serve.
+	_, stopJobs, _, err := openCampaignCore(ctx, cfg, db, "", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stopJobs.CancelCampaignJob(ctx, id, "campaign run run-1 stopped"); err != nil {
+		t.Fatal(err)
+	}
+	if task, _ := served.Task(ctx, id); task.State != model.TaskCancelled {
+		t.Errorf("the serve's task after cancel: %s", task.State)
+	}
+	stored = ""
+	req = sliceJob("run-9", "nosuch-acct")
+	req.Stored = func(id string) { stored = id }
+	rid, err := jobs.SubmitCampaignJob(ctx, req)
+	if rid == "" || stored != rid || err == nil || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), rid) {
+		t.Fatalf("refused job: id %q stored %q err %v", rid, stored, err)
+	}
+
+	// A serve on another store is not the owner: the launch keeps its own store.
+	other := filepath.Join(t.TempDir(), "other.db")
+	if err := os.WriteFile(other, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := serveOwning(ctx, other); err == nil || !strings.Contains(err.Error(), "runs on the store") {
+		t.Errorf("a serve on another store taken as the owner: %v", err)
+	}
+	// Nothing answers on the URL: the run's own store.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	t.Setenv("MOSAIC_URL", dead)
+	out.Reset()
+	c, jobs, db, err = openCampaignCore(ctx, cfg, cfg.DBPath, "run-2", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != nil {
+		defer c.Close()
+	}
+	if c == nil || jobs != campaign.Jobs(c) || db != filepath.Join(campaign.CampaignsRoot(cfg.StateDir), "run-2.tasks.db") {
+		t.Fatalf("without a serve: core %v, store %q\n%s", c != nil, db, out.String())
+	}
+	if !strings.Contains(out.String(), "no core answers for it") {
+		t.Errorf("the fallback does not say why: %s", out.String())
+	}
+	// And `campaign stop` says the store is held and nobody answers for it.
+	if _, _, _, err := openCampaignCore(ctx, cfg, cfg.DBPath, "", &out); err == nil || !strings.Contains(err.Error(), "no core answers for it") {
+		t.Errorf("stop with the store held and no serve: %v", err)
+	}
+}
