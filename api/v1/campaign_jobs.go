@@ -30,6 +30,9 @@ type CampaignJob struct {
 	State    string `json:"state,omitempty"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// CancelPending (cancel answers only) says the site has not confirmed the cancel
+	// yet: the core keeps asking; a launcher stopping the run also cancels at the site.
+	CancelPending bool `json:"cancel_pending,omitempty"`
 }
 
 // Final reports whether the job's task is over.

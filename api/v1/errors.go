@@ -26,12 +26,12 @@ type Error struct {
 	Title  string `json:"title"`
 	Detail string `json:"detail"`
 	// Errors are the problems found validating the request, each with where it is.
-	Errors []ErrorDetail `json:"errors,omitempty"`
+	Errors []ErrorItem `json:"errors,omitempty"`
 }
 
-// ErrorDetail is one problem of a refused request: what is wrong, where (such as
+// ErrorItem (huma's ErrorDetail; another name so both can sit in one OpenAPI document) is one problem of a refused request: what is wrong, where (such as
 // "query.max_queue" or "body.envelope.gpus.min") and the value refused.
-type ErrorDetail struct {
+type ErrorItem struct {
 	Message  string `json:"message,omitempty"`
 	Location string `json:"location,omitempty"`
 	Value    any    `json:"value,omitempty"`
@@ -43,7 +43,7 @@ const maxValueText = 80
 // String renders "location: message (value v)". The value is repeated only for a
 // query or path parameter: a body field may hold a secret (a job's environment, a
 // script), and error text travels into logs and agent transcripts.
-func (d ErrorDetail) String() string {
+func (d ErrorItem) String() string {
 	s := d.Message
 	if d.Location != "" {
 		s = d.Location + ": " + s

@@ -70,7 +70,7 @@ func TestErrorMessage(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 	long := strings.Repeat("x", 200)
-	e := &Error{Status: 422, Title: "Unprocessable Entity", Detail: "validation failed", Errors: []ErrorDetail{
+	e := &Error{Status: 422, Title: "Unprocessable Entity", Detail: "validation failed", Errors: []ErrorItem{
 		{Message: "expected number >= -1", Location: "query.max_queue", Value: -7.0},
 		{Message: "expected length <= 128", Location: "query.system", Value: long},
 		{Message: "expected string", Location: "body.policy.env.API_KEY", Value: "sk-secret-value"},

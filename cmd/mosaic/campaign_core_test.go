@@ -21,7 +21,7 @@ func TestCampaignCoreKeepsTheProbeTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &config.Config{SitesFile: sites, DBPath: filepath.Join(dir, "m.db"), StateDir: filepath.Join(dir, "state")}
-	c, _, err := openCampaignCore(context.Background(), cfg, cfg.DBPath, "r1", io.Discard)
+	c, _, _, err := openCampaignCore(context.Background(), cfg, cfg.DBPath, "r1", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,8 +58,14 @@ func (j serveJobs) CampaignJob(ctx context.Context, taskID string) (campaign.Job
 // CancelCampaignJob implements campaign.Jobs: the serve cancels the task and its
 // job at the site; its monitor confirms it.
 func (j serveJobs) CancelCampaignJob(ctx context.Context, taskID, why string) error {
-	if _, err := j.c.CancelCampaignJob(ctx, taskID, why); err != nil {
+	v, err := j.c.CancelCampaignJob(ctx, taskID, why)
+	if err != nil {
 		return fmt.Errorf("cancel task %s through the core at %s: %w", taskID, j.c.URL(), err)
+	}
+	if v.CancelPending {
+		// As the core in process says it (campaign.Jobs): the site has not confirmed,
+		// so `campaign stop` cancels at the site directly as well.
+		return fmt.Errorf("task %s: the cancel of job %s is not confirmed by the site yet: %w", taskID, v.JobID, campaign.ErrCancelPending)
 	}
 	return nil
 }

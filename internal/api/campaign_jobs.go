@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
+	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
@@ -109,14 +111,18 @@ func (s *Server) registerCampaignJobs() {
 			}
 			why = in.Body.Reason
 		}
-		if err := s.core.CancelCampaignJob(ctx, in.Task, why); err != nil {
-			return nil, toHTTP(err)
+		// A cancel the site has not confirmed yet is not a failure of the request:
+		// the answer says it is pending (cancel_pending), and the engine keeps asking.
+		cerr := s.core.CancelCampaignJob(ctx, in.Task, why)
+		if cerr != nil && !errors.Is(cerr, campaign.ErrCancelPending) {
+			return nil, toHTTP(cerr)
 		}
 		v, err := s.core.CampaignJob(ctx, in.Task)
 		if err != nil {
 			return nil, toHTTP(err)
 		}
 		j := core.V1CampaignJob(v)
+		j.CancelPending = cerr != nil
 		return &campaignJobOut{Body: &j}, nil
 	})
 }

@@ -111,7 +111,7 @@ func TestValidationErrorsKeepTheirDetails(t *testing.T) {
 	if !errors.As(err, &ve) || ve.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("got %v, want a 422 problem", err)
 	}
-	where := map[string]v1.ErrorDetail{}
+	where := map[string]v1.ErrorItem{}
 	for _, d := range ve.Errors {
 		where[d.Location] = d
 	}
