@@ -163,7 +163,9 @@ func (p *PBS) ParseFallbackStatus([]string, []dialect.Output) (map[string]model.
 }
 
 // CancelCommand is `qdel -- IDS...` (an id is never read as an option).
-func (p *PBS) CancelCommand(jobIDs []string) []string { return append([]string{"qdel", "--"}, jobIDs...) }
+func (p *PBS) CancelCommand(jobIDs []string) []string {
+	return append([]string{"qdel", "--"}, jobIDs...)
+}
 
 // ParseCancel accepts unknown and finished jobs ("qdel: Unknown Job Id", "Job has finished").
 func (p *PBS) ParseCancel(out dialect.Output) error {
