@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -58,6 +59,7 @@ type Client struct {
 	// reconnectFor and onReconnect: see WithReconnect.
 	reconnectFor time.Duration
 	onReconnect  func(after time.Duration)
+	contacted    atomic.Bool // the exchange answered once (reconnects only then)
 }
 
 // Option configures a Client.
@@ -172,6 +174,7 @@ func (c *Client) open(ctx context.Context, op, method, path string, body any, hd
 	if err != nil {
 		return nil, fmt.Errorf("exchange %s at %s: %w (is the exchange running and %s right?)", op, c.base, err, EnvExchangeURL)
 	}
+	c.contacted.Store(true)
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -248,7 +251,7 @@ func (c *Client) Receive(ctx context.Context, mailbox EntityID, timeout time.Dur
 			win = min(win, left)
 		}
 		var data []byte
-		err := c.retry(ctx, exchangeDown, func() error {
+		err := c.retry(ctx, notDelivered, func() error {
 			var err error
 			data, err = c.do(ctx, "receive", http.MethodGet, "/message", map[string]any{"mailbox": mailbox.encode(), "timeout": win.Seconds()})
 			return err

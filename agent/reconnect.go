@@ -26,8 +26,9 @@ const (
 // returning the error (0 disables retrying; default DefaultReconnectFor), and a
 // function told, once the exchange answers again, how long it was away (nil: none).
 // Listen and Receive re-check their mailbox after a reconnect and resume; Send
-// retries only when the request cannot have been delivered (no connection, or a
-// gateway saying the exchange is down), so a message is never sent twice.
+// and Receive retry only when the request cannot have been delivered (no connection,
+// or a gateway's 503), so a message is never sent twice or taken and dropped. Only a
+// client that has reached the exchange once retries: a wrong URL fails at once.
 func WithReconnect(maxOutage time.Duration, onReconnect func(after time.Duration)) Option {
 	return func(c *Client) {
 		c.reconnectFor = maxOutage
@@ -37,13 +38,14 @@ func WithReconnect(maxOutage time.Duration, onReconnect func(after time.Duration
 
 // retry runs call until it succeeds, fails with an error retryable does not accept,
 // ctx ends, or the exchange has been away longer than the client's reconnect window.
-// It is bounded by that window (and by ctx).
+// It is bounded by that window (and by ctx). Only a client that has talked to the
+// exchange before retries: a wrong URL or an exchange never started fails at once.
 func (c *Client) retry(ctx context.Context, retryable func(error) bool, call func() error) error {
 	var since time.Time
 	wait := reconnectFirst
 	for {
 		err := call()
-		if err == nil || !retryable(err) || c.reconnectFor <= 0 || ctx.Err() != nil {
+		if err == nil || !retryable(err) || c.reconnectFor <= 0 || !c.contacted.Load() || ctx.Err() != nil {
 			if err == nil && !since.IsZero() && c.onReconnect != nil {
 				c.onReconnect(time.Since(since).Round(100 * time.Millisecond))
 			}
@@ -87,12 +89,14 @@ func exchangeDown(err error) bool {
 }
 
 // notDelivered reports whether a failed request cannot have reached the exchange:
-// the connection was never made, or a gateway answered that the exchange is down.
-// Only these are safe to repeat for a Send.
+// the connection was never made, or a gateway answered 503 (the exchange is down).
+// Only these are safe to repeat for a Send (a message is never sent twice) or a
+// Receive (a message taken off the queue is never dropped): a 502 may come after the
+// exchange received the request.
 func notDelivered(err error) bool {
 	var se *StatusError
 	if errors.As(err, &se) {
-		return se.Code == http.StatusBadGateway || se.Code == http.StatusServiceUnavailable
+		return se.Code == http.StatusServiceUnavailable
 	}
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial"

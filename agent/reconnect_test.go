@@ -136,16 +136,27 @@ func TestListenAndSendSurviveAnExchangeRestart(t *testing.T) {
 	}
 }
 
-// TestReconnectGivesUp: with the exchange gone for good, Listen and Send return the
-// connection error once the reconnect window has passed (bounded, not forever), and
-// with reconnecting disabled at once.
+// TestReconnectGivesUp: an exchange that answered once and is then gone for good:
+// Send and Listen return the connection error once the reconnect window has passed
+// (bounded, not forever), and at once with reconnecting disabled. A client that never
+// reached its exchange (a wrong URL, nothing started) fails at once too.
 func TestReconnectGivesUp(t *testing.T) {
-	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)) // nothing listens
+	redisURL := redistest.Start(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
 	for _, window := range []time.Duration{0, 1500 * time.Millisecond} {
-		c, err := agent.New("http://"+addr, "tok", agent.WithReconnect(window, nil))
+		srv, stop := exchangeOn(t, addr, redisURL)
+		tok, err := srv.IssueToken(context.Background(), "r")
 		if err != nil {
 			t.Fatal(err)
 		}
+		c, err := agent.New("http://"+addr, tok, agent.WithReconnect(window, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Status(context.Background(), agent.AgentID("r", "b")); err != nil {
+			t.Fatal(err)
+		}
+		stop()
 		start := time.Now()
 		err = c.Send(context.Background(), agent.NewText(agent.AgentID("r", "a"), agent.AgentID("r", "b"), "x"))
 		took := time.Since(start)
@@ -157,5 +168,13 @@ func TestReconnectGivesUp(t *testing.T) {
 		if took := time.Since(start); err == nil || took < window || took > window+5*time.Second {
 			t.Errorf("window %s: listen returned %v after %s", window, err, took)
 		}
+	}
+	never, err := agent.New("http://"+fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)), "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := never.Send(context.Background(), agent.NewText(agent.AgentID("r", "a"), agent.AgentID("r", "b"), "x")); err == nil || time.Since(start) > 2*time.Second {
+		t.Errorf("a client that never reached its exchange: %v after %s, want an error at once", err, time.Since(start))
 	}
 }

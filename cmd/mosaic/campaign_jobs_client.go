@@ -11,6 +11,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/client"
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 )
 
 // serveJobs runs a launch's submit-mode jobs as tasks of a running `mosaic
@@ -29,7 +30,12 @@ var _ campaign.Jobs = serveJobs{}
 // whatever happens to the launcher, and `mosaic tasks` on that serve lists it
 // under the run's name ("campaign RUN on SITE") for `mosaic cancel`.
 func (j serveJobs) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (string, error) {
-	id, err := j.c.SubmitCampaignJob(ctx, core.V1CampaignJobRequest(req))
+	// The serve bounds its own submit (the site's command timeout, then a lookup by
+	// tag); the request outlives that, whatever the launcher's own submit bound, so
+	// the answer — with the task id — is not cut off while the job is being queued.
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), client.RequestTimeout)
+	defer cancel()
+	id, err := j.c.SubmitCampaignJob(hctx, core.V1CampaignJobRequest(req))
 	if id != "" && req.Stored != nil {
 		req.Stored(id)
 	}
@@ -40,6 +46,10 @@ func (j serveJobs) SubmitCampaignJob(ctx context.Context, req campaign.JobReques
 		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 			return "", fmt.Errorf("hand the job of site %s to the core at %s: %w (start that `mosaic serve` with the launch's sites catalog, --sites)", req.Site, j.c.URL(), err)
+		}
+		if !errors.As(err, &ae) {
+			// No answer: the serve may have stored the task and queued its job.
+			return "", errs.Mark(fmt.Errorf("hand the job of site %s to the core at %s: no answer (%w); its job may be queued under %s", req.Site, j.c.URL(), err, req.Spec.Tag), errs.ErrOutcomeUnknown)
 		}
 		return "", fmt.Errorf("hand the job of site %s to the core at %s: %w", req.Site, j.c.URL(), err)
 	}

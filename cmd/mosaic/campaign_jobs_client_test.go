@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/client"
 	"github.com/mosaic-hpc/mosaic/internal/api"
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -141,5 +146,39 @@ func TestLaunchHandsJobsToTheServe(t *testing.T) {
 	// And `campaign stop` says the store is held and nobody answers for it.
 	if _, _, _, err := openCampaignCore(ctx, cfg, cfg.DBPath, "", &out); err == nil || !strings.Contains(err.Error(), "no core answers for it") {
 		t.Errorf("stop with the store held and no serve: %v", err)
+	}
+}
+
+// TestServeJobsLostAnswerIsOutcomeUnknown: the serve took the request and its answer
+// never came (it crashed, the connection was cut): the job may be queued, so the
+// error says the outcome is unknown (the launcher then leaves the site "submitting"
+// for `campaign stop` to find the job by its name) — not a refusal.
+func TestServeJobsLostAnswerIsOutcomeUnknown(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // read the request, answer nothing
+		}
+	}))
+	defer hs.Close()
+	c, err := client.New(hs.URL, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = serveJobs{c: c}.SubmitCampaignJob(context.Background(), sliceJob("run-3", "demo"))
+	if !errors.Is(err, errs.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "may be queued") {
+		t.Fatalf("a lost answer: %v, want the outcome unknown", err)
+	}
+	// A refusal the serve did answer is not "unknown".
+	hs2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		io.WriteString(w, `{"status":422,"title":"Unprocessable Entity","detail":"bad run id"}`)
+	}))
+	defer hs2.Close()
+	c2, _ := client.New(hs2.URL, "tok")
+	if _, err := (serveJobs{c: c2}).SubmitCampaignJob(context.Background(), sliceJob("run-3", "demo")); err == nil || errors.Is(err, errs.ErrOutcomeUnknown) {
+		t.Fatalf("an answered refusal: %v", err)
 	}
 }

@@ -111,6 +111,7 @@ func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEn
 	}
 	var errs []error
 	for _, s := range st.Sites {
+		var engineErr error // the engine's cancel failed (not merely pending): a busy submit may still queue the job
 		if s.TaskID != "" && jobs != nil {
 			cctx, cancel := context.WithTimeout(ctx, time.Minute)
 			err := jobs.CancelCampaignJob(cctx, s.TaskID, "campaign run "+runID+" stopped (campaign stop)")
@@ -127,6 +128,8 @@ func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEn
 			what := "cancel task " + s.TaskID + " failed"
 			if errors.Is(err, ErrCancelPending) {
 				what = "task " + s.TaskID + ": cancel pending"
+			} else {
+				engineErr = err
 			}
 			fmt.Fprintf(out, "%s: %s (%v); cancelling its job %s at the site directly\n", s.Name, what, err, orDash(s.SubmittedJob))
 		}
@@ -156,7 +159,7 @@ func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEn
 		case s.Mode == ModeSubmit && (s.TaskID != "" || s.State == string(model.JobSubmitting)):
 			// Its id was never recorded (the submit's answer was lost, or the launcher
 			// died first): the job may be queued all the same, under its name.
-			if err := cancelByTag(ctx, conn, *sys, runID, s, out); err != nil {
+			if err := cancelByTag(ctx, conn, *sys, runID, s, engineErr, out); err != nil {
 				errs = append(errs, err)
 				_ = conn.Close()
 				continue // not stopped: its job may still be queued
@@ -189,7 +192,9 @@ func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEn
 // cancelByTag cancels a submit-mode site's job found by its name (the launcher's
 // job name, mosaic-c-<run>-<site>); an error names the task and the name when
 // the site cannot be asked, so that nothing queued is passed over in silence.
-func cancelByTag(ctx context.Context, conn *siteConn, sys site.System, runID string, s SiteState, out io.Writer) error {
+// engineErr is why the engine could not cancel the task (nil if it was not asked):
+// then "no such job" is not the end, since the task's submit may still be running.
+func cancelByTag(ctx context.Context, conn *siteConn, sys site.System, runID string, s SiteState, engineErr error, out io.Writer) error {
 	tag := s.JobTag
 	if tag == "" {
 		l := SiteLaunch{Spec: s.SiteSpec, RunID: runID}
@@ -208,6 +213,9 @@ func cancelByTag(ctx context.Context, conn *siteConn, sys site.System, runID str
 	}
 	j, ok := found[tag]
 	if !ok || j.JobID == "" {
+		if engineErr != nil {
+			return fmt.Errorf("site %s: no job named %s at the site yet, but task %s could not be cancelled (%w): its submit may still queue it; run stop again", s.Name, tag, task, engineErr)
+		}
 		fmt.Fprintf(out, "%s: no job named %s at the site (task %s): nothing to cancel\n", s.Name, tag, task)
 		return nil
 	}

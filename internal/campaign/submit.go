@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/term"
@@ -116,6 +117,12 @@ func (b *SubmitBackend) Start(ctx context.Context) error {
 			b.mu.Lock()
 			b.final = true // the engine recorded the refusal: nothing to cancel
 			b.mu.Unlock()
+		}
+		if task == "" && errors.Is(err, errs.ErrOutcomeUnknown) {
+			// The job may be queued under its name: the site stays "submitting", so
+			// `campaign stop` looks it up by tag and cancels it.
+			_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.Error = err.Error() })
+			return fmt.Errorf("site %s: submit: %w (run `mosaic campaign stop %s` to cancel it if it was queued)", b.l.Spec.Name, err, b.l.RunID)
 		}
 		_ = b.l.Dir.UpdateSite(b.l.Spec.Name, func(s *SiteState) { s.State, s.Error = string(model.JobSubmitError), err.Error() })
 		return fmt.Errorf("site %s: submit: %w", b.l.Spec.Name, err)

@@ -234,10 +234,17 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	// of being orphaned. SIGTERM on cancel, SIGKILL to whatever of the group is left
 	// KillGrace later — and when the agent itself exits, its group is cleaned up too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var killTimer *time.Timer // stopped once the group is gone (the pgid may be reused)
+	var killMu sync.Mutex
 	cmd.Cancel = func() error {
 		pgid := cmd.Process.Pid
 		err := syscall.Kill(-pgid, syscall.SIGTERM)
-		time.AfterFunc(r.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		killMu.Lock()
+		killTimer = time.AfterFunc(r.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		killMu.Unlock()
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone // the agent had just exited
+		}
 		return err
 	}
 	cmd.WaitDelay = r.KillGrace
@@ -344,6 +351,11 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	}()
 	werr := cmd.Wait()
 	stopGroup(cmd.Process.Pid, r.KillGrace)
+	killMu.Lock()
+	if killTimer != nil {
+		killTimer.Stop()
+	}
+	killMu.Unlock()
 	drained := make(chan struct{})
 	go func() { outWG.Wait(); close(drained) }()
 	select {

@@ -57,13 +57,12 @@ func ScriptRuntime(c *Container) (string, error) {
 // RuntimeCommand is the shell word a job script runs rt (a ScriptRuntime result) with:
 // rt itself when the node has it, else the other of the apptainer family (the rule
 // that placed the job treats them as one, and many sites install only SingularityCE).
-// rt must be one of RunnableContainerRuntimes.
+// Anything but "singularity" gets the apptainer form (ScriptRuntime has checked it).
 func RuntimeCommand(rt string) string {
-	other := "singularity"
 	if rt == "singularity" {
-		other = "apptainer"
+		return `"$(command -v singularity || command -v apptainer || echo singularity)"`
 	}
-	return `"$(command -v ` + rt + ` || command -v ` + other + ` || echo ` + rt + `)"`
+	return `"$(command -v apptainer || command -v singularity || echo apptainer)"` // fixed words: nothing of rt reaches the shell
 }
 
 // ParseContainerRef reads RUNTIME:IMAGE ("apptainer:/scratch/x.sif",
