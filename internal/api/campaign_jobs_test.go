@@ -15,8 +15,8 @@ import (
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/client"
-	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 )
 
 // syncBuffer is a log sink safe for the core's and the server's goroutines.
@@ -43,21 +43,7 @@ func campaignJobsServer(t *testing.T) (*httptest.Server, *core.Core, *syncBuffer
 	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithCancel(context.Background())
-	dir := t.TempDir()
-	cfg := &config.Config{StateDir: dir, DBPath: dir + "/mosaic.db", Tick: 250 * time.Millisecond, SimSpeed: 60}
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); c.Run(ctx) }()
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := c.WaitReady(wctx); err != nil {
-		t.Fatal(err)
-	}
+	c := coretest.Start(t, coretest.Options{SimSpeed: 60, OnDisk: true, Logger: log})
 	srv, err := New(c, Options{Token: "tok", Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +51,7 @@ func campaignJobsServer(t *testing.T) (*httptest.Server, *core.Core, *syncBuffer
 	hs := httptest.NewUnstartedServer(srv)
 	hs.Config = srv.HTTPServer()
 	hs.Start()
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		wg.Wait()
-		c.Close()
-	})
+	t.Cleanup(hs.Close)
 	return hs, c, logs
 }
 

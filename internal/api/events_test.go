@@ -13,12 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -32,31 +31,13 @@ func eventsServer(t *testing.T) (*httptest.Server, *core.Core) {
 // coreServer is eventsServer with the API's options.
 func coreServer(t *testing.T, opts Options) (*httptest.Server, *core.Core) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg := &config.Config{StateDir: t.TempDir(), DBPath: ":memory:", Tick: 250 * time.Millisecond, SimSpeed: 60}
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); c.Run(ctx) }()
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := c.WaitReady(wctx); err != nil {
-		t.Fatal(err)
-	}
+	c := coretest.Start(t, coretest.Options{SimSpeed: 60})
 	srv, err := New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		wg.Wait()
-		c.Close()
-	})
+	t.Cleanup(hs.Close)
 	return hs, c
 }
 

@@ -13,8 +13,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mosaic-hpc/mosaic/client"
-	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 	"github.com/mosaic-hpc/mosaic/internal/mcp"
 	"github.com/mosaic-hpc/mosaic/internal/server"
 )
@@ -35,25 +35,7 @@ func forEachBackend(t *testing.T, body func(t *testing.T, s *session)) {
 // openCore runs a real core on the embedded simulated federation (in-memory store).
 func openCore(t *testing.T) *core.Core {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg := &config.Config{StateDir: t.TempDir(), DBPath: ":memory:", Tick: 250 * time.Millisecond, SimSpeed: 30}
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); c.Run(ctx) }()
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := c.WaitReady(wctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		c.Close()
-	})
+	c := coretest.Start(t, coretest.Options{})
 	return c
 }
 

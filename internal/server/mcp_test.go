@@ -14,8 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mosaic-hpc/mosaic/internal/api"
-	"github.com/mosaic-hpc/mosaic/internal/config"
-	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 	"github.com/mosaic-hpc/mosaic/internal/server"
 )
 
@@ -35,20 +34,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // client built from the first request's address), so each tool call was also an
 // /api request to this same listener.
 func TestMCPCallsTheCoreInProcess(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg := &config.Config{StateDir: t.TempDir(), DBPath: ":memory:", Tick: 250 * time.Millisecond, SimSpeed: 30}
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); c.Run(ctx) }()
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := c.WaitReady(wctx); err != nil {
-		t.Fatal(err)
-	}
+	c := coretest.Start(t, coretest.Options{})
 	srv, err := server.New(c, server.Options{Options: api.Options{Token: "tok"}, Headless: true})
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +51,7 @@ func TestMCPCallsTheCoreInProcess(t *testing.T) {
 		}
 		srv.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		wg.Wait()
-		c.Close()
-	})
+	t.Cleanup(hs.Close)
 
 	cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
 	defer ccancel()

@@ -69,6 +69,7 @@ var levels = map[string]int{
 	"internal/execution":             lvEngine,
 	"internal/campaign":              lvEngine,
 	"internal/core":                  lvCore,
+	"internal/core/coretest":         lvCore, // test helper: a running core on the simulated federation (tests only)
 	"internal/api":                   lvSurface,
 	"internal/web":                   lvSurface,
 	"internal/mcp":                   lvSurface,
@@ -95,6 +96,7 @@ var publicOnly = map[string][]string{
 // discovery) may be imported by nothing but tests (test imports are not in the graph).
 var importableOnlyBy = map[string][]string{
 	"client":                         {"cmd/mosaic", "test/e2e"},
+	"internal/core/coretest":         {},
 	"internal/exchange/redistest":    {},
 	"internal/globusfake":            {},
 	"internal/scheduler/llm/llmtest": {},
