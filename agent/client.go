@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -170,8 +172,16 @@ func (c *Client) open(ctx context.Context, op, method, path string, body any, hd
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	var reused bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}))
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if reused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			// An idle kept-alive connection the exchange had closed (it restarted): the
+			// request died on it before any answer, as net/http treats it for the
+			// requests it replays itself.
+			err = fmt.Errorf("%w: %w", errStaleConn, err)
+		}
 		return nil, fmt.Errorf("exchange %s at %s: %w (is the exchange running and %s right?)", op, c.base, err, EnvExchangeURL)
 	}
 	c.contacted.Store(true)

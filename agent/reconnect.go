@@ -79,7 +79,7 @@ func exchangeDown(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	if errors.Is(err, errStreamBroken) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+	if errors.Is(err, errStreamBroken) || errors.Is(err, errStaleConn) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH) {
 		return true
 	}
@@ -98,9 +98,16 @@ func notDelivered(err error) bool {
 	if errors.As(err, &se) {
 		return se.Code == http.StatusServiceUnavailable
 	}
+	if errors.Is(err, errStaleConn) {
+		return true
+	}
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // errStreamBroken marks a listen stream that ended mid-way (the exchange went away).
 var errStreamBroken = errors.New("exchange stream broken")
+
+// errStaleConn marks a request that failed on a reused idle connection before any
+// answer (the exchange had closed it): net/http's own test for a request it may replay.
+var errStaleConn = errors.New("stale connection")
