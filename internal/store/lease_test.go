@@ -3,18 +3,18 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/testproc"
 )
 
 func TestLeaseSecondAcquirerInProcessRefused(t *testing.T) {
@@ -83,38 +83,10 @@ func TestLeaseHelperProcess(t *testing.T) {
 
 func TestLeaseAcrossProcessesAndKill9(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "mosaic.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLeaseHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "MOSAIC_LEASE_HELPER_DB="+db)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			if strings.HasPrefix(s.Text(), "locked") || strings.HasPrefix(s.Text(), "error") {
-				line <- s.Text()
-				return
-			}
-		}
-		line <- "helper ended without a word"
-	}()
-	select {
-	case l := <-line:
-		if !strings.HasPrefix(l, "locked") {
-			t.Fatalf("helper: %s", l)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("helper did not take the lease within 30s")
-	}
+	cmd, _ := testproc.Start(t, "TestLeaseHelperProcess", []string{"MOSAIC_LEASE_HELPER_DB=" + db}, "locked")
 
 	ctx := context.Background()
-	_, err = FileLeaser{DBPath: db}.Acquire(ctx, Owner{PID: os.Getpid()})
+	_, err := FileLeaser{DBPath: db}.Acquire(ctx, Owner{PID: os.Getpid()})
 	var held *LeaseHeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("acquire while another process holds it: %v", err)

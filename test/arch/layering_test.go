@@ -41,6 +41,7 @@ var levels = map[string]int{
 	"internal/skill":                 lvLeaf, // embedded agent instructions (data)
 	"internal/term":                  lvLeaf, // colour decision (NO_COLOR, --color, terminal) and painting
 	"internal/session":               lvLeaf, // browser sessions: the UI issues them, the API guard checks them
+	"internal/testproc":              lvLeaf, // test helper: a test of the binary run as a child process (tests only)
 	"internal/transport/rigenv":      lvLeaf, // test rig discovery for tests (imports only testing)
 	"internal/site":                  lvSite, // sites.yaml catalog, known machine shapes
 	"internal/transport":             lvReach,
@@ -100,6 +101,7 @@ var importableOnlyBy = map[string][]string{
 	"internal/exchange/redistest":    {},
 	"internal/globusfake":            {},
 	"internal/scheduler/llm/llmtest": {},
+	"internal/testproc":              {},
 	"internal/transport/rigenv":      {},
 }
 

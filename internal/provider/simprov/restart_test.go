@@ -3,7 +3,6 @@
 package simprov
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/sim"
 	"github.com/mosaic-hpc/mosaic/internal/site"
+	"github.com/mosaic-hpc/mosaic/internal/testproc"
 )
 
 // The jobs the crash helper submits, by name: command, partition, nodes, walltime.
@@ -90,38 +90,10 @@ func TestCrashHelperProcess(t *testing.T) {
 
 func TestRestartAfterKill9(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "SIMPROV_CRASH_HELPER_DIR="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			if strings.HasPrefix(s.Text(), "ids ") || strings.HasPrefix(s.Text(), "error") {
-				line <- s.Text()
-				return
-			}
-		}
-		line <- "helper ended without a word"
-	}()
+	cmd, l := testproc.Start(t, "TestCrashHelperProcess", []string{"SIMPROV_CRASH_HELPER_DIR=" + dir}, "ids ")
 	var ids map[string]string
-	select {
-	case l := <-line:
-		if !strings.HasPrefix(l, "ids ") {
-			t.Fatalf("helper: %s", l)
-		}
-		if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "ids ")), &ids); err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("helper did not start its jobs within 30s")
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "ids ")), &ids); err != nil {
+		t.Fatal(err)
 	}
 	sysDir := filepath.Join(dir, safeName(testSystem().Name))
 	rec := func(name string) *jobRecord {
