@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
 func TestContainerRuntimes(t *testing.T) {
@@ -111,10 +113,7 @@ func TestEnvelopeRefusesUnrunnableRuntime(t *testing.T) {
 // (the container rule placed it there as compatible), and the asked one wins when both
 // are there.
 func TestRuntimeCommandFallsBackInFamily(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+	bash := rigenv.NeedTool(t, "bash", "apt-get install -y bash")
 	for _, c := range []struct {
 		ask  string
 		have []string

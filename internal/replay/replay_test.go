@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/sim"
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
 // tracesDir is ../shared/traces beside the clone (CI) or $MOSAIC_TRACES.
@@ -26,10 +27,7 @@ func tracesDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(d); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("SWF traces not found at %s; CI must have ../shared/traces beside the clone (or set %s)", d, TracesEnv)
-		}
-		t.Skipf("SWF traces not found at %s (the shared folder beside the clone); set %s to run this test", d, TracesEnv)
+		rigenv.Missing(t, "SWF traces not found at "+d+" (the shared folder beside the clone); set "+TracesEnv+" to run this test")
 	}
 	return d
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
 // needTool finds a program; without it the test fails under CI=true and skips locally.
@@ -18,10 +20,7 @@ func needTool(t *testing.T, name, install string) string {
 	if err == nil {
 		return p
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required under CI=true but not installed (%s)", name, install)
-	}
-	t.Skipf("%s not installed; install it with %s to run this test", name, install)
+	rigenv.Missing(t, name+" not installed; install it with "+install+" to run this test")
 	return ""
 }
 

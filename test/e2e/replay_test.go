@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
 // sharedTraces is ../shared/traces beside the clone (CI) or $MOSAIC_TRACES.
@@ -17,10 +19,7 @@ func sharedTraces(t *testing.T) string {
 		d = filepath.Join(repoRoot(), "..", "shared", "traces")
 	}
 	if _, err := os.Stat(filepath.Join(d, "lublin_256.swf.gz")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("SWF traces not found in %s; CI must have ../shared/traces beside the clone", d)
-		}
-		t.Skipf("SWF traces not found in %s; put the shared folder beside the clone or set MOSAIC_TRACES", d)
+		rigenv.Missing(t, "SWF traces not found in "+d+"; put the shared folder beside the clone or set MOSAIC_TRACES")
 	}
 	return d
 }
