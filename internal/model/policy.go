@@ -67,55 +67,31 @@ func DefaultPolicy() Policy {
 // WithDefaults fills zero fields from DefaultPolicy.
 func (p Policy) WithDefaults() Policy {
 	d := DefaultPolicy()
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = d.MaxAttempts
-	}
-	if p.MaxMigrations == 0 {
-		p.MaxMigrations = d.MaxMigrations
-	}
-	if p.RetryFailed == 0 {
-		p.RetryFailed = d.RetryFailed
-	}
-	if p.RetryTransient == nil {
-		p.RetryTransient = d.RetryTransient
-	}
-	if p.ResizeOnTimeout == nil {
-		p.ResizeOnTimeout = d.ResizeOnTimeout
-	}
-	if p.ResizeOnOOM == nil {
-		p.ResizeOnOOM = d.ResizeOnOOM
-	}
-	if p.Growth == 0 {
-		p.Growth = d.Growth
-	}
-	if p.MigrateOnWait == nil {
-		p.MigrateOnWait = d.MigrateOnWait
-	}
-	if p.WaitFactor == 0 {
-		p.WaitFactor = d.WaitFactor
-	}
-	if p.WaitSlack == 0 {
-		p.WaitSlack = d.WaitSlack
-	}
-	if p.SiteDownTicks == 0 {
-		p.SiteDownTicks = d.SiteDownTicks
-	}
-	if p.LostGrace == 0 {
-		p.LostGrace = d.LostGrace
-	}
-	if p.DownOutlookFactor == 0 {
-		p.DownOutlookFactor = d.DownOutlookFactor
-	}
-	if p.MigrateMargin == 0 {
-		p.MigrateMargin = d.MigrateMargin
-	}
-	if p.ReestimateEvery == 0 {
-		p.ReestimateEvery = d.ReestimateEvery
-	}
-	if p.StayBackoff == 0 {
-		p.StayBackoff = d.StayBackoff
-	}
+	fillZero(&p.MaxAttempts, d.MaxAttempts)
+	fillZero(&p.MaxMigrations, d.MaxMigrations)
+	fillZero(&p.RetryFailed, d.RetryFailed)
+	fillZero(&p.RetryTransient, d.RetryTransient)
+	fillZero(&p.ResizeOnTimeout, d.ResizeOnTimeout)
+	fillZero(&p.ResizeOnOOM, d.ResizeOnOOM)
+	fillZero(&p.Growth, d.Growth)
+	fillZero(&p.MigrateOnWait, d.MigrateOnWait)
+	fillZero(&p.WaitFactor, d.WaitFactor)
+	fillZero(&p.WaitSlack, d.WaitSlack)
+	fillZero(&p.SiteDownTicks, d.SiteDownTicks)
+	fillZero(&p.LostGrace, d.LostGrace)
+	fillZero(&p.DownOutlookFactor, d.DownOutlookFactor)
+	fillZero(&p.MigrateMargin, d.MigrateMargin)
+	fillZero(&p.ReestimateEvery, d.ReestimateEvery)
+	fillZero(&p.StayBackoff, d.StayBackoff)
 	return p
+}
+
+// fillZero sets *v to def when *v is its type's zero value (0, nil).
+func fillZero[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
 }
 
 // WaitLimit is the default queue-wait limit of a job whose placement estimated it would
