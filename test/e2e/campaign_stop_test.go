@@ -58,15 +58,7 @@ func TestRigCampaignStopFindsAnUnrecordedJob(t *testing.T) {
 	if !strings.Contains(se, "(found by its name "+prefix+"-alpha) cancelled") {
 		t.Errorf("campaign stop did not find alpha's job by its name:\n%s", se)
 	}
-	var left []string
-	for i := 0; i < 40; i++ {
-		left = append(r.queued("alpha", prefix), stepsNamed(r, job, prefix)...)
-		left = append(left, processesMentioning(run)...)
-		if len(left) == 0 {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	left := leftOfRun(r, run, job, prefix)
 	if len(left) > 0 {
 		t.Errorf("left behind after campaign stop: %v\n%s", left, se)
 	}

@@ -235,15 +235,7 @@ func TestRigCampaignInterruptLeavesNothing(t *testing.T) {
 	}
 	t.Logf("launch output:\n%s", l.output())
 	prefix := "mosaic-c-" + run
-	var left []string
-	for i := 0; i < 40; i++ {
-		left = append(r.queued("alpha", prefix), stepsNamed(r, job, prefix)...)
-		left = append(left, processesMentioning(run)...)
-		if len(left) == 0 {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	left := leftOfRun(r, run, job, prefix)
 	if len(left) > 0 {
 		t.Errorf("left behind after SIGINT: %v\n%s", left, l.output())
 	}
@@ -505,15 +497,7 @@ func TestRigCampaignStopAfterLauncherCrash(t *testing.T) {
 	if !strings.Contains(se, "alpha: task ") || !strings.Contains(se, " cancelled (job ") {
 		t.Errorf("campaign stop did not cancel alpha's task through the engine:\n%s", se)
 	}
-	var left []string
-	for i := 0; i < 40; i++ {
-		left = append(r.queued("alpha", prefix), stepsNamed(r, job, prefix)...)
-		left = append(left, processesMentioning(run)...)
-		if len(left) == 0 {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	left := leftOfRun(r, run, job, prefix)
 	if len(left) > 0 {
 		t.Errorf("left behind after campaign stop: %v\n%s", left, se)
 	}
@@ -699,4 +683,20 @@ func TestRigCampaignSubmitRefused(t *testing.T) {
 		td.Attempts[0].Tag != "mosaic-c-"+run+"-alpha" || td.Attempts[0].State != "submit_error" {
 		t.Errorf("refused task: HTTP %d %s", code, body)
 	}
+}
+
+// leftOfRun waits up to 20 s for nothing of run to be left — alpha's queued jobs and
+// the steps in allocation job named prefix*, and local processes mentioning run —
+// and returns what still is.
+func leftOfRun(r *rig, run, job, prefix string) []string {
+	var left []string
+	for range 40 {
+		left = append(r.queued("alpha", prefix), stepsNamed(r, job, prefix)...)
+		left = append(left, processesMentioning(run)...)
+		if len(left) == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return left
 }
