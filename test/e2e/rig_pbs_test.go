@@ -209,12 +209,7 @@ func TestRigSlurmDownMigratesToPBS(t *testing.T) {
 func TestRigCampaignPBSSubmitSlurmAttach(t *testing.T) {
 	r := needPBSRig(t)
 	e := newEnv(t)
-	job, node := r.allocation(t)
-	run := fmt.Sprintf("e2e-pbs-%d", time.Now().UnixNano()%1e9)
-	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sitesWithPBS(), "--mosaic-bin", r.sharedBinary(),
-		"--site", "pbs:queue=workq;walltime=00:10:00;agents=coordinator",
-		"--site", "beta:attach="+node+";jobid="+job+";agents=worker-a,worker-b",
-		"--auto-bootstrap", "--startup-timeout", "120s")
+	l, run, node, _ := launchPBSSubmitBetaAttach(t, r, e, "pbs", "--auto-bootstrap")
 	l.waitFor("all 2 sites ready", 150*time.Second)
 	if err := l.wait(120 * time.Second); err != nil {
 		t.Fatalf("launch failed: %v\n%s", err, l.output())
@@ -334,12 +329,7 @@ func TestRigPBSSiteTools(t *testing.T) {
 func TestRigCampaignPBSSubmitInterrupt(t *testing.T) {
 	r := needPBSRig(t)
 	e := newEnv(t)
-	job, node := r.allocation(t)
-	run := fmt.Sprintf("e2e-pbssub-%d", time.Now().UnixNano()%1e9)
-	l := startLaunch(t, e, "--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sitesWithPBS(), "--mosaic-bin", r.sharedBinary(),
-		"--site", "pbs:queue=workq;walltime=00:10:00;agents=coordinator",
-		"--site", "beta:attach="+node+";jobid="+job+";agents=worker-a,worker-b",
-		"--startup-timeout", "120s")
+	l, run, _, job := launchPBSSubmitBetaAttach(t, r, e, "pbssub")
 	l.waitFor("all 2 sites ready", 150*time.Second)
 	prefix := "mosaic-c-" + run
 	if len(r.pbsQueued(prefix)) != 1 {
@@ -366,4 +356,18 @@ func TestRigCampaignPBSSubmitInterrupt(t *testing.T) {
 	if !strings.Contains(hist, prefix) {
 		t.Errorf("qstat -x has no job named %s*", prefix)
 	}
+}
+
+// launchPBSSubmitBetaAttach starts `campaign launch` of the example campaign under a
+// fresh run id (prefixed e2e-kind): the coordinator in a new PBS job (submit mode), the
+// workers attached to an allocation job made on beta's node; extra are more flags.
+func launchPBSSubmitBetaAttach(t *testing.T, r *rig, e *env, kind string, extra ...string) (l *launcher, run, node, job string) {
+	t.Helper()
+	job, node = r.allocation(t)
+	run = fmt.Sprintf("e2e-%s-%d", kind, time.Now().UnixNano()%1e9)
+	args := []string{"--campaign", exampleCampaign(t), "--run-id", run, "--sites", r.sitesWithPBS(), "--mosaic-bin", r.sharedBinary(),
+		"--site", "pbs:queue=workq;walltime=00:10:00;agents=coordinator",
+		"--site", "beta:attach=" + node + ";jobid=" + job + ";agents=worker-a,worker-b",
+		"--startup-timeout", "120s"}
+	return startLaunch(t, e, append(args, extra...)...), run, node, job
 }

@@ -2,15 +2,12 @@ package hpc
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/site"
-	"github.com/mosaic-hpc/mosaic/internal/transport"
 	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
 
@@ -28,13 +25,7 @@ func pbsProvider(t *testing.T) (*Provider, *countingTransport) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, ok := p.tr.(*transport.SSH); ok {
-		s.ControlDir = filepath.Join(os.TempDir(), "mosaic-ssh-hpctest")
-	}
-	ct := &countingTransport{inner: p.tr}
-	p.tr = ct
-	t.Cleanup(func() { _ = p.Close() })
-	return p, ct
+	return counted(t, p)
 }
 
 // TestRigPBSProbe: the real complex's queues and node, as the PBS dialect reads them.

@@ -79,6 +79,12 @@ func rigProvider(t *testing.T, cluster, via string) (*Provider, *countingTranspo
 		t.Fatal(err)
 	}
 	fastGlobusPolling(p)
+	return counted(t, p)
+}
+
+// counted counts p's remote calls, shares the tests' ssh control directory, and
+// closes p when the test ends.
+func counted(t *testing.T, p *Provider) (*Provider, *countingTransport) {
 	if s, ok := p.tr.(*transport.SSH); ok {
 		s.ControlDir = filepath.Join(os.TempDir(), "mosaic-ssh-hpctest")
 	}
