@@ -577,13 +577,16 @@ func planFor(plan []sitePlan, name string) sitePlan {
 // work: the campaign (strict), each --site, slices, and the catalog.
 func planLaunch(o *LaunchOptions) ([]sitePlan, error) {
 	if err := ValidateRunID(o.RunID); err != nil {
-		return nil, err
+		return nil, argError(err)
+	}
+	if o.Spec == nil {
+		return nil, argError(errors.New("no campaign: pass the campaign file (mosaic campaign launch FILE ...)"))
 	}
 	if err := o.Spec.Validate(Strict); err != nil {
-		return nil, fmt.Errorf("campaign is invalid:\n%w", err)
+		return nil, argError(fmt.Errorf("campaign is invalid:\n%w", err))
 	}
 	if len(o.Sites) == 0 {
-		return nil, errors.New("no --site given; add one per site, e.g. --site alpha:queue=cpu;walltime=00:30:00;agents=coordinator")
+		return nil, argError(errors.New("no --site given; add one per site, e.g. --site alpha:queue=cpu;walltime=00:30:00;agents=coordinator"))
 	}
 	var errs []error
 	for _, sp := range o.Sites {
@@ -592,13 +595,13 @@ func planLaunch(o *LaunchOptions) ([]sitePlan, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, argError(err)
 	}
 	if err := ResolveSlices(o.Spec, o.Sites); err != nil {
-		return nil, err
+		return nil, argError(err)
 	}
 	if o.Catalog == nil {
-		return nil, errors.New("no sites catalog; pass --sites FILE or set MOSAIC_SITES")
+		return nil, argError(errors.New("no sites catalog; pass --sites FILE or set MOSAIC_SITES"))
 	}
 	if o.MosaicBin == "" {
 		exe, err := os.Executable()
@@ -646,7 +649,7 @@ func planLaunch(o *LaunchOptions) ([]sitePlan, error) {
 			errs = append(errs, fmt.Errorf("--forward-env %q is not a valid variable name", k))
 		}
 	}
-	return plan, errors.Join(errs...)
+	return plan, argError(errors.Join(errs...))
 }
 
 // parallel runs fn for every backend at once; the first failure cancels the

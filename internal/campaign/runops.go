@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,12 +18,26 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
+// FindRun opens the directory of a launched run. An invalid run id and a run
+// that does not exist under root are *ArgError (the CLI exits 2), the latter
+// saying where runs live and how to list them; a damaged directory is not.
+func FindRun(root, runID string) (*RunDir, error) {
+	if err := ValidateRunID(runID); err != nil {
+		return nil, argError(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, runID, "state.json")); errors.Is(err, os.ErrNotExist) {
+		return nil, argError(fmt.Errorf("unknown run %s: no run directory %s (launched runs live under %s; list them with `mosaic campaign status`)",
+			runID, filepath.Join(root, runID), root))
+	}
+	return OpenRunDir(root, runID)
+}
+
 // RunStatus reads a run directory and refreshes what can be asked cheaply:
 // the submitted jobs' states (from the sites) and whether the launcher and
 // attach sessions are alive. Sites that cannot be asked keep their recorded
 // state with Error set.
 func RunStatus(ctx context.Context, root, runID string, cat *site.Catalog, localEnv []string) (RunState, error) {
-	d, err := OpenRunDir(root, runID)
+	d, err := FindRun(root, runID)
 	if err != nil {
 		return RunState{}, err
 	}
@@ -87,7 +102,7 @@ type OpenJobs func(ctx context.Context, store string) (jobs Jobs, done func(), e
 // cannot be reached (no openJobs, the store busy or lost, a run directory
 // older than tasks) is cancelled at its site directly.
 func StopRun(ctx context.Context, root, runID string, cat *site.Catalog, localEnv []string, out io.Writer, openJobs OpenJobs) error {
-	d, err := OpenRunDir(root, runID)
+	d, err := FindRun(root, runID)
 	if err != nil {
 		return err
 	}

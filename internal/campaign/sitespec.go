@@ -261,13 +261,53 @@ func (sp SiteSpec) String() string {
 	return head + strings.Join(parts, ";")
 }
 
+// ArgError is an argument or validation error of a launch (a --site, the
+// slices, the campaign, the catalog's sites, the run id), found before any
+// remote work. The CLI exits 2 on it; runtime failures exit 1.
+type ArgError struct{ Err error }
+
+func (e *ArgError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *ArgError) Unwrap() error { return e.Err }
+
+// argError marks err (nil stays nil) as an ArgError.
+func argError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *ArgError
+	if errors.As(err, &ae) {
+		return err
+	}
+	return &ArgError{Err: err}
+}
+
+// CheckLaunch runs every check Launch makes before any remote work (the run
+// id, the campaign, each --site and the slices, the catalog's sites, forwarded
+// variable names) and fills what they resolve into o (each site's agents, the
+// mosaic binary). Its errors are *ArgError unless the local machine failed
+// (the executable's path). Launch runs the same checks again.
+func CheckLaunch(o *LaunchOptions) error {
+	_, err := planLaunch(o)
+	return err
+}
+
 // ResolveSlices fills empty agent lists from the campaign's site hints and
 // checks that the sites together run every agent exactly once, so that no
-// peer waits for an agent nobody starts. Site names must be unique.
+// peer waits for an agent nobody starts. Site names must be unique. Each
+// problem is named once: an undeclared agent (with the declared ones), an
+// agent listed twice in one agents=, an agent on two sites, a site given
+// twice, agents no site runs (declared agents of a site that also names an
+// unknown one still count as placed).
 func ResolveSlices(s *Spec, sites []SiteSpec) error {
 	var errs []error
 	owner := map[string]string{}
 	names := map[string]bool{}
+	declared := map[string]bool{}
+	for _, a := range s.Agents {
+		declared[a.Name] = true
+	}
 	for i := range sites {
 		sp := &sites[i]
 		label := sp.Name
@@ -287,19 +327,34 @@ func ResolveSlices(s *Spec, sites []SiteSpec) error {
 				}
 			}
 			if len(sp.Agents) == 0 {
-				errs = append(errs, fmt.Errorf("site %s: no agents= given and no agent of the campaign has \"site\": %q", label, sp.Name))
+				errs = append(errs, fmt.Errorf("site %s: no agents= given and no agent of the campaign has \"site\": %q; add agents=a,b (declared: %s)", label, sp.Name, strings.Join(s.Names(), ", ")))
 				continue
 			}
 		}
-		if _, err := s.Slice(sp.Agents); err != nil {
-			errs = append(errs, fmt.Errorf("site %s: %w", label, err))
-			continue
-		}
+		var unknown, twice []string
+		seen := map[string]bool{}
 		for _, a := range sp.Agents {
-			if prev, dup := owner[a]; dup {
-				errs = append(errs, fmt.Errorf("agent %s is placed on both %s and %s; each agent runs on one site", a, prev, label))
+			switch {
+			case seen[a]:
+				if !slices.Contains(twice, a) {
+					twice = append(twice, a)
+				}
+				continue
+			case !declared[a]:
+				unknown = append(unknown, a)
+			default:
+				if prev, dup := owner[a]; dup {
+					errs = append(errs, fmt.Errorf("agent %s is placed on both %s and %s; each agent runs on one site", a, prev, label))
+				}
+				owner[a] = label
 			}
-			owner[a] = label
+			seen[a] = true
+		}
+		if len(unknown) > 0 {
+			errs = append(errs, fmt.Errorf("site %s: agent(s) %s not declared by campaign %q (declared: %s)", label, strings.Join(unknown, ", "), s.Name, strings.Join(s.Names(), ", ")))
+		}
+		if len(twice) > 0 {
+			errs = append(errs, fmt.Errorf("site %s: agent(s) %s listed more than once in agents=", label, strings.Join(twice, ", ")))
 		}
 	}
 	var missing []string

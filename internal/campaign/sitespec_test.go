@@ -126,12 +126,47 @@ func TestResolveSlices(t *testing.T) {
 		{[]SiteSpec{{Name: "a", Agents: []string{"coordinator", "worker-a"}}, {Name: "b", Agents: []string{"worker-a", "worker-b"}}}, "worker-a is placed on both a and b"},
 		{[]SiteSpec{{Name: "a", Agents: []string{"coordinator"}}, {Name: "a", Agents: []string{"worker-a", "worker-b"}}}, "site a is given twice"},
 		{[]SiteSpec{{Name: "nowhere"}}, "no agent of the campaign has \"site\": \"nowhere\""},
-		{[]SiteSpec{{Name: "a", Agents: []string{"coordinator", "ghost", "worker-a", "worker-b"}}}, "unknown agent(s) in selection: ghost"},
+		{[]SiteSpec{{Name: "a", Agents: []string{"coordinator", "ghost", "worker-a", "worker-b"}}}, "agent(s) ghost not declared"},
 	}
 	for _, c := range bad {
 		err := ResolveSlices(s, c.sites)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.sites, err, c.want)
+		}
+	}
+}
+
+// TestResolveSlicesNamesOnlyWhatIsWrong: each mistake gives exactly one message,
+// and the agents a site names correctly are never also reported as unplaced.
+func TestResolveSlicesNamesOnlyWhatIsWrong(t *testing.T) {
+	s, err := Load(exampleDir + "/federated-chat.jsonc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const declared = "(declared: coordinator, worker-a, worker-b)"
+	cases := []struct {
+		name  string
+		sites []SiteSpec
+		want  string // the whole error text
+	}{
+		{"unknown agent", []SiteSpec{{Name: "a", Agents: []string{"coordinator", "nosuch"}}, {Name: "b", Agents: []string{"worker-a", "worker-b"}}},
+			`site a: agent(s) nosuch not declared by campaign "federated-chat" ` + declared},
+		{"unknown agent, others unplaced", []SiteSpec{{Name: "a", Agents: []string{"coordinator", "nosuch"}}},
+			`site a: agent(s) nosuch not declared by campaign "federated-chat" ` + declared + "\n" +
+				"no --site runs agent(s) worker-a, worker-b; add them to a site's agents= (their peers would wait for them forever)"},
+		{"listed twice", []SiteSpec{{Name: "a", Agents: []string{"coordinator", "coordinator", "worker-a", "worker-b"}}},
+			"site a: agent(s) coordinator listed more than once in agents="},
+		{"two sites", []SiteSpec{{Name: "a", Agents: []string{"coordinator", "worker-a"}}, {Name: "b", Agents: []string{"worker-a", "worker-b"}}},
+			"agent worker-a is placed on both a and b; each agent runs on one site"},
+		{"not placed", []SiteSpec{{Name: "a", Agents: []string{"coordinator"}}},
+			"no --site runs agent(s) worker-a, worker-b; add them to a site's agents= (their peers would wait for them forever)"},
+		{"site twice", []SiteSpec{{Name: "a", Agents: []string{"coordinator"}}, {Name: "a", Agents: []string{"worker-a", "worker-b"}}},
+			"site a is given twice; put all of its agents in one --site"},
+	}
+	for _, c := range cases {
+		err := ResolveSlices(s, c.sites)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: error\n%v\nwant\n%s", c.name, err, c.want)
 		}
 	}
 }
