@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/agent"
@@ -135,4 +138,56 @@ func (p *prefixWriter) Flush() {
 		_, _ = p.w.Write(append(append([]byte(p.prefix), p.buf...), '\n'))
 		p.buf = nil
 	}
+}
+
+// groupAlive reports whether process group pgid still has a member that is not
+// a zombie. An orphaned grandchild that was killed stays a zombie until init
+// reaps it, which in containers and some batch steps takes seconds: counting it
+// as alive kept every agent's stop waiting out its whole kill grace. Without a
+// readable /proc entry for any member, kill(-pgid, 0) decides.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	member := false
+	for _, en := range ents {
+		if en.Name()[0] < '0' || en.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + en.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		state, pgrp, ok := parseProcStat(string(b))
+		if !ok || pgrp != pgid {
+			continue
+		}
+		member = true
+		if state != "Z" && state != "X" {
+			return true
+		}
+	}
+	return !member
+}
+
+// parseProcStat reads the state and process group of a /proc/PID/stat line
+// ("pid (comm) S ppid pgrp ..."; comm may hold spaces and parentheses).
+func parseProcStat(s string) (state string, pgrp int, ok bool) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(f[2])
+	if err != nil {
+		return "", 0, false
+	}
+	return f[0], n, true
 }

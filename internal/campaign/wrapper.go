@@ -449,7 +449,7 @@ func stopGroup(pgid int, grace time.Duration) {
 	}
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
-		if syscall.Kill(-pgid, 0) != nil {
+		if !groupAlive(pgid) { // zombies awaiting init count as gone
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
