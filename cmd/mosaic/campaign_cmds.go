@@ -33,33 +33,96 @@ func newCampaignCmd() *cobra.Command {
 	return cmd
 }
 
-// loadCampaignArg loads the campaign file given as --campaign or the first argument
-// and returns it with its path.
-func loadCampaignArg(flag string, args []string) (*campaign.Spec, string, error) {
+// loadCampaignArg loads the campaign file given as the first argument or with
+// --campaign (both: they must name the same file) and returns it with its path.
+// Every error is a usage error (exit 2): no file, two files, a file that
+// cannot be read or parsed.
+func loadCampaignArg(cmd *cobra.Command, flag string, args []string) (*campaign.Spec, string, error) {
 	path := flag
-	if path == "" && len(args) > 0 {
+	if len(args) > 0 {
+		if path != "" && !samePath(path, args[0]) {
+			return nil, "", usagef("two campaign files: %s (argument) and --campaign %s; give one", args[0], path)
+		}
 		path = args[0]
 	}
 	if path == "" {
-		return nil, "", errors.New("no campaign file: pass --campaign FILE")
+		return nil, "", usagef("no campaign file: pass it as the first argument (mosaic campaign %s FILE ...) or with --campaign FILE", cmd.Name())
 	}
 	spec, err := campaign.Load(path)
-	return spec, path, err
+	if err != nil {
+		return nil, "", usage(err)
+	}
+	return spec, path, nil
+}
+
+// samePath reports whether a and b name the same file (by absolute path).
+func samePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
+}
+
+// requireFlags is cobra's MarkFlagRequired as a usage error (exit 2), naming
+// every missing flag at once.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if !cmd.Flags().Changed(n) {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return usagef("missing %s (see mosaic campaign %s --help)", strings.Join(missing, ", "), cmd.Name())
+	}
+	return nil
+}
+
+// runArg allows one positional argument, a run id (required or not).
+func runArg(required bool) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > 1 || (required && len(args) == 0) {
+			return usagef("mosaic campaign %s takes one run id; got %d arguments (list runs with `mosaic campaign status`)", cmd.Name(), len(args))
+		}
+		return nil
+	}
+}
+
+// campaignFileArg allows one positional argument, the campaign file.
+func campaignFileArg(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return usagef("mosaic campaign %s takes one argument, the campaign file; got %d: %s", cmd.Name(), len(args), strings.Join(args, " "))
+	}
+	return nil
+}
+
+// runIDArg checks a --run-id value (usage error).
+func runIDArg(run string) error { return usage(campaign.ValidateRunID(run)) }
+
+// checkRecipient refuses an undeclared bootstrap recipient at once, naming the
+// declared agents ("" is the campaign's initial agent).
+func checkRecipient(spec *campaign.Spec, recipient string) error {
+	if recipient == "" || slices.Contains(spec.Names(), recipient) {
+		return nil
+	}
+	return usagef("--recipient %s is not an agent of campaign %q (declared: %s)", recipient, spec.Name, strings.Join(spec.Names(), ", "))
 }
 
 func newCampaignIDsCmd() *cobra.Command {
 	var file, run string
 	var j jsonFlag
 	cmd := &cobra.Command{
-		Use:   "ids --campaign F --run-id R",
+		Use:   "ids [--campaign] F --run-id R",
 		Short: "Print every agent's deterministic mailbox uid for a run",
-		Args:  cobra.MaximumNArgs(1),
+		Args:  campaignFileArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, _, err := loadCampaignArg(file, args)
+			if err := requireFlags(cmd, "run-id"); err != nil {
+				return err
+			}
+			spec, _, err := loadCampaignArg(cmd, file, args)
 			if err != nil {
 				return err
 			}
-			if err := campaign.ValidateRunID(run); err != nil {
+			if err := runIDArg(run); err != nil {
 				return err
 			}
 			var rows []agentIDRow
@@ -78,8 +141,7 @@ func newCampaignIDsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&file, "campaign", "", "campaign file (JSONC)")
-	cmd.Flags().StringVar(&run, "run-id", "", "run id")
-	_ = cmd.MarkFlagRequired("run-id")
+	cmd.Flags().StringVar(&run, "run-id", "", "run id (required)")
 	addJSONFlag(cmd, &j, []agentIDRow{})
 	return cmd
 }
@@ -89,21 +151,21 @@ func newCampaignValidateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate [--campaign] F [--agents a,b]",
 		Short: "Check a campaign file (strict), or one site's slice (federated, with --agents)",
-		Args:  cobra.MaximumNArgs(1),
+		Args:  campaignFileArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, path, err := loadCampaignArg(file, args)
+			spec, path, err := loadCampaignArg(cmd, file, args)
 			if err != nil {
 				return err
 			}
 			mode := campaign.Strict
 			if cmd.Flags().Changed("agents") {
 				if spec, err = spec.Slice(campaign.ParseAgentsSelection(agents)); err != nil {
-					return err
+					return usage(err)
 				}
 				mode = campaign.Federated
 			}
 			if err := spec.Validate(mode); err != nil {
-				return err
+				return usage(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: campaign %q is valid (%s, %d agents: %s)\n", path, spec.Name, mode, len(spec.Agents), strings.Join(spec.Names(), ", "))
 			return nil
@@ -119,36 +181,44 @@ func newCampaignSpawnSiteCmd() *cobra.Command {
 	var startup time.Duration
 	var x exchangeFlags
 	cmd := &cobra.Command{
-		Use:   "spawn-site --campaign F --run-id R --agents a,b [--tokens-file F]",
+		Use:   "spawn-site [--campaign] F --run-id R --agents a,b [--tokens-file F]",
 		Short: "Run one site's slice of a campaign (one wrapper per agent); never bootstraps",
 		Long: `Runs one wrapper per agent of the slice, each with the agent's own exchange token: from
 --tokens-file (lines "AGENT TOKEN", mode 0600; the launcher writes one per site holding
-only that site's agents) or derived from the run token in $MOSAIC_EXCHANGE_TOKEN.`,
+only that site's agents) or derived from the run token in $MOSAIC_EXCHANGE_TOKEN.
+SIGINT, SIGTERM or SIGHUP stops every agent's process group and exits.`,
+		Args: campaignFileArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := campaign.Load(file)
+			if err := requireFlags(cmd, "run-id", "agents"); err != nil {
+				return err
+			}
+			spec, _, err := loadCampaignArg(cmd, file, args)
 			if err != nil {
 				return err
 			}
-			if err := campaign.ValidateRunID(run); err != nil {
+			if err := runIDArg(run); err != nil {
 				return err
 			}
 			if siteName == "" {
 				siteName = os.Getenv("MOSAIC_SITE")
 			}
+			names := campaign.ParseAgentsSelection(agents)
+			if _, err := spec.Slice(names); err != nil {
+				return usage(err)
+			}
 			u, err := x.exchangeURL(spec)
 			if err != nil {
-				return err
+				return usage(err)
 			}
-			names := campaign.ParseAgentsSelection(agents)
 			var fileToks map[string]string
 			if tokensFile != "" {
 				if fileToks, err = campaign.ReadTokensFile(tokensFile); err != nil {
-					return err
+					return usage(err)
 				}
 			}
 			toks, err := campaign.AgentTokens(fileToks, os.Getenv(agent.EnvExchangeToken), run, names)
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			if !cmd.Flags().Changed("startup-timeout") && spec.Exchange.DiscoverTimeout > 0 {
 				startup = spec.Exchange.DiscoverTimeout.D()
@@ -174,9 +244,6 @@ only that site's agents) or derived from the run token in $MOSAIC_EXCHANGE_TOKEN
 	f.StringVar(&tokensFile, "tokens-file", "", "file of \"AGENT TOKEN\" lines (mode 0600) with the slice's agent tokens (default: derived from $"+agent.EnvExchangeToken+")")
 	f.DurationVar(&startup, "startup-timeout", campaign.DefaultStartupTimeout, "how long each agent waits for its peers")
 	x.add(cmd)
-	for _, n := range []string{"campaign", "run-id", "agents"} {
-		_ = cmd.MarkFlagRequired(n)
-	}
 	return cmd
 }
 
@@ -185,21 +252,29 @@ func newCampaignBootstrapCmd() *cobra.Command {
 	var startup time.Duration
 	var x exchangeFlags
 	cmd := &cobra.Command{
-		Use:   "bootstrap --campaign F --run-id R [--recipient X]",
+		Use:   "bootstrap [--campaign] F --run-id R [--recipient X]",
 		Short: "Wait for the initial agent's mailbox and send it the campaign's user task",
 		Long: `Waits for the recipient (default: initial_agent) to register and sends it user_task.
-Exits 2, naming the recipient on stderr, when it never appears.`,
+Exits 2, naming the recipient on stderr, when it never appears, and at once when
+the campaign does not declare it.`,
+		Args: campaignFileArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := campaign.Load(file)
+			if err := requireFlags(cmd, "run-id"); err != nil {
+				return err
+			}
+			spec, _, err := loadCampaignArg(cmd, file, args)
 			if err != nil {
 				return err
 			}
-			if err := campaign.ValidateRunID(run); err != nil {
+			if err := runIDArg(run); err != nil {
+				return err
+			}
+			if err := checkRecipient(spec, recipient); err != nil {
 				return err
 			}
 			c, err := x.operatorClient(spec)
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			ctx, stop := signalContext()
 			defer stop()
@@ -220,8 +295,6 @@ Exits 2, naming the recipient on stderr, when it never appears.`,
 	f.StringVar(&recipient, "recipient", "", "agent to send the task to (default: initial_agent)")
 	f.DurationVar(&startup, "startup-timeout", campaign.DefaultStartupTimeout, "how long to wait for the recipient")
 	x.add(cmd)
-	_ = cmd.MarkFlagRequired("campaign")
-	_ = cmd.MarkFlagRequired("run-id")
 	return cmd
 }
 
@@ -292,7 +365,7 @@ func newCampaignLaunchCmd() *cobra.Command {
 		quotas                                              exchangeQuotaFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "launch --campaign F --run-id R --site SPEC [--site SPEC]... [--auto-bootstrap]",
+		Use:   "launch [--campaign] F --run-id R --site SPEC [--site SPEC]... [--auto-bootstrap]",
 		Short: "Bring a campaign up on several sites at once (attach to allocations or submit jobs)",
 		Long: `Starts every site's slice in parallel, waits until every agent is registered, optionally
 sends the user task, then follows the sites until they end. Ctrl-C stops every site: jobs
@@ -307,14 +380,31 @@ SPEC is NAME:key=value;key=value (';' between pairs, ',' between agents):
 NAME is a system of the sites catalog (--sites or MOSAIC_SITES). Without agents=, a site
 runs the agents whose "site" hint is NAME. Mosaic must be installed on each login node
 (--mosaic-bin, default: this executable's path). The exchange runs inside the launcher
-unless --exchange-url is given.`,
+unless --exchange-url is given.
+
+Every argument and validation error (the campaign file, a --site, the slices, a
+site missing from the catalog, conflicting flags) exits 2 before anything
+remote happens; a failure of the launch itself exits 1, Ctrl-C 130.`,
+		Args: campaignFileArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := campaign.Load(file)
+			if err := requireFlags(cmd, "run-id", "site"); err != nil {
+				return err
+			}
+			spec, _, err := loadCampaignArg(cmd, file, args)
 			if err != nil {
 				return err
 			}
+			if err := launchFlagConflicts(cmd, exURL); err != nil {
+				return err
+			}
 			if tunnel != campaign.TunnelAuto && tunnel != campaign.TunnelAlways && tunnel != campaign.TunnelNever {
-				return &exitError{code: 2, msg: "--tunnel must be auto, always or never"}
+				return usagef("--tunnel %s: want auto, always or never", tunnel)
+			}
+			if err := runIDArg(run); err != nil {
+				return err
+			}
+			if err := checkRecipient(spec, recipient); err != nil {
+				return err
 			}
 			var sites []campaign.SiteSpec
 			var errs []error
@@ -327,15 +417,15 @@ unless --exchange-url is given.`,
 				sites = append(sites, sp)
 			}
 			if err := errors.Join(errs...); err != nil {
-				return &exitError{code: 2, msg: err.Error()}
+				return usage(err)
 			}
 			cfg, cat, err := campaignEnv(sitesFile)
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			sites, err = placeAutoSites(cmd, spec, sites, cat, model.Duration(autoWall))
 			if err != nil {
-				return &exitError{code: 2, msg: err.Error()}
+				return usage(err)
 			}
 			fwd := map[string]string{}
 			for _, n := range forward {
@@ -350,13 +440,18 @@ unless --exchange-url is given.`,
 				StartupTimeout: startup, Tunnel: tunnel, SpawnArgs: spawnArgs, Forward: fwd, Account: account, WorkDir: workdir,
 				Out: cmd.ErrOrStderr(), Color: color(cmd.ErrOrStderr()),
 			}
+			// Everything local first (slices, catalog, accounts): its errors are
+			// ArgErrors (exit 2), before preflight, the core or any site.
+			if err := campaign.CheckLaunch(&opts); err != nil {
+				return err
+			}
 			quotas.apply(&opts.ExchangeLimits)
 			if !cmd.Flags().Changed("exchange-max-message-bytes") {
 				opts.ExchangeLimits.MaxMessageBytes = 0 // the campaign's exchange.max_message_bytes, else the default
 			}
 			if !skipPreflight {
 				if err := campaign.Preflight(cmd.Context(), &opts, forward, cmd.ErrOrStderr()); err != nil {
-					return &exitError{code: 2, msg: err.Error()}
+					return usage(err)
 				}
 				opts.CheckSites = true
 			}
@@ -364,7 +459,7 @@ unless --exchange-url is given.`,
 			defer stop()
 			if slices.ContainsFunc(sites, func(sp campaign.SiteSpec) bool { return sp.Mode == campaign.ModeSubmit }) {
 				if cat == nil {
-					return errors.New("no sites catalog: pass --sites FILE or set MOSAIC_SITES")
+					return usagef("no sites catalog: pass --sites FILE or set MOSAIC_SITES")
 				}
 				c, jobs, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, run, cmd.ErrOrStderr())
 				if err != nil {
@@ -413,10 +508,31 @@ unless --exchange-url is given.`,
 	f.StringVar(&account, "account", "", "default account for submit-mode sites (a site's account= wins)")
 	f.StringVar(&workdir, "workdir", "", "default site directory (a site's workdir= wins)")
 	f.DurationVar(&startup, "startup-timeout", campaign.DefaultStartupTimeout, "how long sites may take to register every agent (queue wait included)")
-	for _, n := range []string{"campaign", "run-id", "site"} {
-		_ = cmd.MarkFlagRequired(n)
-	}
 	return cmd
+}
+
+// launchFlagConflicts refuses flags that only configure the launcher's own
+// exchange when --exchange-url names an external one (they would be ignored).
+func launchFlagConflicts(cmd *cobra.Command, exURL string) error {
+	if exURL == "" {
+		return nil
+	}
+	var own []string
+	for _, n := range []string{"exchange-listen", "exchange-max-message-bytes", "exchange-max-queued-messages",
+		"exchange-max-queued-bytes", "exchange-max-mailboxes-per-run", "exchange-max-total-bytes", "exchange-lease-ttl"} {
+		if f := cmd.Flags().Lookup(n); f != nil && f.Changed {
+			own = append(own, "--"+n)
+		}
+	}
+	verb := "set"
+	if len(own) == 1 {
+		verb = "sets"
+	}
+	if len(own) > 0 {
+		return usagef("--exchange-url %s names an external exchange, but %s %s up the launcher's own; drop one or the other",
+			exURL, strings.Join(own, ", "), verb)
+	}
+	return nil
 }
 
 func newCampaignStatusCmd() *cobra.Command {
@@ -425,11 +541,11 @@ func newCampaignStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [RUN]",
 		Short: "Show launched runs, or one run's sites, job ids and states",
-		Args:  cobra.MaximumNArgs(1),
+		Args:  runArg(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, cat, err := campaignEnv(sitesFile)
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			root := campaign.CampaignsRoot(cfg.StateDir)
 			w := cmd.OutOrStdout()
@@ -492,14 +608,18 @@ func newCampaignStopCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stop RUN",
 		Short: "Stop a launched run: cancel its jobs and end its attach sessions",
-		Args:  cobra.ExactArgs(1),
+		Args:  runArg(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, cat, err := campaignEnv(sitesFile)
 			if err != nil {
+				return usage(err)
+			}
+			// The run first: an unknown run is named as such, whatever the catalog.
+			if _, err := campaign.FindRun(campaign.CampaignsRoot(cfg.StateDir), args[0]); err != nil {
 				return err
 			}
 			if cat == nil {
-				return errors.New("no sites catalog: pass --sites FILE or set MOSAIC_SITES (the run's sites are looked up there)")
+				return usagef("no sites catalog: pass --sites FILE or set MOSAIC_SITES (run %s's sites are looked up there)", args[0])
 			}
 			ctx, stop := signalContext()
 			defer stop()

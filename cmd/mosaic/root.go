@@ -39,6 +39,9 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 		Version:       core.Version,
 	}
 	root.SetVersionTemplate("mosaic {{.Version}}\n")
+	// A flag that does not parse (unknown, bad value, missing argument) is a
+	// usage error: exit 2, as getopt-style tools do. Subcommands inherit it.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	root.PersistentFlags().StringVar(&envFile, "env-file", "",
 		"read settings (KEY=VALUE lines) from this file, under the environment; a .env in the working directory is never read on its own")
 	root.PersistentFlags().Var(colorFlag{}, "color", "colour output: auto (on a terminal, unless NO_COLOR is set), always or never")
