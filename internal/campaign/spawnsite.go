@@ -32,6 +32,13 @@ type SpawnSite struct {
 	Out io.Writer
 }
 
+// SpawnSiteKillGrace is how long each agent of a spawn-site gets between SIGTERM
+// to its process group and SIGKILL. It is below 5 s so that spawn-site ends,
+// with nothing of its agents left, within 5 s of SIGINT or SIGTERM even when an
+// agent's child ignores SIGTERM (a launcher's stop, a job's cancel, Ctrl-C on
+// an attach session all wait on it).
+const SpawnSiteKillGrace = 3 * time.Second
+
 // RunSite runs one wrapper per agent of the slice and waits for all of them.
 // The slice is validated in federated mode (peers and the initial agent may
 // live on other sites). It never sends the bootstrap message: in a federated
@@ -67,7 +74,7 @@ func RunSite(ctx context.Context, ss SpawnSite) (int, error) {
 			codes[i], errs[i] = RunAgent(ctx, AgentRun{
 				Spec: slice, RunID: ss.RunID, Name: a.Name, Site: ss.Site, Client: clients[i],
 				ExchangeURL: ss.ExchangeURL, Token: ss.Tokens[a.Name], StartupTimeout: ss.StartupTimeout,
-				Log: pw, Stdout: pw, Stderr: pw,
+				KillGrace: SpawnSiteKillGrace, Log: pw, Stdout: pw, Stderr: pw,
 			})
 			pw.Flush()
 			if errs[i] != nil {
