@@ -373,8 +373,9 @@ are cancelled and attach sessions hung up, with nothing left behind.
 
 SPEC is NAME:key=value;key=value (';' between pairs, ',' between agents):
   attach:  NAME:attach=HOST;agents=a,b[;jobid=ID][;workdir=PATH][;campaign=PATH]
-           runs in an allocation you hold: srun --jobid=ID --overlap when the job id is
-           given, else ssh -tt from the login node to HOST.
+           runs in an allocation you hold: with jobid= on Slurm, srun --jobid=ID --overlap;
+           on PBS, ssh to HOST with PBS_JOBID and PBS_NODEFILE set; without jobid=,
+           ssh -tt from the login node to HOST.
   submit:  NAME:queue=Q;walltime=HH:MM:SS[;nodes=N][;account=A][;agents=a,b][;workdir=PATH]
            submits a job with the site's dialect (Slurm or PBS).
 NAME is a system of the sites catalog (--sites or MOSAIC_SITES). Without agents=, a site

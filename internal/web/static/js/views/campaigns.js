@@ -44,7 +44,7 @@ export async function render(ctx) {
       const r = await getOrNull('/api/campaigns');
       let list = (r?.runs || r?.campaigns || []).map(normRun);
       if (!list.length) {
-        replace(body, emptyState('No campaigns yet.', h('p', { class: 'small' }, 'Start one with ', h('code', {}, 'mosaic campaign launch campaign.yaml'), '; its sites, agents and messages appear here.')));
+        replace(body, emptyState('No campaigns yet.', h('p', { class: 'small' }, 'Start one with ', h('code', {}, 'mosaic campaign launch CAMPAIGN.jsonc --run-id RUN --site SPEC…'), '; its sites, agents and messages appear here.')));
         return;
       }
       // The list names each run's sites; their status comes with the run (newest 20).
