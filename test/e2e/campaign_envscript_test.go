@@ -101,12 +101,19 @@ type envScriptSite struct {
 	name, sys, spec string // test name, catalog system, --site value
 	sites           func(r *rig) string
 	bin             func(r *rig) string
+	script          func(r *rig, run string) string // the batch script Mosaic wrote for the run's job
 }
 
 func envScriptSites() []envScriptSite {
 	return []envScriptSite{
-		{"slurm", "alpha", "alpha:queue=cpu;walltime=00:05:00;agents=probe", func(r *rig) string { return r.sites() }, func(*rig) string { return binary }},
-		{"pbs", "pbs", "pbs:queue=workq;walltime=00:05:00;agents=probe", func(r *rig) string { return r.sitesWithPBS() }, func(r *rig) string { return r.sharedBinary() }},
+		{"slurm", "alpha", "alpha:queue=cpu;walltime=00:05:00;agents=probe", func(r *rig) string { return r.sites() }, func(*rig) string { return binary },
+			func(r *rig, run string) string {
+				return filepath.Join(r.env.Get(r.t, "RIG_WORKDIR_ALPHA"), "mosaic", "mosaic-c-"+run+"-alpha.sbatch")
+			}},
+		{"pbs", "pbs", "pbs:queue=workq;walltime=00:05:00;agents=probe", func(r *rig) string { return r.sitesWithPBS() }, func(r *rig) string { return r.sharedBinary() },
+			func(r *rig, run string) string {
+				return filepath.Join(r.env.Get(r.t, "RIG_PBS_WORKDIR"), "mosaic", "mosaic-c-"+run+"-pbs.pbs")
+			}},
 	}
 }
 
@@ -202,6 +209,17 @@ func TestRigCampaignSubmitEnvScriptExports(t *testing.T) {
 			}
 			if b, err := os.ReadFile(count); err != nil || string(b) != "once\n" {
 				t.Errorf("the env script was sourced %q times (%v), want once", b, err)
+			}
+			// The forwarded value is written only into the batch script, which no other
+			// user can read.
+			script := s.script(r, run)
+			fi, err := os.Stat(script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(script)
+			if err != nil || !strings.Contains(string(b), "export E2E_FWD=forwarded-value\n") || fi.Mode().Perm()&0o077 != 0 {
+				t.Errorf("batch script %s (mode %v, %v) must hold the forwarded export and be private:\n%s", script, fi.Mode(), err, b)
 			}
 		})
 	}
