@@ -107,8 +107,9 @@ func (l *SiteLaunch) spawnArgv() []string {
 // spawn-site with exec so that signals reach the agents. dir is the absolute
 // site directory. withEnv=false leaves the forwarded exports to the batch
 // script (submit mode: they travel in JobSpec.Env, which the store never keeps,
-// and are exported by the dialect before this script runs; an export of a valid
-// name cannot fail or print); extra are exported in any case.
+// and are exported by the dialect before this script runs; an export prints
+// nothing unless it names one of bash's read-only variables, such as UID); extra
+// are exported in any case.
 func (l *SiteLaunch) innerScript(dir string, logHere, withEnv bool, extra map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cd %s || exit 1\n", shellquote.Quote(dir))
