@@ -80,6 +80,8 @@ type JobSpec struct {
 	Env         map[string]string `json:"env,omitempty"`
 	WorkDir     string            `json:"workdir,omitempty"`
 	Container   *Container        `json:"container,omitempty"`
+	// NoSiteEnvScript: the command sources the site's env script itself (a campaign slice).
+	NoSiteEnvScript bool `json:"no_site_env_script,omitempty"`
 }
 
 // Attempt is one submission of a task to one site.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/dialect"
 	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
 )
 
@@ -98,11 +99,17 @@ func (l *SiteLaunch) spawnArgv() []string {
 	return append(a, l.SpawnArgs...)
 }
 
-// innerScript runs on the compute node: forwarded exports first (so the env
-// script may use them), then the env script, then spawn-site with exec so that
-// signals reach the agents. dir is the absolute site directory. withEnv=false
-// leaves exports and env script to the batch script (submit mode); extra are
-// exported in any case.
+// innerScript runs on the compute node: into the site log (logHere; attach
+// mode's outer script has already redirected), forwarded exports (so the env
+// script may use them), then the env script, checked (dialect.SourceEnvScript:
+// a failure or an `exit` in it writes "mosaic: env script X failed (exit N)" to
+// site.log and ends the slice with status 1, before any agent starts), then
+// spawn-site with exec so that signals reach the agents. dir is the absolute
+// site directory. withEnv=false leaves the forwarded exports to the batch
+// script (submit mode: they travel in JobSpec.Env, which the store never keeps,
+// and are exported by the dialect before this script runs; an export prints
+// nothing unless it names one of bash's read-only variables, such as UID); extra
+// are exported in any case.
 func (l *SiteLaunch) innerScript(dir string, logHere, withEnv bool, extra map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cd %s || exit 1\n", shellquote.Quote(dir))
@@ -127,9 +134,7 @@ func (l *SiteLaunch) innerScript(dir string, logHere, withEnv bool, extra map[st
 	for _, k := range keys {
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellquote.Quote(env[k]))
 	}
-	if withEnv && l.EnvScript != "" {
-		fmt.Fprintf(&b, "source %s || { echo \"mosaic: env script failed\"; exit 1; }\n", shellquote.Quote(l.EnvScript))
-	}
+	b.WriteString(dialect.SourceEnvScript(l.EnvScript))
 	b.WriteString("unset MOSAIC_EXCHANGE_TOKEN\n") // each agent gets its own, from the tokens file
 	b.WriteString("echo $$ > pid\n")
 	b.WriteString("exec " + shellquote.Join(l.spawnArgv()...) + "\n")

@@ -41,6 +41,9 @@ func NewSubmitBackend(sys site.System, l SiteLaunch, localEnv []string, jobs Job
 	if err != nil {
 		return nil, err
 	}
+	if l.EnvScript == "" {
+		l.EnvScript = sys.EnvScript
+	}
 	return &SubmitBackend{l: l, sys: sys, conn: conn, jobs: jobs, color: l.Color}, nil
 }
 
@@ -55,12 +58,16 @@ func (b *SubmitBackend) JobSpec(dir string) model.JobSpec {
 	if acct == "" && len(b.sys.Accounts) == 1 {
 		acct = b.sys.Accounts[0]
 	}
-	// The dialect exports Env, then sources the site's env script, then runs
-	// the inner script: forwarded values are there before the env script.
+	// The dialect exports Env (the forwarded values: never stored, written only
+	// into the 0600 batch script) and runs the inner script, which redirects into
+	// site.log and only then sources the site's env script, checked: its failure
+	// is in the log tail the launcher shows, and the job ends at once. So the
+	// dialect must not source it too (NoSiteEnvScript).
 	return model.JobSpec{
 		Tag: b.l.jobName(), Name: "campaign " + b.l.RunID + " on " + sp.Name, System: b.sys.Name,
 		Partition: sp.Queue, Account: acct, Nodes: nodes, NTasks: 1, CPUsPerTask: max(len(sp.Agents), 1),
 		Walltime: sp.Walltime, Command: b.l.innerScript(dir, true, false, nil), Env: b.l.Forward, WorkDir: dir,
+		NoSiteEnvScript: true,
 	}
 }
 

@@ -77,6 +77,9 @@ type JobSpec struct {
 	Env         map[string]string `json:"env,omitempty"`
 	WorkDir     string            `json:"workdir,omitempty"`
 	Container   *Container        `json:"container,omitempty"`
+	// NoSiteEnvScript: the command sources the site's env script itself (a campaign
+	// slice does, after redirecting into its log), so the dialect must not.
+	NoSiteEnvScript bool `json:"no_site_env_script,omitempty"`
 }
 
 // Validate checks the fields every provider needs.

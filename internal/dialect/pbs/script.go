@@ -31,8 +31,7 @@ var scriptTmpl = template.Must(template.New("pbs").Funcs(template.FuncMap{"q": s
 {{range .Env}}export {{.K}}={{q .V}}
 {{end -}}
 cd {{if .WorkDir}}{{q .WorkDir}}{{else}}"$PBS_O_WORKDIR"{{end}} || exit 1
-{{if .EnvScript}}source {{q .EnvScript}}
-{{end -}}
+{{.SourceEnv}}
 {{- if .Runtime}}exec {{.Runtime}} exec{{if .GPUs}} --nv{{end}} {{q .Image}} /bin/bash -c {{q .Body}}
 {{else}}{{.Body}}
 {{end}}`))
@@ -46,7 +45,10 @@ var (
 )
 
 // RenderScript renders spec as a PBS script. filesystems, when set, adds
-// `-l filesystems=` (required at some sites, e.g. ALCF); envScript is sourced first.
+// `-l filesystems=` (required at some sites, e.g. ALCF); envScript is sourced first,
+// checked: when it fails the job ends with "mosaic: env script … failed (exit N)" on
+// its stderr and the command does not run (dialect.SourceEnvScript). A spec with
+// NoSiteEnvScript sources it itself.
 func RenderScript(spec model.JobSpec, files dialect.JobFiles, envScript, filesystems string) ([]byte, error) {
 	// Validate also refuses control characters in every spec field (model.CheckLine,
 	// CheckText): the API refuses them first, this is the second line of defence.
@@ -96,10 +98,13 @@ func RenderScript(spec model.JobSpec, files dialect.JobFiles, envScript, filesys
 	}
 	d := struct {
 		model.JobSpec
-		Select, Walltime, Place, Filesystems, Stdout, Stderr, EnvScript, Body, Runtime, Image string
+		Select, Walltime, Place, Filesystems, Stdout, Stderr, SourceEnv, Body, Runtime, Image string
 		Env                                                                                   []kv
 	}{JobSpec: spec, Select: strings.Join(chunk, ":"), Walltime: FormatWalltime(spec.Walltime), Place: place,
-		Filesystems: filesystems, Stdout: files.Stdout, Stderr: files.Stderr, EnvScript: envScript, Body: spec.Command}
+		Filesystems: filesystems, Stdout: files.Stdout, Stderr: files.Stderr, Body: spec.Command}
+	if !spec.NoSiteEnvScript {
+		d.SourceEnv = dialect.SourceEnvScript(envScript)
+	}
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		if !envKeyRe.MatchString(k) {

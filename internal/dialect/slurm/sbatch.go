@@ -42,8 +42,7 @@ var scriptTmpl = template.Must(template.New("sbatch").Funcs(template.FuncMap{"q"
 {{end -}}
 {{- if .WorkDir}}cd {{q .WorkDir}} || exit 1
 {{end -}}
-{{- if .EnvScript}}source {{q .EnvScript}}
-{{end -}}
+{{.SourceEnv}}
 {{- if .Container}}exec {{.Runtime}} exec{{if .Gres}} --nv{{end}} {{q .Image}} /bin/bash -c {{q .Body}}
 {{else}}{{.Body}}
 {{end}}`))
@@ -52,7 +51,7 @@ type kv struct{ K, V string }
 
 type scriptData struct {
 	model.JobSpec
-	Gres, Time, Stdout, Stderr, EnvScript, Body, Runtime, Image string
+	Gres, Time, Stdout, Stderr, SourceEnv, Body, Runtime, Image string
 	Env                                                         []kv
 }
 
@@ -70,7 +69,9 @@ func directiveSafe(what, v string) error {
 }
 
 // RenderScript renders spec as an sbatch script. envScript, if set, is sourced before
-// the command (a site's module setup).
+// the command (a site's module setup), checked: when it fails the job ends with
+// "mosaic: env script … failed (exit N)" on its stderr and the command does not run
+// (dialect.SourceEnvScript). A spec with NoSiteEnvScript sources it itself.
 func RenderScript(spec model.JobSpec, files dialect.JobFiles, envScript string) ([]byte, error) {
 	// Validate also refuses control characters in every spec field (model.CheckLine,
 	// CheckText): the API refuses them first, this is the second line of defence.
@@ -98,7 +99,10 @@ func RenderScript(spec model.JobSpec, files dialect.JobFiles, envScript string) 
 	if files.Stdout == "" || files.Stderr == "" {
 		return nil, fmt.Errorf("job spec %s: stdout and stderr paths are required", spec.Tag)
 	}
-	d := scriptData{JobSpec: spec, Time: spec.Walltime.Slurm(), Stdout: files.Stdout, Stderr: files.Stderr, EnvScript: envScript}
+	d := scriptData{JobSpec: spec, Time: spec.Walltime.Slurm(), Stdout: files.Stdout, Stderr: files.Stderr}
+	if !spec.NoSiteEnvScript {
+		d.SourceEnv = dialect.SourceEnvScript(envScript)
+	}
 	if spec.GPUs > 0 {
 		per := spec.GPUsPerNode
 		if per <= 0 {
