@@ -83,6 +83,11 @@ func (s *Spec) Validate(mode Mode) error {
 				add(p+".env", "agent %q: environment variable name %q is invalid", a.Name, k)
 			}
 		}
+		switch a.Protocol {
+		case "", model.ProtocolMosaic, model.ProtocolAcademy:
+		default:
+			add(p+".protocol", "agent %q: protocol %q is unknown; use \"academy\" (a Python Academy agent that registers its mailbox itself) or \"mosaic\" (the default: wrapped by mosaic, messages on stdin and fd 3)", a.Name, a.Protocol)
+		}
 		if a.Envelope != nil {
 			env := *a.Envelope
 			env.Normalize()
@@ -123,8 +128,40 @@ func (s *Spec) Validate(mode Mode) error {
 			add("initial_agent", "initial_agent: %v", err)
 		}
 	}
+	if s.BootstrapAction != "" && !isIdentifier(s.BootstrapAction) {
+		add("bootstrap_action", "bootstrap_action %q is not an action name; use a Python identifier such as %q (the @action method of the Academy initial agent)", s.BootstrapAction, model.DefaultBootstrapAction)
+	}
 	s.validateExchange(add)
 	return errors.Join(errs...)
+}
+
+// isIdentifier reports whether s is an ASCII Python identifier (an @action
+// method name): a letter or '_', then letters, digits or '_', at most 128 bytes.
+func isIdentifier(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || (i > 0 && r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsAcademy reports whether agent name is declared as a Python Academy agent.
+func (s *Spec) IsAcademy(name string) bool {
+	a, ok := s.Agent(name)
+	return ok && a.Protocol == model.ProtocolAcademy
+}
+
+// BootstrapActionName is the action an Academy initial agent gets the user
+// task with (bootstrap_action, default model.DefaultBootstrapAction).
+func (s *Spec) BootstrapActionName() string {
+	if s.BootstrapAction != "" {
+		return s.BootstrapAction
+	}
+	return model.DefaultBootstrapAction
 }
 
 func (s *Spec) validateExchange(add func(path, format string, args ...any)) {
