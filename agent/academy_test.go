@@ -129,15 +129,15 @@ func TestResultMalformed(t *testing.T) {
 		return m
 	}
 	cases := map[string]string{
-		`{"kind":"action-response","serialization":"json"}`:                                   "value is missing",
-		`{"kind":"action-response","serialization":"json","result":"5"}`:                      "__serialized__",
-		`{"kind":"action-response","serialization":"json","result":["__pickled__","5"]}`:      "__serialized__",
-		`{"kind":"action-response","serialization":"json","result":["__serialized__","{"]}`:   "is not JSON",
-		`{"kind":"action-response","serialization":"pickle","result":["__pickled__","gA=="]}`: "pickle",
-		`{"kind":"user-error-response","serialization":"json","exception":"boom"}`:            "__exception__",
+		`{"kind":"action-response","serialization":"json"}`:                                                                "value is missing",
+		`{"kind":"action-response","serialization":"json","result":"5"}`:                                                   "__serialized__",
+		`{"kind":"action-response","serialization":"json","result":["__pickled__","5"]}`:                                   "__serialized__",
+		`{"kind":"action-response","serialization":"json","result":["__serialized__","{"]}`:                                "is not JSON",
+		`{"kind":"action-response","serialization":"pickle","result":["__pickled__","gA=="]}`:                              "pickle",
+		`{"kind":"user-error-response","serialization":"json","exception":"boom"}`:                                         "__exception__",
 		`{"kind":"user-error-response","serialization":"json","exception":["__serialized__","{\"exception_str\":\"x\"}"]}`: "__exception__",
-		`{"kind":"mosaic-text","text":"hi"}`: "not an Academy response",
-		`{"kind":"academy-error-response","error_code":"x"}`: "academy-error-response",
+		`{"kind":"mosaic-text","text":"hi"}`:                                                                               "not an Academy response",
+		`{"kind":"academy-error-response","error_code":"x"}`:                                                               "academy-error-response",
 	}
 	for body, want := range cases {
 		if _, err := resp(body).Result(); err == nil || !strings.Contains(err.Error(), want) {
