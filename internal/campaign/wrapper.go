@@ -636,14 +636,16 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	stopListen()
 	wg.Wait()
 	code := exitCode(cmd.ProcessState, werr)
-	r.landmark("exited with status %d", code)
 	if werr != nil && cmd.ProcessState == nil {
+		r.landmark("exited with status %d", code)
 		return code, fmt.Errorf("agent %s: %w", r.Name, werr)
 	}
 	if shutdownAsked.Load() && ctx.Err() == nil && (code == 128+int(syscall.SIGTERM) || code == 128+int(syscall.SIGKILL)) {
 		// Stopped as asked: a shutdown request is an agent's normal end.
+		r.landmark("exited with status %d (stopped as the shutdown request asked: status 0)", code)
 		return 0, nil
 	}
+	r.landmark("exited with status %d", code)
 	return code, nil
 }
 
