@@ -325,3 +325,27 @@ func TestCallTimesOut(t *testing.T) {
 		t.Errorf("returned after %s", d)
 	}
 }
+
+func FuzzMessageResult(f *testing.F) {
+	f.Add(`{"kind":"action-response","serialization":"json","result":["__serialized__","{\"a\":1}"]}`)
+	f.Add(`{"kind":"user-error-response","serialization":"json","exception":["__serialized__","{\"__exception__\":true,\"exception_str\":\"E\"}"]}`)
+	f.Add(`{"kind":"academy-error-response","error_code":0,"mailbox_id":{"uid":"6f1c4a58-8a0b-4a4e-9a55-0f6d1e0d1a11","name":"a","role":"agent"}}`)
+	f.Add(`{"kind":"success-response"}`)
+	req := agent.NewPing(agent.UserID("u"), agent.AgentID("r", "a"))
+	f.Fuzz(func(t *testing.T, body string) {
+		m := agent.Message{Header: req.Header, Body: json.RawMessage(body)}
+		m.Header.Kind = agent.KindResponse
+		v, err := m.Result()
+		if err != nil {
+			var ae *agent.ActionError
+			var mt *agent.MailboxTerminatedError
+			if !errors.As(err, &ae) && !errors.As(err, &mt) && !errors.Is(err, agent.ErrBadBody) && !errors.Is(err, agent.ErrNotJSON) {
+				t.Fatalf("unclassified error %v", err)
+			}
+			return
+		}
+		if !json.Valid(v) {
+			t.Fatalf("result %q is not JSON", v)
+		}
+	})
+}
