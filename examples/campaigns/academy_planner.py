@@ -32,7 +32,7 @@ TOKEN = os.environ["MOSAIC_EXCHANGE_TOKEN"]
 NAME = os.environ["MOSAIC_AGENT_NAME"]
 ME = {"uid": os.environ["MOSAIC_AGENT_UID"], "name": NAME, "role": "agent"}
 PEERS = dict(p.split("=", 1) for p in os.environ.get("MOSAIC_PEER_UIDS", "").split(",") if p)
-DEADLINE = time.monotonic() + float(os.environ.get("PLANNER_DEADLINE_S", "120"))
+DEADLINE = time.monotonic() + float(os.environ.get("PLANNER_DEADLINE_S", "600"))
 
 
 def log(*args):
