@@ -148,6 +148,7 @@ func TestValidate(t *testing.T) {
 		{"unknown protocol", campaign("a", `{"name": "a", "command": ["a"], "protocol": "Academy"}`), `protocol "Academy" is unknown; use "academy"`, `protocol "Academy" is unknown`, 5},
 		{"bootstrap action", `{"name": "t", "initial_agent": "a", "bootstrap_action": "run_task", "agents": [{"name": "a", "command": ["a"], "protocol": "academy"}]}`, "", "", 0},
 		{"bad bootstrap action", `{"name": "t", "initial_agent": "a", "bootstrap_action": "receive message", "agents": [{"name": "a", "command": ["a"]}]}`, `bootstrap_action "receive message" is not an action name`, "not an action name", 1},
+		{"bootstrap action without academy agent", `{"name": "t", "initial_agent": "a", "bootstrap_action": "go", "agents": [{"name": "a", "command": ["a"]}]}`, "has no effect: no agent is declared", "", 1},
 		{"bootstrap action digit first", `{"name": "t", "initial_agent": "a", "bootstrap_action": "1go", "agents": [{"name": "a", "command": ["a"]}]}`, "not an action name", "not an action name", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -128,8 +129,14 @@ func (s *Spec) Validate(mode Mode) error {
 			add("initial_agent", "initial_agent: %v", err)
 		}
 	}
-	if s.BootstrapAction != "" && !isIdentifier(s.BootstrapAction) {
-		add("bootstrap_action", "bootstrap_action %q is not an action name; use a Python identifier such as %q (the @action method of the Academy initial agent)", s.BootstrapAction, model.DefaultBootstrapAction)
+	if s.BootstrapAction != "" {
+		academy := slices.ContainsFunc(s.Agents, func(a model.CampaignAgent) bool { return a.Protocol == model.ProtocolAcademy })
+		switch {
+		case !isIdentifier(s.BootstrapAction):
+			add("bootstrap_action", "bootstrap_action %q is not an action name; use a Python identifier such as %q (the @action method of the Academy initial agent)", s.BootstrapAction, model.DefaultBootstrapAction)
+		case mode == Strict && !academy:
+			add("bootstrap_action", "bootstrap_action %q has no effect: no agent is declared \"protocol\": \"academy\" (Mosaic-wrapped agents get the task as a plain message); remove it or mark the Academy agent", s.BootstrapAction)
+		}
 	}
 	s.validateExchange(add)
 	return errors.Join(errs...)
