@@ -7,6 +7,12 @@
 // MOSAIC_EXCHANGE_URL, MOSAIC_EXCHANGE_TOKEN (its own token: it opens only its
 // own mailbox and sends only as itself), MOSAIC_RUN_ID, MOSAIC_AGENT_NAME and
 // MOSAIC_SITE. Agent tokens derive from the run's token (AgentToken).
+//
+// Messages are interoperable with Python Academy agents: academy.go has
+// Academy's body kinds (action, ping, shutdown and cancel requests and their
+// responses; JSON serialization only, pickle refused), Client.Call calls an
+// action, and Agent (NewAgent, Handle, Serve, Call) owns a mailbox that serves
+// actions while making calls of its own.
 package agent
 
 import (

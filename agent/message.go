@@ -15,6 +15,9 @@ type Header struct {
 	Tag   uuid.UUID  `json:"tag"`
 	Label *uuid.UUID `json:"label"`
 	Kind  string     `json:"kind"` // "request" or "response"
+	// ProtocolVersion is Academy's header version: Mosaic emits ProtocolVersion
+	// and accepts messages without it.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
 }
 
 // Message kinds.
@@ -24,7 +27,8 @@ const (
 )
 
 // Message is an Academy message: a header and a body object whose "kind" field
-// names its type (e.g. "action-request"; Mosaic's native agents use "mosaic-text").
+// names its type (e.g. "action-request", see academy.go; Mosaic-wrapped agents
+// also use "mosaic-text").
 type Message struct {
 	Header Header          `json:"header"`
 	Body   json.RawMessage `json:"body"`
@@ -52,7 +56,7 @@ type TextBody struct {
 // NewRequest builds a request message from src to dest with a fresh tag. body
 // must marshal to a JSON object with a "kind" field.
 func NewRequest(src, dest EntityID, body any) (Message, error) {
-	return newMessage(Header{Src: src, Dest: dest, Tag: uuid.New(), Kind: KindRequest}, body)
+	return newMessage(Header{Src: src, Dest: dest, Tag: uuid.New(), Kind: KindRequest, ProtocolVersion: ProtocolVersion}, body)
 }
 
 // NewText builds a "mosaic-text" request.
@@ -67,7 +71,7 @@ func (m Message) Reply(body any) (Message, error) {
 		return Message{}, errors.New("reply: message is not a request")
 	}
 	h := m.Header
-	h.Src, h.Dest, h.Kind = m.Header.Dest, m.Header.Src, KindResponse
+	h.Src, h.Dest, h.Kind, h.ProtocolVersion = m.Header.Dest, m.Header.Src, KindResponse, ProtocolVersion
 	return newMessage(h, body)
 }
 

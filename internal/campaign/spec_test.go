@@ -144,6 +144,12 @@ func TestValidate(t *testing.T) {
 		{"bad redis url", `{"name": "t", "initial_agent": "a", "agents": [{"name": "a", "command": ["a"]}], "exchange": {"redis_url": "http://x"}}`, "not a redis:// URL", "redis://", 1},
 		{"negative size", `{"name": "t", "initial_agent": "a", "agents": [{"name": "a", "command": ["a"]}], "exchange": {"max_message_bytes": -1}}`, "negative", "negative", 1},
 		{"no name", `{"initial_agent": "a", "agents": [{"name": "a", "command": ["a"]}]}`, "campaign name is empty", "campaign name is empty", 0},
+		{"academy agent", campaign("a", `{"name": "a", "command": ["python3", "a.py"], "protocol": "academy"}`, `{"name": "b", "command": ["b"], "protocol": "mosaic"}`), "", "", 0},
+		{"unknown protocol", campaign("a", `{"name": "a", "command": ["a"], "protocol": "Academy"}`), `protocol "Academy" is unknown; use "academy"`, `protocol "Academy" is unknown`, 5},
+		{"bootstrap action", `{"name": "t", "initial_agent": "a", "bootstrap_action": "run_task", "agents": [{"name": "a", "command": ["a"], "protocol": "academy"}]}`, "", "", 0},
+		{"bad bootstrap action", `{"name": "t", "initial_agent": "a", "bootstrap_action": "receive message", "agents": [{"name": "a", "command": ["a"]}]}`, `bootstrap_action "receive message" is not an action name`, "not an action name", 1},
+		{"bootstrap action without academy agent", `{"name": "t", "initial_agent": "a", "bootstrap_action": "go", "agents": [{"name": "a", "command": ["a"]}]}`, "has no effect: no agent is declared", "", 1},
+		{"bootstrap action digit first", `{"name": "t", "initial_agent": "a", "bootstrap_action": "1go", "agents": [{"name": "a", "command": ["a"]}]}`, "not an action name", "not an action name", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Parse([]byte(tc.doc), "v.jsonc")

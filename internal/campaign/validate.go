@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -83,6 +84,11 @@ func (s *Spec) Validate(mode Mode) error {
 				add(p+".env", "agent %q: environment variable name %q is invalid", a.Name, k)
 			}
 		}
+		switch a.Protocol {
+		case "", model.ProtocolMosaic, model.ProtocolAcademy:
+		default:
+			add(p+".protocol", "agent %q: protocol %q is unknown; use \"academy\" (a Python Academy agent that registers its mailbox itself) or \"mosaic\" (the default: wrapped by mosaic, messages on stdin and fd 3)", a.Name, a.Protocol)
+		}
 		if a.Envelope != nil {
 			env := *a.Envelope
 			env.Normalize()
@@ -123,8 +129,46 @@ func (s *Spec) Validate(mode Mode) error {
 			add("initial_agent", "initial_agent: %v", err)
 		}
 	}
+	if s.BootstrapAction != "" {
+		academy := slices.ContainsFunc(s.Agents, func(a model.CampaignAgent) bool { return a.Protocol == model.ProtocolAcademy })
+		switch {
+		case !isIdentifier(s.BootstrapAction):
+			add("bootstrap_action", "bootstrap_action %q is not an action name; use a Python identifier such as %q (the @action method of the Academy initial agent)", s.BootstrapAction, model.DefaultBootstrapAction)
+		case mode == Strict && !academy:
+			add("bootstrap_action", "bootstrap_action %q has no effect: no agent is declared \"protocol\": \"academy\" (Mosaic-wrapped agents get the task as a plain message); remove it or mark the Academy agent", s.BootstrapAction)
+		}
+	}
 	s.validateExchange(add)
 	return errors.Join(errs...)
+}
+
+// isIdentifier reports whether s is an ASCII Python identifier (an @action
+// method name): a letter or '_', then letters, digits or '_', at most 128 bytes.
+func isIdentifier(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || (i > 0 && r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsAcademy reports whether agent name is declared as a Python Academy agent.
+func (s *Spec) IsAcademy(name string) bool {
+	a, ok := s.Agent(name)
+	return ok && a.Protocol == model.ProtocolAcademy
+}
+
+// BootstrapActionName is the action an Academy initial agent gets the user
+// task with (bootstrap_action, default model.DefaultBootstrapAction).
+func (s *Spec) BootstrapActionName() string {
+	if s.BootstrapAction != "" {
+		return s.BootstrapAction
+	}
+	return model.DefaultBootstrapAction
 }
 
 func (s *Spec) validateExchange(add func(path, format string, args ...any)) {

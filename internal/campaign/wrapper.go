@@ -10,14 +10,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/mosaic-hpc/mosaic/agent"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // OutboxPrefix marks an outbound message line on an agent's stdout (when it
@@ -55,16 +58,29 @@ type AgentRun struct {
 	KillGrace time.Duration
 	// Command overrides the campaign's argv for the agent (nil = the campaign's).
 	Command []string
+	// ServeGrace bounds how long an action request arriving before the command
+	// declared its actions ({"serve":[...]} on fd 3) waits; 0 = DefaultServeGrace.
+	ServeGrace time.Duration
+
+	keepMailbox *atomic.Bool // a shutdown-request said terminate: false (set by RunAgent)
 }
 
 // inboundLine is what the child reads on stdin: envelope first, body last
 // (the contract examples/campaigns/README.md documents).
+// Academy messages carry decoded fields before the body: an action request
+// its "action", "args" and "kwargs"; a response to an action call its
+// "result" (JSON) or "error" (text).
 type inboundLine struct {
-	From    string          `json:"from"`
-	FromUID uuid.UUID       `json:"from_uid"`
-	Kind    string          `json:"kind"`
-	Tag     uuid.UUID       `json:"tag"`
-	Body    json.RawMessage `json:"body"`
+	From    string                      `json:"from"`
+	FromUID uuid.UUID                   `json:"from_uid"`
+	Kind    string                      `json:"kind"`
+	Tag     uuid.UUID                   `json:"tag"`
+	Action  string                      `json:"action,omitempty"`
+	Args    *[]json.RawMessage          `json:"args,omitempty"`
+	Kwargs  *map[string]json.RawMessage `json:"kwargs,omitempty"`
+	Result  json.RawMessage             `json:"result,omitempty"`
+	Error   *string                     `json:"error,omitempty"`
+	Body    json.RawMessage             `json:"body"`
 }
 
 // outboundLine is what the child writes on fd 3 (or stdout after OutboxPrefix).
@@ -104,6 +120,111 @@ func ParseOutbound(line []byte) (to, replyTo string, body json.RawMessage, err e
 	return o.To, o.ReplyTo, o.Body, nil
 }
 
+// ChildLine is one line a wrapped command writes on fd 3 (or stdout after
+// OutboxPrefix), in one of four forms:
+//
+//	{"serve":["echo","add"]}                                   declare the actions it serves
+//	{"to":NAME,"action":"x","args":[...],"kwargs":{...}}       call action x of agent NAME
+//	{"reply_to":TAG,"result":VALUE} | {"reply_to":TAG,"error":"text"}   answer an action request
+//	{"to":NAME,["reply_to":TAG,]"body":{...}}                  a plain message (ParseOutbound)
+type ChildLine struct {
+	// Serve is set (non-nil, maybe empty) by a declaration.
+	Serve []string
+	// To and ReplyTo: the destination agent, the tag of the request answered.
+	To, ReplyTo string
+	// Body is the body of a plain message.
+	Body json.RawMessage
+	// Action, Args and Kwargs: a call.
+	Action string
+	Args   []json.RawMessage
+	Kwargs map[string]json.RawMessage
+	// Result (JSON) or Error (text): an answer to an action request.
+	Result json.RawMessage
+	Error  *string
+}
+
+// ParseChildLine reads one outbound line of the agent I/O contract (any of
+// ChildLine's forms). Unknown fields are refused, so that a misspelt key does
+// not silently become another form.
+func ParseChildLine(line []byte) (ChildLine, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(line, &keys); err != nil {
+		return ChildLine{}, fmt.Errorf("outbound line is not a JSON object: %w", err)
+	}
+	strict := func(v any) error {
+		dec := json.NewDecoder(strings.NewReader(string(line)))
+		dec.DisallowUnknownFields()
+		return dec.Decode(v)
+	}
+	_, hasResult := keys["result"]
+	_, hasError := keys["error"]
+	switch {
+	case keys["serve"] != nil:
+		var d struct {
+			Serve []string `json:"serve"`
+		}
+		if err := strict(&d); err != nil || d.Serve == nil {
+			return ChildLine{}, fmt.Errorf("serve line is not {\"serve\":[\"action\",...]}: %v", err)
+		}
+		for _, a := range d.Serve {
+			if !isIdentifier(a) {
+				return ChildLine{}, fmt.Errorf("serve line: action name %q is not an identifier (letters, digits, '_'; not a digit first)", a)
+			}
+		}
+		return ChildLine{Serve: d.Serve}, nil
+	case keys["action"] != nil:
+		var d struct {
+			To     string                     `json:"to"`
+			Action string                     `json:"action"`
+			Args   []json.RawMessage          `json:"args"`
+			Kwargs map[string]json.RawMessage `json:"kwargs"`
+		}
+		if err := strict(&d); err != nil {
+			return ChildLine{}, fmt.Errorf("call line is not {\"to\":NAME,\"action\":\"x\",\"args\":[...],\"kwargs\":{...}}: %w", err)
+		}
+		if err := ValidateName(d.To); err != nil || d.To == OperatorName {
+			return ChildLine{}, fmt.Errorf("call line: \"to\" must name an agent of the campaign (got %q)", d.To)
+		}
+		if !isIdentifier(d.Action) {
+			return ChildLine{}, fmt.Errorf("call line: action name %q is not an identifier", d.Action)
+		}
+		if d.Args == nil {
+			d.Args = []json.RawMessage{}
+		}
+		if d.Kwargs == nil {
+			d.Kwargs = map[string]json.RawMessage{}
+		}
+		return ChildLine{To: d.To, Action: d.Action, Args: d.Args, Kwargs: d.Kwargs}, nil
+	case hasResult || hasError:
+		var d struct {
+			ReplyTo string          `json:"reply_to"`
+			Result  json.RawMessage `json:"result"`
+			Error   *string         `json:"error"`
+		}
+		if err := strict(&d); err != nil {
+			return ChildLine{}, fmt.Errorf("answer line is not {\"reply_to\":TAG,\"result\":VALUE} or {\"reply_to\":TAG,\"error\":\"text\"}: %w", err)
+		}
+		if _, err := uuid.Parse(d.ReplyTo); err != nil {
+			return ChildLine{}, fmt.Errorf("answer line: reply_to %q is not a message tag (uuid)", d.ReplyTo)
+		}
+		if hasResult == hasError {
+			return ChildLine{}, errors.New("answer line: give either \"result\" or \"error\", not both")
+		}
+		if hasError && (d.Error == nil || *d.Error == "") {
+			return ChildLine{}, errors.New("answer line: \"error\" must be a non-empty string")
+		}
+		if hasResult && len(d.Result) == 0 {
+			d.Result = json.RawMessage("null")
+		}
+		return ChildLine{ReplyTo: d.ReplyTo, Result: d.Result, Error: d.Error}, nil
+	}
+	to, replyTo, body, err := ParseOutbound(line)
+	if err != nil {
+		return ChildLine{}, err
+	}
+	return ChildLine{To: to, ReplyTo: replyTo, Body: body}, nil
+}
+
 // landmark prints one wrapper progress line.
 func (r *AgentRun) landmark(format string, args ...any) {
 	if r.Log != nil {
@@ -127,7 +248,21 @@ func RunAgent(ctx context.Context, r AgentRun) (int, error) {
 	if r.KillGrace <= 0 {
 		r.KillGrace = 5 * time.Second
 	}
+	if r.ServeGrace <= 0 {
+		r.ServeGrace = DefaultServeGrace
+	}
+	r.keepMailbox = new(atomic.Bool)
+	argv := a.Command
+	if len(r.Command) > 0 {
+		argv = r.Command
+	}
 	me := agent.AgentID(r.RunID, r.Name)
+	if a.Protocol == model.ProtocolAcademy {
+		if len(argv) == 0 {
+			return 2, fmt.Errorf("agent %s has no command; set \"command\" in the campaign or pass one after --", r.Name)
+		}
+		return r.runAcademy(ctx, argv, a, me)
+	}
 	if err := r.Client.Register(ctx, me); err != nil {
 		if errors.Is(err, agent.ErrConflict) {
 			return 1, fmt.Errorf("agent %s of run %s is already running elsewhere: %w", r.Name, r.RunID, err)
@@ -136,13 +271,11 @@ func RunAgent(ctx context.Context, r AgentRun) (int, error) {
 	}
 	r.landmark("registered %s on %s (run %s, site %s)", me.UID, r.Client.URL(), r.RunID, orDash(r.Site))
 	defer func() {
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := r.Client.Terminate(tctx, me); err != nil {
-			r.landmark("terminate mailbox: %v", err)
-		} else {
-			r.landmark("mailbox terminated")
+		if r.keepMailbox.Load() {
+			r.landmark("mailbox left open (shutdown-request with terminate: false)")
+			return
 		}
+		r.terminate(ctx, me)
 	}()
 	stopLease := r.keepLease(ctx, me)
 	defer stopLease()
@@ -154,14 +287,136 @@ func RunAgent(ctx context.Context, r AgentRun) (int, error) {
 		}
 		r.landmark("discovered %d peers", len(found))
 	}
-	argv := a.Command
-	if len(r.Command) > 0 {
-		argv = r.Command
-	}
 	if len(argv) == 0 {
 		return 2, fmt.Errorf("agent %s has no command; set \"command\" in the campaign or pass one after --", r.Name)
 	}
 	return r.runChild(ctx, argv, a.Env, a.AllowedPeers, me)
+}
+
+// terminate closes the agent's mailbox (bounded, even after ctx ended).
+func (r *AgentRun) terminate(ctx context.Context, me agent.EntityID) {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.Client.Terminate(tctx, me); err != nil {
+		r.landmark("terminate mailbox: %v", err)
+	} else {
+		r.landmark("mailbox terminated")
+	}
+}
+
+// DefaultServeGrace bounds how long an action request that arrives before the
+// wrapped command declared its actions waits for the declaration.
+const DefaultServeGrace = 3 * time.Second
+
+// childEnv is the environment of an agent's command: this process's without
+// exchange credentials, then the agent's identity, its peers' uids and its own
+// token, then the campaign's env for the agent.
+func (r *AgentRun) childEnv(me agent.EntityID, peers []string, env map[string]string) []string {
+	uids := make([]string, len(peers))
+	for i, p := range peers {
+		uids[i] = p + "=" + agent.UID(r.RunID, p).String()
+	}
+	out := append(childEnviron(),
+		agent.EnvAgentName+"="+r.Name, agent.EnvRunID+"="+r.RunID, agent.EnvSite+"="+r.Site,
+		EnvAgentUID+"="+me.UID.String(), "MOSAIC_PEERS="+strings.Join(peers, ","), EnvPeerUIDs+"="+strings.Join(uids, ","),
+		agent.EnvExchangeURL+"="+r.ExchangeURL, agent.EnvExchangeToken+"="+r.Token)
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// Environment of an agent's command besides the agent package's.
+const (
+	// EnvAgentUID is the agent's own mailbox uid (UUIDv5 of "<run>/<name>").
+	EnvAgentUID = "MOSAIC_AGENT_UID"
+	// EnvPeerUIDs lists its allowed peers as name=uid,name=uid.
+	EnvPeerUIDs = "MOSAIC_PEER_UIDS"
+)
+
+// groupCommand builds the command of an agent: it leads its own process group,
+// and the group is what gets signalled — a shell agent's children (a `sleep`,
+// a Python worker pool) stop with it instead of being orphaned. ctx ending
+// sends SIGTERM to the group and SIGKILL to whatever is left KillGrace later;
+// the returned stop disarms that SIGKILL once the group is gone (the pgid may
+// be reused).
+func (r *AgentRun) groupCommand(ctx context.Context, argv []string) (*exec.Cmd, func()) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = r.childDir()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var killTimer *time.Timer
+	var killMu sync.Mutex
+	cmd.Cancel = func() error {
+		pgid := cmd.Process.Pid
+		err := syscall.Kill(-pgid, syscall.SIGTERM)
+		killMu.Lock()
+		killTimer = time.AfterFunc(r.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		killMu.Unlock()
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone // the agent had just exited
+		}
+		return err
+	}
+	cmd.WaitDelay = r.KillGrace
+	return cmd, func() {
+		killMu.Lock()
+		if killTimer != nil {
+			killTimer.Stop()
+		}
+		killMu.Unlock()
+	}
+}
+
+// runAcademy runs a Python Academy agent: it registers and reads its mailbox
+// itself (with its own token, under MOSAIC_AGENT_UID), so the wrapper neither
+// registers it nor pipes messages; it starts the command with the agent's
+// environment, reports when the agent's mailbox becomes active, waits for it
+// (stopping its process group on ctx's end) and terminates the mailbox at exit.
+func (r *AgentRun) runAcademy(ctx context.Context, argv []string, a model.CampaignAgent, me agent.EntityID) (int, error) {
+	cctx, cancelChild := context.WithCancel(ctx)
+	defer cancelChild()
+	cmd, disarm := r.groupCommand(cctx, argv)
+	cmd.Env = r.childEnv(me, a.AllowedPeers, a.Env)
+	cmd.Stdout, cmd.Stderr = r.Stdout, r.Stderr
+	if err := cmd.Start(); err != nil {
+		return 127, fmt.Errorf("agent %s: start %s: %w (commands resolve against %s)", r.Name, argv[0], err, cmd.Dir)
+	}
+	defer r.terminate(ctx, me)
+	r.landmark("started Academy agent %s (pid %d); it registers its own mailbox %s on %s (run %s, site %s)",
+		strings.Join(argv, " "), cmd.Process.Pid, me.UID, r.ExchangeURL, r.RunID, orDash(r.Site))
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { // bounded by wctx (the child's exit) and the startup timeout
+		defer close(watched)
+		deadline := time.Now().Add(r.StartupTimeout)
+		poll := r.Poll
+		if poll <= 0 {
+			poll = 500 * time.Millisecond
+		}
+		for time.Now().Before(deadline) {
+			if st, err := r.Client.Status(wctx, me); err == nil && st == agent.StatusActive {
+				r.landmark("mailbox %s registered by the agent", me.UID)
+				return
+			}
+			select {
+			case <-wctx.Done():
+				return
+			case <-time.After(poll):
+			}
+		}
+		r.landmark("the agent has not registered its mailbox %s after %s (check that it uses %s and %s)", me.UID, r.StartupTimeout, EnvAgentUID, agent.EnvExchangeToken)
+	}()
+	werr := cmd.Wait()
+	stopWatch()
+	<-watched
+	stopGroup(cmd.Process.Pid, r.KillGrace)
+	disarm()
+	code := exitCode(cmd.ProcessState, werr)
+	r.landmark("exited with status %d", code)
+	if werr != nil && cmd.ProcessState == nil {
+		return code, fmt.Errorf("agent %s: %w", r.Name, werr)
+	}
+	return code, nil
 }
 
 // LeaseRenewEvery is how often a running agent renews its hold on its mailbox
@@ -219,35 +474,9 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	defer outR.Close()
 	cctx, cancelChild := context.WithCancel(ctx)
 	defer cancelChild()
-	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-	cmd.Dir = r.childDir()
-	cmd.Env = append(childEnviron(),
-		agent.EnvAgentName+"="+r.Name, agent.EnvRunID+"="+r.RunID, agent.EnvSite+"="+r.Site,
-		"MOSAIC_PEERS="+strings.Join(peers, ","), "MOSAIC_OUTBOX_FD=3",
-		agent.EnvExchangeURL+"="+r.ExchangeURL, agent.EnvExchangeToken+"="+r.Token)
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd, disarm := r.groupCommand(cctx, argv)
+	cmd.Env = append(r.childEnv(me, peers, env), "MOSAIC_OUTBOX_FD=3")
 	cmd.ExtraFiles = []*os.File{outW}
-	// The agent leads its own process group, and the group is what gets signalled:
-	// a shell agent's children (a `sleep`, a Python worker pool) stop with it instead
-	// of being orphaned. SIGTERM on cancel, SIGKILL to whatever of the group is left
-	// KillGrace later — and when the agent itself exits, its group is cleaned up too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var killTimer *time.Timer // stopped once the group is gone (the pgid may be reused)
-	var killMu sync.Mutex
-	cmd.Cancel = func() error {
-		pgid := cmd.Process.Pid
-		err := syscall.Kill(-pgid, syscall.SIGTERM)
-		killMu.Lock()
-		killTimer = time.AfterFunc(r.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-		killMu.Unlock()
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone // the agent had just exited
-		}
-		return err
-	}
-	cmd.WaitDelay = r.KillGrace
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		outW.Close()
@@ -272,7 +501,18 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	stdoutW.Close()
 	r.landmark("started %s (pid %d)", strings.Join(argv, " "), cmd.Process.Pid)
 
-	pending := &replyBook{m: map[uuid.UUID]agent.EntityID{}}
+	pending := &replyBook{m: map[uuid.UUID]agent.Header{}}
+	acts := newServed(time.Now().Add(r.ServeGrace))
+	var shutdownAsked atomic.Bool
+	reply := func(m agent.Message, build func() (agent.Message, error)) {
+		resp, err := build()
+		if err == nil {
+			err = r.send(ctx, resp)
+		}
+		if err != nil {
+			r.landmark("answer to %s of %s failed: %v", m.BodyKind(), m.Header.Src.NameOr("?"), err)
+		}
+	}
 	lctx, stopListen := context.WithCancel(ctx)
 	defer stopListen()
 	var wg sync.WaitGroup
@@ -287,14 +527,62 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 				seen[from] = true
 				r.landmark("first message from %s", orDash(from))
 			}
+			line := inboundLine{From: from, FromUID: m.Header.Src.UID, Kind: m.Header.Kind, Tag: m.Header.Tag, Body: m.Body}
 			if m.Header.Kind == agent.KindRequest {
-				pending.put(m.Header.Tag, m.Header.Src)
+				switch m.BodyKind() {
+				case agent.KindPingRequest:
+					reply(m, m.Success)
+					return nil
+				case agent.KindShutdownRequest:
+					terminate, err := agent.ShutdownTerminate(m.Body)
+					if err != nil {
+						r.landmark("shutdown-request from %s is malformed (%v); shutting down anyway", orDash(from), err)
+						terminate = true
+					}
+					r.landmark("shutdown requested by %s (terminate: %v): stopping the command", orDash(from), terminate)
+					r.keepMailbox.Store(!terminate)
+					shutdownAsked.Store(true)
+					cancelChild()
+					return nil
+				case agent.KindActionRequest:
+					call, err := m.DecodeAction()
+					if err != nil {
+						text := err.Error()
+						if errors.Is(err, agent.ErrNotJSON) {
+							text = fmt.Sprintf("agent %s accepts JSON arguments only: %v", r.Name, err)
+						}
+						r.landmark("refused action request %s from %s: %s", orDash(call.Action), orDash(from), text)
+						reply(m, func() (agent.Message, error) { return m.UserError(text) })
+						return nil
+					}
+					if !acts.has(lctx, call.Action) {
+						text := agent.UnknownActionText(me, call.Action, acts.list())
+						if len(acts.list()) == 0 {
+							text += ` (a wrapped command declares its actions with a {"serve":["name",...]} line on fd 3)`
+						}
+						reply(m, func() (agent.Message, error) { return m.UserError(text) })
+						return nil
+					}
+					line.Action, line.Args, line.Kwargs = call.Action, &call.Args, &call.Kwargs
+				}
+				pending.put(m.Header)
+			} else if k := m.BodyKind(); k == agent.KindActionResponse || k == agent.KindUserErrorResponse || k == agent.KindAcademyErrorResponse || k == agent.KindSuccessResponse {
+				if v, err := m.Result(); err != nil {
+					text := err.Error()
+					var ae *agent.ActionError
+					if errors.As(err, &ae) {
+						text = ae.Text
+					}
+					line.Error = &text
+				} else {
+					line.Result = v
+				}
 			}
-			line, err := json.Marshal(inboundLine{From: from, FromUID: m.Header.Src.UID, Kind: m.Header.Kind, Tag: m.Header.Tag, Body: m.Body})
+			data, err := json.Marshal(line)
 			if err != nil {
 				return err
 			}
-			_, err = stdin.Write(append(line, '\n'))
+			_, err = stdin.Write(append(data, '\n'))
 			return err
 		})
 		// Listen always ends with an error; report it unless we stopped it.
@@ -302,46 +590,29 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 			r.landmark("inbound stopped: %v", err)
 		}
 	}()
-	send := func(line []byte) {
-		to, replyTo, body, err := ParseOutbound(line)
+	out := func(raw []byte) {
+		cl, err := ParseChildLine(raw)
 		if err != nil {
 			r.landmark("dropped outbound line: %v", err)
 			return
 		}
-		m := agent.Message{Header: agent.Header{Src: me, Tag: uuid.New(), Kind: agent.KindRequest}, Body: body}
-		if to != "" {
-			m.Header.Dest = agent.AgentID(r.RunID, to)
-		}
-		if replyTo != "" {
-			m.Header.Tag = uuid.MustParse(replyTo)
-			m.Header.Kind = agent.KindResponse
-			if src, ok := pending.take(m.Header.Tag); ok {
-				m.Header.Dest = src
-			} else if to == "" || to == "mosaic" {
-				r.landmark("dropped reply to %s: no pending request with that tag", replyTo)
-				return
+		if m, ok := r.outbound(cl, me, pending, acts); ok {
+			if err := r.send(ctx, m); err != nil {
+				r.landmark("send to %s failed: %v", m.Header.Dest.NameOr(cl.To), err)
 			}
-		} else if to == "mosaic" {
-			r.landmark("dropped message to \"mosaic\": only replies may go to the operator")
-			return
-		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := r.Client.Send(sctx, m); err != nil {
-			r.landmark("send to %s failed: %v", m.Header.Dest.NameOr(to), err)
 		}
 	}
 	var outWG sync.WaitGroup
 	outWG.Add(2)
 	go func() { // fd 3
 		defer outWG.Done()
-		scanLines(outR, func(b []byte) { send(b) })
+		scanLines(outR, out)
 	}()
 	go func() { // stdout: outbox lines and pass-through
 		defer outWG.Done()
 		scanLines(stdout, func(b []byte) {
 			if rest, ok := strings.CutPrefix(string(b), OutboxPrefix); ok {
-				send([]byte(rest))
+				out([]byte(rest))
 				return
 			}
 			if r.Stdout != nil {
@@ -351,11 +622,7 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	}()
 	werr := cmd.Wait()
 	stopGroup(cmd.Process.Pid, r.KillGrace)
-	killMu.Lock()
-	if killTimer != nil {
-		killTimer.Stop()
-	}
-	killMu.Unlock()
+	disarm()
 	drained := make(chan struct{})
 	go func() { outWG.Wait(); close(drained) }()
 	select {
@@ -369,11 +636,132 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	stopListen()
 	wg.Wait()
 	code := exitCode(cmd.ProcessState, werr)
-	r.landmark("exited with status %d", code)
 	if werr != nil && cmd.ProcessState == nil {
+		r.landmark("exited with status %d", code)
 		return code, fmt.Errorf("agent %s: %w", r.Name, werr)
 	}
+	if shutdownAsked.Load() && ctx.Err() == nil && (code == 128+int(syscall.SIGTERM) || code == 128+int(syscall.SIGKILL)) {
+		// Stopped as asked: a shutdown request is an agent's normal end.
+		r.landmark("exited with status %d (stopped as the shutdown request asked: status 0)", code)
+		return 0, nil
+	}
+	r.landmark("exited with status %d", code)
 	return code, nil
+}
+
+// send sends m (bounded: 30 s, even after ctx ended, so that replies written
+// just before the command exits still go out).
+func (r *AgentRun) send(ctx context.Context, m agent.Message) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return r.Client.Send(sctx, m)
+}
+
+// outbound turns one line of the command into the message to send (ok=false:
+// nothing to send, a declaration or a dropped line, reported as a landmark).
+func (r *AgentRun) outbound(cl ChildLine, me agent.EntityID, pending *replyBook, acts *served) (agent.Message, bool) {
+	switch {
+	case cl.Serve != nil:
+		acts.set(cl.Serve)
+		r.landmark("serves actions [%s]", strings.Join(cl.Serve, " "))
+		return agent.Message{}, false
+	case cl.Action != "":
+		args := make([]any, len(cl.Args))
+		for i, a := range cl.Args {
+			args[i] = a
+		}
+		kwargs := make(map[string]any, len(cl.Kwargs))
+		for k, v := range cl.Kwargs {
+			kwargs[k] = v
+		}
+		m, err := agent.NewActionRequest(me, agent.AgentID(r.RunID, cl.To), cl.Action, args, kwargs)
+		if err != nil {
+			r.landmark("dropped call of %s on %s: %v", cl.Action, cl.To, err)
+			return agent.Message{}, false
+		}
+		return m, true
+	case cl.Body == nil: // an answer to an action request
+		req, ok := pending.take(uuid.MustParse(cl.ReplyTo))
+		if !ok {
+			r.landmark("dropped answer to %s: no pending request with that tag", cl.ReplyTo)
+			return agent.Message{}, false
+		}
+		rm := agent.Message{Header: req}
+		var m agent.Message
+		var err error
+		if cl.Error != nil {
+			m, err = rm.UserError(*cl.Error)
+		} else {
+			m, err = rm.ActionResult(cl.Result)
+		}
+		if err != nil {
+			r.landmark("dropped answer to %s: %v", cl.ReplyTo, err)
+			return agent.Message{}, false
+		}
+		return m, true
+	}
+	m := agent.Message{Header: agent.Header{Src: me, Tag: uuid.New(), Kind: agent.KindRequest, ProtocolVersion: agent.ProtocolVersion}, Body: cl.Body}
+	if cl.To != "" {
+		m.Header.Dest = agent.AgentID(r.RunID, cl.To)
+	}
+	if cl.ReplyTo != "" {
+		m.Header.Tag = uuid.MustParse(cl.ReplyTo)
+		m.Header.Kind = agent.KindResponse
+		if req, ok := pending.take(m.Header.Tag); ok {
+			m.Header.Dest, m.Header.Label = req.Src, req.Label
+		} else if cl.To == "" || cl.To == OperatorName {
+			r.landmark("dropped reply to %s: no pending request with that tag", cl.ReplyTo)
+			return agent.Message{}, false
+		}
+	} else if cl.To == OperatorName {
+		r.landmark("dropped message to \"mosaic\": only replies may go to the operator")
+		return agent.Message{}, false
+	}
+	return m, true
+}
+
+// served is the set of actions the wrapped command declared.
+type served struct {
+	mu       sync.Mutex
+	names    []string
+	declared chan struct{} // closed at the first declaration
+	grace    time.Time     // until when a request waits for the first declaration
+}
+
+func newServed(grace time.Time) *served {
+	return &served{declared: make(chan struct{}), grace: grace}
+}
+
+func (s *served) set(names []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names = append([]string(nil), names...)
+	select {
+	case <-s.declared:
+	default:
+		close(s.declared)
+	}
+}
+
+func (s *served) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.names...)
+}
+
+// has reports whether action is declared; before the first declaration it
+// waits for one until the grace time (bounded) or ctx's end.
+func (s *served) has(ctx context.Context, action string) bool {
+	if wait := time.Until(s.grace); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-s.declared:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	return slices.Contains(s.list(), action)
 }
 
 // childEnviron is this process's environment without exchange credentials:
@@ -418,27 +806,28 @@ func exitCode(ps *os.ProcessState, err error) int {
 	return ps.ExitCode()
 }
 
-// replyBook remembers who sent each pending request, so replies reach user
-// mailboxes (whose uids are not derived from names).
+// replyBook remembers the header of each pending request, so replies reach
+// user mailboxes (whose uids are not derived from names) with the request's
+// label (Academy handles route responses by it).
 type replyBook struct {
 	mu sync.Mutex
-	m  map[uuid.UUID]agent.EntityID
+	m  map[uuid.UUID]agent.Header
 }
 
-func (b *replyBook) put(tag uuid.UUID, src agent.EntityID) {
+func (b *replyBook) put(h agent.Header) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.m) < 100_000 {
-		b.m[tag] = src
+		b.m[h.Tag] = h
 	}
 }
 
-func (b *replyBook) take(tag uuid.UUID) (agent.EntityID, bool) {
+func (b *replyBook) take(tag uuid.UUID) (agent.Header, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	src, ok := b.m[tag]
+	h, ok := b.m[tag]
 	delete(b.m, tag)
-	return src, ok
+	return h, ok
 }
 
 // stopGroup ends what is left of process group pgid after its leader exited: SIGTERM,

@@ -10,12 +10,15 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/mosaic-hpc/mosaic/agent"
 	"github.com/mosaic-hpc/mosaic/internal/exchange"
@@ -348,4 +351,346 @@ func sleepers(n string) []int {
 		out = append(out, pid)
 	}
 	return out
+}
+
+func TestParseChildLine(t *testing.T) {
+	tag := "6f1c4a58-8a0b-4a4e-9a55-0f6d1e0d1a11"
+	good := map[string]func(ChildLine) bool{
+		`{"serve":["echo","add"]}`: func(c ChildLine) bool { return len(c.Serve) == 2 && c.Serve[1] == "add" },
+		`{"serve":[]}`:             func(c ChildLine) bool { return c.Serve != nil && len(c.Serve) == 0 },
+		`{"to":"helper","action":"double","args":[4]}`: func(c ChildLine) bool {
+			return c.To == "helper" && c.Action == "double" && string(c.Args[0]) == "4" && c.Kwargs != nil
+		},
+		`{"to":"h","action":"x","kwargs":{"a":[1]}}`:         func(c ChildLine) bool { return len(c.Args) == 0 && c.Args != nil && string(c.Kwargs["a"]) == "[1]" },
+		`{"reply_to":"` + tag + `","result":{"sum":5}}`:      func(c ChildLine) bool { return c.ReplyTo == tag && string(c.Result) == `{"sum":5}` && c.Error == nil },
+		`{"reply_to":"` + tag + `","result":null}`:           func(c ChildLine) bool { return string(c.Result) == "null" },
+		`{"reply_to":"` + tag + `","error":"no luck"}`:       func(c ChildLine) bool { return c.Error != nil && *c.Error == "no luck" && c.Result == nil },
+		`{"to":"a","body":{"kind":"mosaic-text","text":""}}`: func(c ChildLine) bool { return c.To == "a" && c.Body != nil },
+	}
+	for in, ok := range good {
+		c, err := ParseChildLine([]byte(in))
+		if err != nil || !ok(c) {
+			t.Errorf("%s: %+v %v", in, c, err)
+		}
+	}
+	bad := map[string]string{
+		`[1]`:                                               "not a JSON object",
+		`{"serve":"add"}`:                                   "serve line",
+		`{"serve":["add"],"to":"x"}`:                        "serve line",
+		`{"serve":["two words"]}`:                           "not an identifier",
+		`{"serve":["1st"]}`:                                 "not an identifier",
+		`{"to":"h","action":"x","args":{"a":1}}`:            "call line",
+		`{"to":"h","action":"x","kwargs":[1]}`:              "call line",
+		`{"action":"x"}`:                                    `"to" must name an agent`,
+		`{"to":"mosaic","action":"x"}`:                      `"to" must name an agent`,
+		`{"to":"../x","action":"x"}`:                        `"to" must name an agent`,
+		`{"to":"h","action":"a b"}`:                         "not an identifier",
+		`{"to":"h","action":"x","body":{}}`:                 "call line",
+		`{"reply_to":"7","result":1}`:                       "not a message tag",
+		`{"result":1}`:                                      "not a message tag",
+		`{"reply_to":"` + tag + `","result":1,"error":"e"}`: "either",
+		`{"reply_to":"` + tag + `","error":""}`:             "non-empty string",
+		`{"reply_to":"` + tag + `","error":5}`:              "answer line",
+		`{"reply_to":"` + tag + `","result":1,"to":"x"}`:    "answer line",
+		`{"to":"a"}`:                                        "body",
+	}
+	for in, want := range bad {
+		if _, err := ParseChildLine([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
+	}
+}
+
+func FuzzParseChildLine(f *testing.F) {
+	f.Add(`{"serve":["a"]}`)
+	f.Add(`{"to":"h","action":"x","args":[1],"kwargs":{}}`)
+	f.Add(`{"reply_to":"6f1c4a58-8a0b-4a4e-9a55-0f6d1e0d1a11","result":1}`)
+	f.Add(`{"to":"a","body":{"kind":"x"}}`)
+	f.Fuzz(func(t *testing.T, line string) {
+		c, err := ParseChildLine([]byte(line))
+		if err != nil {
+			return
+		}
+		forms := 0
+		if c.Serve != nil {
+			forms++
+		}
+		if c.Action != "" {
+			forms++
+			if ValidateName(c.To) != nil || c.Args == nil || c.Kwargs == nil {
+				t.Fatalf("call accepted without a valid destination or arguments: %+v", c)
+			}
+		}
+		if c.Body != nil {
+			forms++
+		}
+		if c.Result != nil || c.Error != nil {
+			forms++
+			if _, err := uuid.Parse(c.ReplyTo); err != nil || (c.Result != nil) == (c.Error != nil) {
+				t.Fatalf("answer accepted with bad tag or both/neither result and error: %+v", c)
+			}
+		}
+		if forms != 1 {
+			t.Fatalf("%q parsed into %d forms: %+v", line, forms, c)
+		}
+	})
+}
+
+const servingCampaign = `{
+  "name": "serving", "initial_agent": "adder",
+  "agents": [
+    {"name": "adder", "command": ["python3", "adder.py"], "allowed_peers": ["helper"]},
+    {"name": "helper", "command": ["x"], "allowed_peers": ["adder"]},
+  ],
+}`
+
+// adder.py serves add/echo/fail/ask_helper over the fd 3 contract; ask_helper
+// calls helper's "double" and answers with its result (or its error).
+const adderScript = `import json, os, sys
+out = os.fdopen(3, "w", buffering=1)
+def send(o):
+    out.write(json.dumps(o) + "\n")
+send({"serve": ["add", "echo", "fail", "ask_helper"]})
+asked = {}
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["kind"] == "request":
+        a = m.get("action")
+        if a == "add":
+            send({"reply_to": m["tag"], "result": sum(m["args"])})
+        elif a == "echo":
+            send({"reply_to": m["tag"], "result": {"args": m["args"], "kwargs": m["kwargs"], "env_uid": os.environ["MOSAIC_AGENT_UID"], "peers": os.environ["MOSAIC_PEER_UIDS"]}})
+        elif a == "fail":
+            send({"reply_to": m["tag"], "error": "no luck with " + json.dumps(m["args"])})
+        elif a == "ask_helper":
+            send({"to": "helper", "action": "double", "args": m["args"]})
+            asked["pending"] = m["tag"]
+        else:
+            print("unexpected request:", line.strip(), flush=True)
+    elif "result" in m:
+        send({"reply_to": asked.pop("pending"), "result": m["result"]})
+    elif "error" in m:
+        send({"reply_to": asked.pop("pending"), "error": "helper said: " + m["error"]})
+    else:
+        print("other:", line.strip(), flush=True)
+`
+
+// TestRunAgentServesActions: a wrapped command declares actions on fd 3 and
+// answers Academy action requests through the wrapper: results and errors come
+// back as action-response / user-error-response; an undeclared action and a
+// pickled request are refused by the wrapper itself; a ping is answered
+// without reaching the command; the command calls an action of another agent
+// and gets its result as a decoded line; a shutdown-request stops it (exit 0)
+// and terminates its mailbox.
+func TestRunAgentServesActions(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	s := writeCampaign(t, servingCampaign, map[string]string{"adder.py": adderScript})
+	const run = "serve-1"
+	x := newTestExchange(t, s, run)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// helper: a native Go agent serving "double".
+	hc := x.agentClient(t, "helper", "west")
+	helperID := agent.AgentID(run, "helper")
+	if err := hc.Register(ctx, helperID); err != nil {
+		t.Fatal(err)
+	}
+	helper := agent.NewAgent(hc, helperID)
+	helper.Handle("double", func(_ context.Context, _ agent.EntityID, args []json.RawMessage, _ map[string]json.RawMessage) (any, error) {
+		var n int
+		if err := json.Unmarshal(args[0], &n); err != nil {
+			return nil, errors.New("double takes an integer")
+		}
+		return 2 * n, nil
+	})
+	hctx, hstop := context.WithCancel(ctx)
+	defer hstop()
+	go func() { _ = helper.Serve(hctx) }()
+
+	var log, out syncBuf
+	done := make(chan int, 1)
+	go func() {
+		code, err := RunAgent(ctx, AgentRun{Spec: s, RunID: run, Name: "adder", Site: "east", Client: x.agentClient(t, "adder", "east"),
+			ExchangeURL: x.url, Token: x.agentTok("adder"), StartupTimeout: 10 * time.Second, Poll: 20 * time.Millisecond,
+			Log: &log, Stdout: &out, Stderr: &out, KillGrace: 2 * time.Second})
+		if err != nil {
+			t.Errorf("RunAgent: %v", err)
+		}
+		done <- code
+	}()
+	op := agent.UserID("operator")
+	oc := x.client(t, "")
+	if err := oc.Register(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	adder := agent.AgentID(run, "adder")
+	if _, err := oc.WaitForPeers(ctx, run, []string{"adder"}, 10*time.Second, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := oc.Call(ctx, op, adder, "add", []any{2, 3, 4}, nil, 10*time.Second); err != nil || string(v) != "9" {
+		t.Errorf("add: %s %v\n%s%s", v, err, log.String(), out.String())
+	}
+	v, err := oc.Call(ctx, op, adder, "echo", []any{"x", []int{1}}, map[string]any{"k": true}, 10*time.Second)
+	wantEcho := `{"args":["x",[1]],"kwargs":{"k":true},"env_uid":"` + adder.UID.String() + `","peers":"helper=` + helperID.UID.String() + `"}`
+	if err != nil || string(v) != wantEcho {
+		t.Errorf("echo: %s %v, want %s", v, err, wantEcho)
+	}
+	var ae *agent.ActionError
+	if _, err := oc.Call(ctx, op, adder, "fail", []any{1}, nil, 10*time.Second); !errors.As(err, &ae) || ae.Text != "no luck with [1]" {
+		t.Errorf("fail: %v", err)
+	}
+	if _, err := oc.Call(ctx, op, adder, "mul", nil, nil, 10*time.Second); !errors.As(err, &ae) || !strings.Contains(ae.Text, `no action "mul"`) || !strings.Contains(ae.Text, "add, echo, fail, ask_helper") {
+		t.Errorf("undeclared action: %v", err)
+	}
+	if v, err := oc.Call(ctx, op, adder, "ask_helper", []any{21}, nil, 10*time.Second); err != nil || string(v) != "42" {
+		t.Errorf("ask_helper (adder calls helper.double): %s %v\n%s%s", v, err, log.String(), out.String())
+	}
+	if _, err := oc.Call(ctx, op, adder, "ask_helper", []any{"x"}, nil, 10*time.Second); !errors.As(err, &ae) || ae.Text != "helper said: double takes an integer" {
+		t.Errorf("ask_helper with helper failing: %v", err)
+	}
+	pk, _ := agent.NewRequest(op, adder, json.RawMessage(`{"kind":"action-request","action":"add","serialization":"pickle","result_serialization":null,"exception_serialization":null,"pargs":"gAQ=","kargs":"gAQ="}`))
+	if err := oc.Send(ctx, pk); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := oc.Receive(ctx, op, 10*time.Second); err != nil {
+		t.Fatal(err)
+	} else if _, err := r.Result(); !errors.As(err, &ae) || !strings.Contains(ae.Text, "accepts JSON arguments only") || !strings.Contains(ae.Text, "pickle") {
+		t.Errorf("pickle: %v", err)
+	}
+	ping := agent.NewPing(op, adder)
+	if err := oc.Send(ctx, ping); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := oc.Receive(ctx, op, 10*time.Second); err != nil || r.BodyKind() != agent.KindSuccessResponse || r.Header.Tag != ping.Header.Tag {
+		t.Errorf("ping: %+v %v", r, err)
+	}
+	if err := oc.Send(ctx, agent.NewShutdown(op, adder, true)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit status %d after a shutdown request, want 0\n%s", code, log.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the wrapper did not stop on a shutdown request\n%s", log.String())
+	}
+	if strings.Contains(out.String(), "unexpected") || strings.Contains(out.String(), "other:") {
+		t.Errorf("the command saw messages the wrapper should have handled:\n%s", out.String())
+	}
+	for _, want := range []string{"serves actions [add echo fail ask_helper]", "refused action request add from operator", "shutdown requested by operator (terminate: true)", "mailbox terminated"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("landmarks lack %q:\n%s", want, log.String())
+		}
+	}
+	if st, _ := oc.Status(ctx, adder); st != agent.StatusTerminated {
+		t.Errorf("adder's mailbox %s after shutdown", st)
+	}
+}
+
+// TestRunAgentShutdownWithoutTerminate: terminate:false stops the command but
+// leaves its mailbox open (for a restart).
+func TestRunAgentShutdownWithoutTerminate(t *testing.T) {
+	s := writeCampaign(t, `{"name":"solo","initial_agent":"a","agents":[{"name":"a","command":["sh","-c","exec sleep 60"]}]}`, nil)
+	x := newTestExchange(t, s, "keep")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var log syncBuf
+	done := make(chan int, 1)
+	go func() {
+		code, _ := RunAgent(ctx, AgentRun{Spec: s, RunID: "keep", Name: "a", Client: x.agentClient(t, "a", ""), Log: &log, KillGrace: time.Second})
+		done <- code
+	}()
+	oc := x.client(t, "")
+	op := agent.UserID("operator")
+	if err := oc.Register(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oc.WaitForPeers(ctx, "keep", []string{"a"}, 10*time.Second, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(log.String(), "started") && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := oc.Send(ctx, agent.NewShutdown(op, agent.AgentID("keep", "a"), false)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit status %d, want 0\n%s", code, log.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no stop on shutdown\n%s", log.String())
+	}
+	if st, _ := oc.Status(ctx, agent.AgentID("keep", "a")); st != agent.StatusActive {
+		t.Errorf("mailbox %s after shutdown with terminate:false, want ACTIVE\n%s", st, log.String())
+	}
+	if !strings.Contains(log.String(), "mailbox left open") {
+		t.Errorf("landmarks: %s", log.String())
+	}
+}
+
+// TestRunAgentAcademyProtocol: for an agent declared "protocol": "academy" the
+// wrapper does not register the mailbox or pipe messages: the command gets its
+// uid, its peers' uids and its own token, registers itself, and the wrapper
+// reports that, passes its exit status through and terminates the mailbox.
+func TestRunAgentAcademyProtocol(t *testing.T) {
+	s := writeCampaign(t, `{"name":"acad","initial_agent":"py","agents":[
+	  {"name":"py","protocol":"academy","allowed_peers":["w"],
+	   "command":["sh","-c","echo uid=$MOSAIC_AGENT_UID peers=$MOSAIC_PEER_UIDS tok=$MOSAIC_EXCHANGE_TOKEN; read -r x || echo stdin-closed; while [ ! -f go ]; do sleep 0.05; done; exit 3"]},
+	  {"name":"w","command":["x"]}]}`, nil)
+	const run = "acad-1"
+	x := newTestExchange(t, s, run)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var log, out syncBuf
+	done := make(chan int, 1)
+	go func() {
+		code, err := RunAgent(ctx, AgentRun{Spec: s, RunID: run, Name: "py", Client: x.agentClient(t, "py", ""), ExchangeURL: x.url, Token: x.agentTok("py"),
+			Poll: 20 * time.Millisecond, Log: &log, Stdout: &out, Stderr: &out, KillGrace: time.Second})
+		if err != nil {
+			t.Errorf("RunAgent: %v", err)
+		}
+		done <- code
+	}()
+	py := agent.AgentID(run, "py")
+	want := "uid=" + py.UID.String() + " peers=w=" + AgentUID(run, "w").String() + " tok=" + x.agentTok("py") + "\nstdin-closed\n"
+	for out.String() != want && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if out.String() != want {
+		t.Fatalf("the command printed %q, want %q", out.String(), want)
+	}
+	oc := x.client(t, "")
+	if st, _ := oc.Status(ctx, py); st != agent.StatusMissing {
+		t.Errorf("the wrapper registered the Academy agent's mailbox (%s); the agent does that itself", st)
+	}
+	if err := x.agentClient(t, "py", "").Register(ctx, py); err != nil { // what the Python agent does
+		t.Fatal(err)
+	}
+	for !strings.Contains(log.String(), "registered by the agent") && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(s.Path), "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 3 {
+			t.Errorf("exit status %d, want the command's 3", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunAgent did not return")
+	}
+	if st, _ := oc.Status(ctx, py); st != agent.StatusTerminated {
+		t.Errorf("mailbox %s after the agent exited, want TERMINATED\n%s", st, log.String())
+	}
+	for _, w := range []string{"started Academy agent sh", "it registers its own mailbox " + py.UID.String(), "mailbox " + py.UID.String() + " registered by the agent", "exited with status 3", "mailbox terminated"} {
+		if !strings.Contains(log.String(), w) {
+			t.Errorf("landmarks lack %q:\n%s", w, log.String())
+		}
+	}
 }

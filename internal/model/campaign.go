@@ -7,12 +7,30 @@ package model
 // Campaign files are JSONC (JSON with comments and trailing commas); see
 // internal/campaign for the parser, validation and per-site slices.
 type Campaign struct {
-	Name         string           `json:"name"`
-	Agents       []CampaignAgent  `json:"agents"`
-	InitialAgent string           `json:"initial_agent"`
-	UserTask     string           `json:"user_task,omitempty"`
-	Exchange     ExchangeSettings `json:"exchange,omitzero"`
+	Name         string          `json:"name"`
+	Agents       []CampaignAgent `json:"agents"`
+	InitialAgent string          `json:"initial_agent"`
+	UserTask     string          `json:"user_task,omitempty"`
+	// BootstrapAction is the action `campaign bootstrap` asks an Academy initial
+	// agent to run with the user task as its one argument ("" = DefaultBootstrapAction).
+	BootstrapAction string           `json:"bootstrap_action,omitempty"`
+	Exchange        ExchangeSettings `json:"exchange,omitzero"`
 }
+
+// DefaultBootstrapAction is the action an Academy initial agent receives the
+// user task with, as the seed's federated launcher calls it.
+const DefaultBootstrapAction = "receive_message"
+
+// Agent protocols: how an agent talks to the exchange.
+const (
+	// ProtocolMosaic (the default, also spelt "") is an agent wrapped by `mosaic
+	// agent run`: the wrapper holds the mailbox; messages are JSON lines on the
+	// command's stdin and fd 3.
+	ProtocolMosaic = "mosaic"
+	// ProtocolAcademy is a Python Academy agent: it registers and reads its
+	// mailbox itself; the wrapper only starts, waits for and stops it.
+	ProtocolAcademy = "academy"
+)
 
 // CampaignAgent is one agent of a campaign.
 type CampaignAgent struct {
@@ -30,6 +48,8 @@ type CampaignAgent struct {
 	Envelope *Envelope `json:"envelope,omitempty"`
 	// Site is an optional placement hint (a site name from sites.yaml).
 	Site string `json:"site,omitempty"`
+	// Protocol is ProtocolMosaic ("" = it) or ProtocolAcademy.
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // ExchangeSettings says how agents of a campaign reach the message exchange.
