@@ -90,6 +90,11 @@ waits for its allowed peers, then runs CMD (default: the agent's command in the 
 Inbound messages arrive on the command's stdin as JSON lines; it sends by writing JSON lines
 on fd 3 (MOSAIC_OUTBOX_FD=3) or on stdout prefixed with "@mosaic ". Landmarks (registered,
 waiting for peers, discovered N peers, first message from ...) go to stderr as they happen.
+The wrapper answers ping-request itself, stops the command on shutdown-request, and
+serves the actions the command declares with a {"serve":[...]} line on fd 3
+(docs/CAMPAIGNS.md, "Academy agents"). An agent declared "protocol": "academy" is a
+Python Academy agent: the wrapper neither registers nor pipes; it runs the command with
+MOSAIC_AGENT_UID and MOSAIC_PEER_UIDS, and the agent registers its own mailbox.
 The command gets only its own token in MOSAIC_EXCHANGE_TOKEN. Its exit status is
 mosaic's; the mailbox is terminated on exit.`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -39,7 +39,7 @@ func exitStatus(err error) (int, string) {
 	switch {
 	case errors.As(err, &ex):
 		return ex.code, ex.msg
-	case errors.As(err, &ue), errors.As(err, &ae):
+	case errors.As(err, &ue), errors.As(err, &ae), errors.Is(err, campaign.ErrNotDeclared):
 		return exitUsage, err.Error()
 	case errors.Is(err, client.ErrNoCore):
 		return exitNoCore, err.Error()
