@@ -135,20 +135,29 @@ only that site's agents) or derived from the run token in $MOSAIC_EXCHANGE_TOKEN
 			if siteName == "" {
 				siteName = os.Getenv("MOSAIC_SITE")
 			}
+			if err := x.apply(spec); err != nil {
+				return err
+			}
 			u, err := x.exchangeURL(spec)
 			if err != nil {
 				return err
 			}
 			names := campaign.ParseAgentsSelection(agents)
-			var fileToks map[string]string
-			if tokensFile != "" {
-				if fileToks, err = campaign.ReadTokensFile(tokensFile); err != nil {
+			var toks map[string]string
+			if campaign.IsAcademy(spec) {
+				if toks, err = academySiteTokens(cmd.Context(), spec, u, tokensFile, run, names); err != nil {
 					return err
 				}
-			}
-			toks, err := campaign.AgentTokens(fileToks, os.Getenv(agent.EnvExchangeToken), run, names)
-			if err != nil {
-				return err
+			} else {
+				var fileToks map[string]string
+				if tokensFile != "" {
+					if fileToks, err = campaign.ReadTokensFile(tokensFile); err != nil {
+						return err
+					}
+				}
+				if toks, err = campaign.AgentTokens(fileToks, os.Getenv(agent.EnvExchangeToken), run, names); err != nil {
+					return err
+				}
 			}
 			if !cmd.Flags().Changed("startup-timeout") && spec.Exchange.DiscoverTimeout > 0 {
 				startup = spec.Exchange.DiscoverTimeout.D()
@@ -195,6 +204,9 @@ Exits 2, naming the recipient on stderr, when it never appears.`,
 				return err
 			}
 			if err := campaign.ValidateRunID(run); err != nil {
+				return err
+			}
+			if err := x.apply(spec); err != nil {
 				return err
 			}
 			c, err := x.operatorClient(spec)
@@ -285,6 +297,7 @@ func newCampaignLaunchCmd() *cobra.Command {
 	var (
 		file, run, sitesFile, mosaicBin, recipient          string
 		exURL, exListen, agentURL, account, workdir, tunnel string
+		exType                                              string
 		siteSpecs, spawnArgs, forward                       []string
 		autoBoot, skipPreflight                             bool
 		startup                                             time.Duration
@@ -312,6 +325,9 @@ unless --exchange-url is given.`,
 			spec, err := campaign.Load(file)
 			if err != nil {
 				return err
+			}
+			if err := campaign.ApplyExchangeType(spec, exType); err != nil {
+				return &exitError{code: 2, msg: err.Error()}
 			}
 			if tunnel != campaign.TunnelAuto && tunnel != campaign.TunnelAlways && tunnel != campaign.TunnelNever {
 				return &exitError{code: 2, msg: "--tunnel must be auto, always or never"}
@@ -349,6 +365,11 @@ unless --exchange-url is given.`,
 				AgentExchangeURL: agentURL, MosaicBin: mosaicBin, AutoBootstrap: autoBoot, Recipient: recipient,
 				StartupTimeout: startup, Tunnel: tunnel, SpawnArgs: spawnArgs, Forward: fwd, Account: account, WorkDir: workdir,
 				Out: cmd.ErrOrStderr(), Color: color(cmd.ErrOrStderr()),
+			}
+			if campaign.IsAcademy(spec) { // the user's Globus token, not a run token
+				if opts.ExchangeToken, err = academyBearer(cmd.Context(), spec); err != nil {
+					return err
+				}
 			}
 			quotas.apply(&opts.ExchangeLimits)
 			if !cmd.Flags().Changed("exchange-max-message-bytes") {
@@ -405,6 +426,7 @@ unless --exchange-url is given.`,
 	f.StringVar(&sitesFile, "sites", "", "sites catalog (default $MOSAIC_SITES)")
 	f.StringVar(&mosaicBin, "mosaic-bin", "", "mosaic binary on the sites' login and compute nodes (default: this executable's path)")
 	f.StringVar(&exURL, "exchange-url", "", "use this external exchange (token from $MOSAIC_EXCHANGE_TOKEN) instead of the launcher's own")
+	f.StringVar(&exType, "exchange-type", "", exchangeTypeUsage)
 	f.StringVar(&exListen, "exchange-listen", "127.0.0.1:0", "where the launcher's exchange listens (port 0 = a free port)")
 	f.StringVar(&agentURL, "agent-exchange-url", "", "exchange URL as the agents must use it (default: the listener's)")
 	quotas.addPrefixed(cmd, "exchange-")
@@ -569,4 +591,38 @@ type agentIDRow struct {
 	Name string `json:"name"`
 	UID  string `json:"uid"`
 	Site string `json:"site,omitempty"`
+}
+
+// academySiteTokens are a slice's tokens on an academy exchange: the user's
+// Globus token for every agent, from --tokens-file (the launcher writes it,
+// 0600), else $MOSAIC_EXCHANGE_TOKEN or this machine's credential chain;
+// checked against the exchange before any agent starts.
+func academySiteTokens(ctx context.Context, spec *campaign.Spec, u, tokensFile, run string, names []string) (map[string]string, error) {
+	var toks map[string]string
+	if tokensFile != "" {
+		fileToks, err := campaign.ReadBearerTokensFile(tokensFile)
+		if err != nil {
+			return nil, err
+		}
+		toks, err = campaign.AgentTokens(fileToks, "", run, names)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		tok, err := academyBearer(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		toks = campaign.HostedTokens(tok, names)
+	}
+	if len(names) > 0 { // one check: every agent of the slice has the same token
+		c, err := agent.New(u, toks[names[0]], agent.WithRequestWindow(5*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		if err := campaign.CheckAcademyBearer(ctx, c, spec, run); err != nil {
+			return nil, err
+		}
+	}
+	return toks, nil
 }

@@ -224,7 +224,7 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	cmd.Env = append(childEnviron(),
 		agent.EnvAgentName+"="+r.Name, agent.EnvRunID+"="+r.RunID, agent.EnvSite+"="+r.Site,
 		"MOSAIC_PEERS="+strings.Join(peers, ","), "MOSAIC_OUTBOX_FD=3",
-		agent.EnvExchangeURL+"="+r.ExchangeURL, agent.EnvExchangeToken+"="+r.Token)
+		agent.EnvExchangeURL+"="+r.ExchangeURL, agent.EnvExchangeToken+"="+childToken(r))
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"os"
 
 	"github.com/mosaic-hpc/mosaic/internal/auth"
@@ -27,4 +28,17 @@ func NewGlobus(getenv func(string) string) *Globus {
 	}
 	r := auth.NewResolver(getenv)
 	return &Globus{Resolver: r, Client: globus.NewClient(getenv, r), Breakers: &globus.Breakers{}}
+}
+
+// ExchangeBearer returns a Globus access token for an exchange's scope (rs: its
+// resource server, "" = the one in the scope's URL) from the credential chain:
+// web session, MOSAIC_GLOBUS_TOKENS, service identity (one client-credentials
+// grant for the scope), CLI login; refreshed when it is about to expire. The
+// error says what to run when there is none.
+func (g *Globus) ExchangeBearer(ctx context.Context, scope, rs string) (string, error) {
+	t, _, err := g.Resolver.ScopedToken(ctx, scope, rs)
+	if err != nil {
+		return "", err
+	}
+	return t.AccessToken, nil
 }
