@@ -45,7 +45,8 @@ func (x *exchangeFlags) apply(spec *campaign.Spec) error {
 // academyBearer is the Globus token an academy exchange gets: an explicit
 // $MOSAIC_EXCHANGE_TOKEN, else the credential chain's for the exchange's scope.
 func academyBearer(ctx context.Context, spec *campaign.Spec) (string, error) {
-	return campaign.AcademyBearer(ctx, spec, os.Getenv(agent.EnvExchangeToken), core.NewGlobus(nil).ExchangeBearer)
+	tok, _, err := campaign.AcademyBearer(ctx, spec, os.Getenv(agent.EnvExchangeToken), core.NewGlobus(nil).ExchangeBearer)
+	return tok, err
 }
 
 // exchangeURL resolves the exchange URL: flag, env, then the campaign's url

@@ -367,8 +367,14 @@ unless --exchange-url is given.`,
 				Out: cmd.ErrOrStderr(), Color: color(cmd.ErrOrStderr()),
 			}
 			if campaign.IsAcademy(spec) { // the user's Globus token, not a run token
-				if opts.ExchangeToken, err = academyBearer(cmd.Context(), spec); err != nil {
+				var exp time.Time
+				opts.ExchangeToken, exp, err = campaign.AcademyBearer(cmd.Context(), spec, os.Getenv(agent.EnvExchangeToken), core.NewGlobus(nil).ExchangeBearer)
+				if err != nil {
 					return err
+				}
+				if !exp.IsZero() { // the sites cannot refresh it (docs/SECURITY.md)
+					fmt.Fprintf(cmd.ErrOrStderr(), "exchange: the Globus token the sites get is valid until %s (%s from now); the agents lose the exchange then\n",
+						exp.UTC().Format(time.RFC3339), time.Until(exp).Round(time.Minute))
 				}
 			}
 			quotas.apply(&opts.ExchangeLimits)

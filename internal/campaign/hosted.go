@@ -113,31 +113,33 @@ func AcademyURL(flag string, e model.ExchangeSettings) string {
 }
 
 // TokenSource returns a Globus access token for scope (resource server rs)
-// from Mosaic's credential chain (core.Globus.ExchangeBearer).
-type TokenSource func(ctx context.Context, scope, rs string) (string, error)
+// from Mosaic's credential chain, and its expiry (zero when unknown):
+// core.Globus.ExchangeBearer.
+type TokenSource func(ctx context.Context, scope, rs string) (string, time.Time, error)
 
-// AcademyBearer returns the bearer an academy exchange gets: env (an explicit
-// MOSAIC_EXCHANGE_TOKEN) when set, else one from src. A Mosaic token in env
-// is refused: the Academy exchange would only answer 403.
-func AcademyBearer(ctx context.Context, s *Spec, env string, src TokenSource) (string, error) {
+// AcademyBearer returns the bearer an academy exchange gets and its expiry
+// (zero when unknown): env (an explicit MOSAIC_EXCHANGE_TOKEN) when set, else
+// one from src. A Mosaic token in env is refused: the Academy exchange would
+// only answer 403.
+func AcademyBearer(ctx context.Context, s *Spec, env string, src TokenSource) (string, time.Time, error) {
 	scope, rs := AcademyScope(s.Exchange)
 	if env != "" {
 		if err := checkBearer(env); err != nil {
-			return "", fmt.Errorf("%s: %w", agent.EnvExchangeToken, err)
+			return "", time.Time{}, fmt.Errorf("%s: %w", agent.EnvExchangeToken, err)
 		}
-		return env, nil
+		return env, time.Time{}, nil
 	}
 	if src == nil {
-		return "", fmt.Errorf("no Globus token for the Academy exchange (scope %s): run `mosaic login`", scope)
+		return "", time.Time{}, fmt.Errorf("no Globus token for the Academy exchange (scope %s): run `mosaic login`", scope)
 	}
-	tok, err := src(ctx, scope, rs)
+	tok, exp, err := src(ctx, scope, rs)
 	if err != nil {
-		return "", fmt.Errorf("the Academy exchange's Globus token (scope %s): %w", scope, err)
+		return "", time.Time{}, fmt.Errorf("the Academy exchange's Globus token (scope %s): %w", scope, err)
 	}
 	if err := checkBearer(tok); err != nil {
-		return "", fmt.Errorf("the Academy exchange: the credential chain's token for %s: %w", rs, err)
+		return "", time.Time{}, fmt.Errorf("the Academy exchange: the credential chain's token for %s: %w", rs, err)
 	}
-	return tok, nil
+	return tok, exp, nil
 }
 
 // checkBearer refuses what cannot be a Globus access token: empty, spaces or

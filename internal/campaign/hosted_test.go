@@ -140,21 +140,22 @@ func TestAcademyBearer(t *testing.T) {
 	s := &Spec{Campaign: model.Campaign{Exchange: model.ExchangeSettings{Type: "academy"}}}
 	ctx := context.Background()
 	var asked []string
-	src := func(_ context.Context, scope, rs string) (string, error) {
+	exp := time.Now().Add(48 * time.Hour)
+	src := func(_ context.Context, scope, rs string) (string, time.Time, error) {
 		asked = append(asked, scope, rs)
-		return "AgChain", nil
+		return "AgChain", exp, nil
 	}
-	if tok, err := AcademyBearer(ctx, s, "", src); err != nil || tok != "AgChain" || !slices.Equal(asked, []string{auth.AcademyExchangeScope, auth.AcademyExchangeResourceServer}) {
+	if tok, got, err := AcademyBearer(ctx, s, "", src); err != nil || tok != "AgChain" || !got.Equal(exp) || !slices.Equal(asked, []string{auth.AcademyExchangeScope, auth.AcademyExchangeResourceServer}) {
 		t.Errorf("from the chain: %q %v (asked %v)", tok, err, asked)
 	}
-	if tok, err := AcademyBearer(ctx, s, "AgEnv", src); err != nil || tok != "AgEnv" {
+	if tok, _, err := AcademyBearer(ctx, s, "AgEnv", src); err != nil || tok != "AgEnv" {
 		t.Errorf("explicit MOSAIC_EXCHANGE_TOKEN: %q %v", tok, err)
 	}
-	if _, err := AcademyBearer(ctx, s, "mxa_abc", src); err == nil || !strings.Contains(err.Error(), "Mosaic exchange token") || strings.Contains(err.Error(), "mxa_abc") {
+	if _, _, err := AcademyBearer(ctx, s, "mxa_abc", src); err == nil || !strings.Contains(err.Error(), "Mosaic exchange token") || strings.Contains(err.Error(), "mxa_abc") {
 		t.Errorf("a Mosaic agent token: %v", err)
 	}
 	login := &auth.LoginError{Action: "run `mosaic login`", Err: errors.New("none found")}
-	if _, err := AcademyBearer(ctx, s, "", func(context.Context, string, string) (string, error) { return "", login }); err == nil ||
+	if _, _, err := AcademyBearer(ctx, s, "", func(context.Context, string, string) (string, time.Time, error) { return "", time.Time{}, login }); err == nil ||
 		!strings.Contains(err.Error(), "run `mosaic login`") || !errors.As(err, new(*auth.LoginError)) {
 		t.Errorf("no credentials: %v", err)
 	}
