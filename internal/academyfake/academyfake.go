@@ -49,8 +49,9 @@ type Exchange struct {
 	ResourceServer string
 	// Inner is the exchange behind the front door (timeline, mailboxes).
 	Inner *exchange.Server
-	// Refused counts requests answered 401 or 403.
-	Refused atomic.Int64
+	// Refused counts requests answered 401 or 403; Forbidden those answered
+	// 403 (a bearer that is not a live token of this exchange's audience).
+	Refused, Forbidden atomic.Int64
 	// Seen counts requests that passed the front door.
 	Seen atomic.Int64
 
@@ -82,6 +83,9 @@ func New(t globusfake.TB, g *globusfake.Server, rs string) *Exchange {
 
 func (x *Exchange) refuse(w http.ResponseWriter, code int, text string) {
 	x.Refused.Add(1)
+	if code == http.StatusForbidden {
+		x.Forbidden.Add(1)
+	}
 	http.Error(w, text, code)
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,6 +137,92 @@ func TestCampaignOnAcademyExchange(t *testing.T) {
 	for _, tok := range g.Minted() {
 		if strings.Contains(all, tok) {
 			t.Errorf("a Globus token is in the outputs")
+		}
+	}
+}
+
+// TestRigCampaignOnAcademyExchange: `campaign launch --exchange-type academy`
+// across the rig's clusters (alpha submits, beta attaches) with the token from
+// the launcher's credential chain: every site's agents use it through their
+// 0600 tokens file, the run finishes, and the token is in no output, site
+// log, job script or run-directory file.
+func TestRigCampaignOnAcademyExchange(t *testing.T) {
+	r := needRig(t)
+	g := globusfake.New(t)
+	g.AddClient("e2e-service", "e2e-secret")
+	x := academyfake.New(t, g, "")
+	e := newEnv(t)
+	e.vars = append(without(e.vars, "MOSAIC_GLOBUS_TOKENS", "MOSAIC_EXCHANGE_TOKEN", "MOSAIC_GLOBUS_AUTH_URL", "GLOBUS_COMPUTE_CLIENT_ID", "GLOBUS_COMPUTE_CLIENT_SECRET"),
+		"MOSAIC_GLOBUS_AUTH_URL="+g.URL, "GLOBUS_COMPUTE_CLIENT_ID=e2e-service", "GLOBUS_COMPUTE_CLIENT_SECRET=e2e-secret")
+	l, run, _, _ := launchAcrossClusters(t, r, e, "academy", "--auto-bootstrap", "--startup-timeout", "120s",
+		"--exchange-type", "academy", "--exchange-url", x.URL)
+	l.waitFor("all 2 sites ready", 150*time.Second)
+	if err := l.wait(120 * time.Second); err != nil {
+		t.Fatalf("launch failed: %v\n%s", err, l.output())
+	}
+	out := l.output()
+	t.Logf("launch output:\n%s", out)
+	for _, want := range []string{"exchange: Academy exchange " + x.URL, "valid until", "bootstrap: sent the user task to coordinator", "run " + run + " finished"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("launch output lacks %q:\n%s", want, out)
+		}
+	}
+	recs, err := x.Inner.TimelineContext(context.Background(), academyfake.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, rec := range recs {
+		if rec.Run == academyfake.Namespace && (rec.DestUID == campaign.AgentUID(run, rec.Dest) || rec.Dest == "mosaic") {
+			n++
+		}
+	}
+	// (the only requests without a bearer: preflight's reachability ping from each login node)
+	if x.Forbidden.Load() != 0 || x.Refused.Load() != 2 || n != 5 {
+		t.Errorf("exchange: %d refused (%d forbidden), %d messages between the run's mailboxes (want 2, 0, 5): %+v", x.Refused.Load(), x.Forbidden.Load(), n, recs)
+	}
+	// Where the token may be: each site's tokens file (0600). Nowhere else.
+	so, se, code := e.run("campaign", "status", run, "--sites", r.sites(), "--json")
+	if code != 0 {
+		t.Fatalf("campaign status: %s", se)
+	}
+	var st struct {
+		Sites []struct {
+			Name      string `json:"name"`
+			RemoteDir string `json:"remote_dir"`
+		} `json:"sites"`
+	}
+	if err := json.Unmarshal([]byte(so), &st); err != nil || len(st.Sites) != 2 {
+		t.Fatalf("status: %v %s", err, so)
+	}
+	dirs := []string{filepath.Join(e.home, "state", "mosaic", "campaigns", run)}
+	for _, s := range st.Sites {
+		if s.RemoteDir == "" {
+			t.Fatalf("site %s has no remote dir: %s", s.Name, so)
+		}
+		dirs = append(dirs, s.RemoteDir)
+	}
+	minted := g.Minted()
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, de os.DirEntry, err error) error {
+			if err != nil || de.IsDir() {
+				return nil
+			}
+			data, _ := os.ReadFile(p)
+			for _, tok := range minted {
+				if !strings.Contains(string(data), tok) {
+					continue
+				}
+				if fi, _ := os.Stat(p); filepath.Base(p) != "tokens" || fi.Mode().Perm() != 0o600 {
+					t.Errorf("%s holds a Globus token", p)
+				}
+			}
+			return nil
+		})
+	}
+	for _, tok := range minted {
+		if strings.Contains(out, tok) {
+			t.Error("a Globus token is in the launcher's output")
 		}
 	}
 }
