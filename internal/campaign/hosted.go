@@ -253,6 +253,12 @@ func AcademyAuthError(url string, s *Spec, err error) error {
 		return nil
 	}
 	scope, _ := AcademyScope(s.Exchange)
+	var se *agent.StatusError
+	if errors.As(err, &se) && se.Code == 403 && strings.Contains(se.Text, "permissions") {
+		// academy/exchange/cloud/backend.py: the mailbox exists and belongs to
+		// another Globus identity (the token itself is fine).
+		return fmt.Errorf("the Academy exchange %s: a mailbox of this run belongs to another Globus identity (%w); use a run id nobody used on this exchange, and the same Globus identity on every site", url, err)
+	}
 	if errors.Is(err, agent.ErrUnauthorized) || errors.Is(err, agent.ErrForbidden) {
 		return fmt.Errorf("the Academy exchange %s refuses the Globus token (%w); run `mosaic login` (it asks for scope %s), or check the campaign's exchange.scope and exchange.resource_server", url, err, scope)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/agent"
 	"github.com/mosaic-hpc/mosaic/internal/academyfake"
 	"github.com/mosaic-hpc/mosaic/internal/auth"
 	"github.com/mosaic-hpc/mosaic/internal/globusfake"
@@ -293,5 +294,27 @@ func TestLaunchAcademyRefusesBadBearer(t *testing.T) {
 	r.opts.ExchangeURL, r.opts.ExchangeToken = ar.x.URL, ar.bearer
 	if err := Launch(context.Background(), r.opts); err == nil || !strings.Contains(err.Error(), "HTTP 403") || !strings.Contains(err.Error(), "mosaic login") {
 		t.Errorf("expired token: %v", err)
+	}
+}
+
+func TestAcademyAuthError(t *testing.T) {
+	s := &Spec{Campaign: model.Campaign{Exchange: model.ExchangeSettings{Type: "academy"}}}
+	for name, c := range map[string]struct {
+		err  error
+		want string
+	}{
+		"missing":  {&agent.StatusError{Op: "status", Code: 401, Text: "Request headers are missing authorization header."}, "run `mosaic login`"},
+		"expired":  {&agent.StatusError{Op: "status", Code: 403, Text: "Token is expired or has been revoked."}, "run `mosaic login`"},
+		"audience": {&agent.StatusError{Op: "status", Code: 403, Text: `Token audience does not include "x".`}, "exchange.scope"},
+		"owner":    {&agent.StatusError{Op: "status", Code: 403, Text: "Client does not have correct permissions."}, "run id nobody used"},
+		"down":     {errors.New("connection refused"), "connection refused"},
+	} {
+		err := AcademyAuthError("https://x/v1", s, c.err)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, c.err) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+	if AcademyAuthError("u", s, nil) != nil {
+		t.Error("no error became one")
 	}
 }
