@@ -162,7 +162,8 @@ func (x *launchExchange) Close() {
 }
 
 // setupExchange prepares the run's exchange before anything is persisted or
-// started: an external one (its token must be the run's, and it must know the
+// started: an Academy one with the user's Globus token (setupAcademy), an
+// external one (its token must be the run's, and it must know the
 // campaign), or one embedded in this launcher on ExchangeListen with the
 // campaign registered, each agent tagged with its site and the run token
 // issued. It then opens the reverse tunnels sites need and, with CheckSites,
