@@ -108,7 +108,10 @@ type CampaignAgent struct {
 // ExchangeSettings say how agents of a campaign reach the message exchange; the zero
 // value is the core's embedded exchange with its in-memory backend.
 type ExchangeSettings struct {
-	URL             string   `json:"url,omitempty"`               // an external exchange; "" = the core's
+	Type            string   `json:"type,omitempty"`              // mosaic (default) or academy (Globus-authenticated Academy exchange)
+	URL             string   `json:"url,omitempty"`               // an external exchange; "" = the core's (academy: the hosted one)
+	Scope           string   `json:"scope,omitempty"`             // academy: the Globus scope ("" = the hosted exchange's)
+	ResourceServer  string   `json:"resource_server,omitempty"`   // academy: the scope's resource server ("" = from the scope URL)
 	Backend         string   `json:"backend,omitempty"`           // memory (default) or redis
 	RedisURL        string   `json:"redis_url,omitempty"`         // with Backend redis
 	MaxMessageBytes int64    `json:"max_message_bytes,omitempty"` // 0 = the exchange's default, 1 MiB

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mosaic-hpc/mosaic/agent"
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
+	"github.com/mosaic-hpc/mosaic/internal/core"
 )
 
 // hangupContext is cancelled on SIGINT, SIGTERM or SIGHUP (an attach session's
@@ -22,14 +23,34 @@ func hangupContext() (context.Context, context.CancelFunc) {
 
 // exchangeFlags are the flags of commands that talk to an exchange.
 type exchangeFlags struct {
-	url string
+	url, typ string
 }
 
 func (x *exchangeFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&x.url, "exchange-url", "", "exchange base URL (default $"+agent.EnvExchangeURL+", then the campaign's exchange.url); the token comes from $"+agent.EnvExchangeToken)
+	cmd.Flags().StringVar(&x.typ, "exchange-type", "", exchangeTypeUsage)
 }
 
-// exchangeURL resolves the exchange URL: flag, env, then the campaign's url.
+// exchangeTypeUsage documents --exchange-type.
+const exchangeTypeUsage = "mosaic (Mosaic's exchange, run token) or academy (Academy's hosted exchange, or --exchange-url's, with your Globus token from `mosaic login`; http = academy); default: the campaign's exchange.type, else mosaic"
+
+// apply sets the campaign's exchange type from --exchange-type (exit 2 when unknown).
+func (x *exchangeFlags) apply(spec *campaign.Spec) error {
+	if err := campaign.ApplyExchangeType(spec, x.typ); err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	return nil
+}
+
+// academyBearer is the Globus token an academy exchange gets: an explicit
+// $MOSAIC_EXCHANGE_TOKEN, else the credential chain's for the exchange's scope.
+func academyBearer(ctx context.Context, spec *campaign.Spec) (string, error) {
+	tok, _, err := campaign.AcademyBearer(ctx, spec, os.Getenv(agent.EnvExchangeToken), core.NewGlobus(nil).ExchangeBearer)
+	return tok, err
+}
+
+// exchangeURL resolves the exchange URL: flag, env, then the campaign's url
+// (then, for an academy exchange, the hosted one).
 func (x *exchangeFlags) exchangeURL(spec *campaign.Spec) (string, error) {
 	u := x.url
 	if u == "" {
@@ -37,6 +58,9 @@ func (x *exchangeFlags) exchangeURL(spec *campaign.Spec) (string, error) {
 	}
 	if u == "" && spec != nil {
 		u = spec.Exchange.URL
+	}
+	if u == "" && campaign.IsAcademy(spec) {
+		u = campaign.DefaultAcademyExchangeURL
 	}
 	if u == "" {
 		return "", fmt.Errorf("no exchange URL: pass --exchange-url, export %s, or set exchange.url in the campaign", agent.EnvExchangeURL)
@@ -60,6 +84,17 @@ func (x *exchangeFlags) operatorClient(spec *campaign.Spec) (*agent.Client, erro
 	u, err := x.exchangeURL(spec)
 	if err != nil {
 		return nil, err
+	}
+	if campaign.IsAcademy(spec) {
+		tok, err := academyBearer(context.Background(), spec)
+		if err != nil {
+			return nil, err
+		}
+		c, err := newExchangeClient(u, tok, "")
+		if err != nil {
+			return nil, err
+		}
+		return c, campaign.CheckAcademyBearer(context.Background(), c, spec, "")
 	}
 	tok := os.Getenv(agent.EnvExchangeToken)
 	if agent.IsAgentToken(tok) {
@@ -108,12 +143,20 @@ mosaic's; the mailbox is terminated on exit.`,
 			if site == "" {
 				site = os.Getenv(agent.EnvSite)
 			}
+			if err := x.apply(spec); err != nil {
+				return err
+			}
 			u, err := x.exchangeURL(spec)
 			if err != nil {
 				return err
 			}
 			// The agent's own token: given, or derived from the run's.
 			tok := agent.TokenFor(os.Getenv(agent.EnvExchangeToken), run, name)
+			if campaign.IsAcademy(spec) { // the user's Globus token
+				if tok, err = academyBearer(cmd.Context(), spec); err != nil {
+					return err
+				}
+			}
 			c, err := newExchangeClient(u, tok, site)
 			if err != nil {
 				return err

@@ -202,6 +202,9 @@ SIGINT, SIGTERM or SIGHUP stops every agent's process group and exits.`,
 			if siteName == "" {
 				siteName = os.Getenv("MOSAIC_SITE")
 			}
+			if err := x.apply(spec); err != nil {
+				return err
+			}
 			names := campaign.ParseAgentsSelection(agents)
 			if _, err := spec.Slice(names); err != nil {
 				return usage(err)
@@ -210,15 +213,21 @@ SIGINT, SIGTERM or SIGHUP stops every agent's process group and exits.`,
 			if err != nil {
 				return usage(err)
 			}
-			var fileToks map[string]string
-			if tokensFile != "" {
-				if fileToks, err = campaign.ReadTokensFile(tokensFile); err != nil {
+			var toks map[string]string
+			if campaign.IsAcademy(spec) {
+				if toks, err = academySiteTokens(cmd.Context(), spec, u, tokensFile, run, names); err != nil {
+					return err
+				}
+			} else {
+				var fileToks map[string]string
+				if tokensFile != "" {
+					if fileToks, err = campaign.ReadTokensFile(tokensFile); err != nil {
+						return usage(err)
+					}
+				}
+				if toks, err = campaign.AgentTokens(fileToks, os.Getenv(agent.EnvExchangeToken), run, names); err != nil {
 					return usage(err)
 				}
-			}
-			toks, err := campaign.AgentTokens(fileToks, os.Getenv(agent.EnvExchangeToken), run, names)
-			if err != nil {
-				return usage(err)
 			}
 			if !cmd.Flags().Changed("startup-timeout") && spec.Exchange.DiscoverTimeout > 0 {
 				startup = spec.Exchange.DiscoverTimeout.D()
@@ -270,6 +279,9 @@ the campaign does not declare it.`,
 				return err
 			}
 			if err := checkRecipient(spec, recipient); err != nil {
+				return err
+			}
+			if err := x.apply(spec); err != nil {
 				return err
 			}
 			c, err := x.operatorClient(spec)
@@ -358,6 +370,7 @@ func newCampaignLaunchCmd() *cobra.Command {
 	var (
 		file, run, sitesFile, mosaicBin, recipient          string
 		exURL, exListen, agentURL, account, workdir, tunnel string
+		exType                                              string
 		siteSpecs, spawnArgs, forward                       []string
 		autoBoot, skipPreflight                             bool
 		startup                                             time.Duration
@@ -397,6 +410,9 @@ remote happens; a failure of the launch itself exits 1, Ctrl-C 130.`,
 			}
 			if err := launchFlagConflicts(cmd, exURL); err != nil {
 				return err
+			}
+			if err := campaign.ApplyExchangeType(spec, exType); err != nil {
+				return usage(err)
 			}
 			if tunnel != campaign.TunnelAuto && tunnel != campaign.TunnelAlways && tunnel != campaign.TunnelNever {
 				return usagef("--tunnel %s: want auto, always or never", tunnel)
@@ -445,6 +461,17 @@ remote happens; a failure of the launch itself exits 1, Ctrl-C 130.`,
 			// ArgErrors (exit 2), before preflight, the core or any site.
 			if err := campaign.CheckLaunch(&opts); err != nil {
 				return err
+			}
+			if campaign.IsAcademy(spec) { // the user's Globus token, not a run token
+				var exp time.Time
+				opts.ExchangeToken, exp, err = campaign.AcademyBearer(cmd.Context(), spec, os.Getenv(agent.EnvExchangeToken), core.NewGlobus(nil).ExchangeBearer)
+				if err != nil {
+					return err
+				}
+				if !exp.IsZero() { // the sites cannot refresh it (docs/SECURITY.md)
+					fmt.Fprintf(cmd.ErrOrStderr(), "exchange: the Globus token the sites get is valid until %s (%s from now); the agents lose the exchange then\n",
+						exp.UTC().Format(time.RFC3339), time.Until(exp).Round(time.Minute))
+				}
 			}
 			quotas.apply(&opts.ExchangeLimits)
 			if !cmd.Flags().Changed("exchange-max-message-bytes") {
@@ -501,6 +528,7 @@ remote happens; a failure of the launch itself exits 1, Ctrl-C 130.`,
 	f.StringVar(&sitesFile, "sites", "", "sites catalog (default $MOSAIC_SITES)")
 	f.StringVar(&mosaicBin, "mosaic-bin", "", "mosaic binary on the sites' login and compute nodes (default: this executable's path)")
 	f.StringVar(&exURL, "exchange-url", "", "use this external exchange (token from $MOSAIC_EXCHANGE_TOKEN) instead of the launcher's own")
+	f.StringVar(&exType, "exchange-type", "", exchangeTypeUsage)
 	f.StringVar(&exListen, "exchange-listen", "127.0.0.1:0", "where the launcher's exchange listens (port 0 = a free port)")
 	f.StringVar(&agentURL, "agent-exchange-url", "", "exchange URL as the agents must use it (default: the listener's)")
 	quotas.addPrefixed(cmd, "exchange-")
@@ -690,4 +718,38 @@ type agentIDRow struct {
 	Name string `json:"name"`
 	UID  string `json:"uid"`
 	Site string `json:"site,omitempty"`
+}
+
+// academySiteTokens are a slice's tokens on an academy exchange: the user's
+// Globus token for every agent, from --tokens-file (the launcher writes it,
+// 0600), else $MOSAIC_EXCHANGE_TOKEN or this machine's credential chain;
+// checked against the exchange before any agent starts.
+func academySiteTokens(ctx context.Context, spec *campaign.Spec, u, tokensFile, run string, names []string) (map[string]string, error) {
+	var toks map[string]string
+	if tokensFile != "" {
+		fileToks, err := campaign.ReadBearerTokensFile(tokensFile)
+		if err != nil {
+			return nil, err
+		}
+		toks, err = campaign.AgentTokens(fileToks, "", run, names)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		tok, err := academyBearer(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		toks = campaign.HostedTokens(tok, names)
+	}
+	if len(names) > 0 { // one check: every agent of the slice has the same token
+		c, err := agent.New(u, toks[names[0]], agent.WithRequestWindow(5*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		if err := campaign.CheckAcademyBearer(ctx, c, spec, run); err != nil {
+			return nil, err
+		}
+	}
+	return toks, nil
 }

@@ -21,7 +21,7 @@ func (r *Resolver) Login(ctx context.Context, in io.Reader, out io.Writer) (Stat
 	c := r.client(id, "")
 	verifier := NewVerifier()
 	redirect := c.NativeRedirect()
-	u := c.AuthorizeURL(redirect, LoginScopes, "_default", Challenge(verifier), true)
+	u := c.AuthorizeURL(redirect, r.loginScopes(), "_default", Challenge(verifier), true)
 	fmt.Fprintf(out, "Open this URL, sign in with Globus, and paste the authorization code below:\n\n  %s\n\nAuthorization code: ", u)
 	line, err := bufio.NewReader(io.LimitReader(in, 4096)).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -32,11 +32,22 @@ const (
 	ComputeResourceServer = "funcx_service"
 	// AuthResourceServer holds the OpenID scopes (userinfo).
 	AuthResourceServer = "auth.globus.org"
+	// AcademyExchangeResourceServer is the Globus Auth client id of Academy's
+	// hosted exchange, its resource server (academy-agents/academy
+	// academy/exchange/cloud/scopes.py DEFAULT_EXCHANGE_CLIENT_ID, the
+	// resource_server of _AcademyExchangeScopes).
+	AcademyExchangeResourceServer = "ca1e2fbf-4e73-40a6-b2ab-c9458e5fcf99"
+	// AcademyExchangeScope is the scope HttpExchangeFactory asks Globus Auth
+	// for (same file: f'https://auth.globus.org/scopes/{resource_server}/academy_exchange';
+	// academy/exchange/cloud/login.py get_auth_headers requests it and sends
+	// the access token as "Authorization: Bearer <token>").
+	AcademyExchangeScope = "https://auth.globus.org/scopes/" + AcademyExchangeResourceServer + "/academy_exchange"
 )
 
 // LoginScopes are requested by `mosaic login` and web sign-in: identity for `mosaic
-// auth`, and Globus Compute.
-var LoginScopes = []string{"openid", "profile", "email", ComputeScope}
+// auth`, Globus Compute, and Academy's hosted exchange (campaigns of exchange
+// type academy). MOSAIC_GLOBUS_EXTRA_SCOPES adds more to `mosaic login`.
+var LoginScopes = []string{"openid", "profile", "email", ComputeScope, AcademyExchangeScope}
 
 // Token is one access token for one resource server. Its String, GoString and
 // LogValue never show the secrets.

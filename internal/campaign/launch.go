@@ -147,6 +147,7 @@ type launchExchange struct {
 	listenAddr         string
 	localURL, agentURL string
 	token              string
+	bearer             string            // the user's Globus token (academy exchange; token is then "")
 	siteURL            map[string]string // site -> URL its agents use (a tunnel's when one is open)
 	cl                 *agent.Client
 	closers            []func() // undone in reverse by Close
@@ -161,7 +162,8 @@ func (x *launchExchange) Close() {
 }
 
 // setupExchange prepares the run's exchange before anything is persisted or
-// started: an external one (its token must be the run's, and it must know the
+// started: an Academy one with the user's Globus token (setupAcademy), an
+// external one (its token must be the run's, and it must know the
 // campaign), or one embedded in this launcher on ExchangeListen with the
 // campaign registered, each agent tagged with its site and the run token
 // issued. It then opens the reverse tunnels sites need and, with CheckSites,
@@ -174,6 +176,22 @@ func setupExchange(ctx context.Context, o *LaunchOptions, plan []sitePlan) (_ *l
 		}
 	}()
 	out := o.Out
+	if IsAcademy(o.Spec) {
+		// Academy's exchange: the user's Globus bearer, no run token, no policy,
+		// no tunnel (it is not ours to relay).
+		if err := setupAcademy(ctx, o, x); err != nil {
+			return nil, err
+		}
+		for _, p := range plan {
+			x.siteURL[p.spec.Name] = x.agentURL
+		}
+		if o.CheckSites {
+			if err := checkSites(ctx, plan, o, x.siteURL, out); err != nil {
+				return nil, err
+			}
+		}
+		return x, nil
+	}
 	if o.ExchangeURL == "" && o.Spec.Exchange.URL != "" {
 		o.ExchangeURL, x.localURL, x.agentURL = o.Spec.Exchange.URL, o.Spec.Exchange.URL, o.Spec.Exchange.URL
 	}
@@ -345,7 +363,7 @@ func newBackends(o *LaunchOptions, plan []sitePlan, x *launchExchange, dir *RunD
 	backends := make([]Backend, len(plan))
 	for i, p := range plan {
 		l := SiteLaunch{Spec: p.spec, RunID: o.RunID, Campaign: p.campaign, MosaicBin: o.MosaicBin, Exchange: x.siteURL[p.spec.Name],
-			Tokens: SliceTokens(x.token, o.RunID, p.spec.Agents), Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: o.Out, Color: o.Color}
+			Tokens: x.sliceTokens(o.RunID, p.spec.Agents), Startup: o.StartupTimeout, SpawnArgs: o.SpawnArgs, Forward: o.Forward, Dir: dir, Out: o.Out, Color: o.Color}
 		var b Backend
 		var err error
 		switch {

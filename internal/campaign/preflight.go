@@ -29,7 +29,7 @@ func Preflight(_ context.Context, o *LaunchOptions, forward []string, out io.Wri
 			fmt.Fprintf(out, "preflight: ok   %s (forwarded)\n", n)
 		}
 	}
-	if o.ExchangeURL != "" && os.Getenv("MOSAIC_EXCHANGE_TOKEN") == "" {
+	if o.ExchangeURL != "" && !IsAcademy(o.Spec) && os.Getenv("MOSAIC_EXCHANGE_TOKEN") == "" { // academy: the Globus token, see hosted.go
 		errs = append(errs, fmt.Errorf("--exchange-url %s needs the run's token.\n  set it with:  export MOSAIC_EXCHANGE_TOKEN=<token given to mosaic exchange serve --token>", o.ExchangeURL))
 	}
 	if err := errors.Join(errs...); err != nil {

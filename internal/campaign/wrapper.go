@@ -319,7 +319,7 @@ func (r *AgentRun) childEnv(me agent.EntityID, peers []string, env map[string]st
 	out := append(childEnviron(),
 		agent.EnvAgentName+"="+r.Name, agent.EnvRunID+"="+r.RunID, agent.EnvSite+"="+r.Site,
 		EnvAgentUID+"="+me.UID.String(), "MOSAIC_PEERS="+strings.Join(peers, ","), EnvPeerUIDs+"="+strings.Join(uids, ","),
-		agent.EnvExchangeURL+"="+r.ExchangeURL, agent.EnvExchangeToken+"="+r.Token)
+		agent.EnvExchangeURL+"="+r.ExchangeURL, agent.EnvExchangeToken+"="+childToken(r))
 	for k, v := range env {
 		out = append(out, k+"="+v)
 	}

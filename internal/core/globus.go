@@ -1,7 +1,9 @@
 package core
 
 import (
+	"context"
 	"os"
+	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/auth"
 	"github.com/mosaic-hpc/mosaic/internal/transport/globus"
@@ -27,4 +29,18 @@ func NewGlobus(getenv func(string) string) *Globus {
 	}
 	r := auth.NewResolver(getenv)
 	return &Globus{Resolver: r, Client: globus.NewClient(getenv, r), Breakers: &globus.Breakers{}}
+}
+
+// ExchangeBearer returns a Globus access token for an exchange's scope (rs: its
+// resource server, "" = the one in the scope's URL) from the credential chain:
+// web session, MOSAIC_GLOBUS_TOKENS, service identity (one client-credentials
+// grant for the scope), CLI login; refreshed when it is about to expire. It
+// returns the token's expiry too (zero when unknown). The error says what to
+// run when there is none.
+func (g *Globus) ExchangeBearer(ctx context.Context, scope, rs string) (string, time.Time, error) {
+	t, _, err := g.Resolver.ScopedToken(ctx, scope, rs)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return t.AccessToken, t.Expiry(), nil
 }

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/auth"
 	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/globusfake"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/provider/hpc"
@@ -91,5 +93,24 @@ func TestTwoCoresDoNotShareGlobus(t *testing.T) {
 				t.Fatal("the two cores hold the same token")
 			}
 		}
+	}
+}
+
+// TestExchangeBearer: the core's credential chain gives an Academy exchange's
+// scope a token (a service identity here, by one more grant) with its expiry,
+// and says what to run when there is no credential.
+func TestExchangeBearer(t *testing.T) {
+	f := globusfake.New(t)
+	f.AddClient("svc", "sec")
+	dir := t.TempDir()
+	env := map[string]string{auth.EnvAuthURL: f.URL, auth.EnvServiceID: "svc", auth.EnvServiceSecret: "sec", "XDG_CONFIG_HOME": dir}
+	g := NewGlobus(func(k string) string { return env[k] })
+	tok, exp, err := g.ExchangeBearer(context.Background(), auth.AcademyExchangeScope, "")
+	if err != nil || tok == "" || time.Until(exp) < 47*time.Hour {
+		t.Fatalf("service identity: %q %v %v", tok, exp, err)
+	}
+	none := NewGlobus(func(k string) string { return map[string]string{auth.EnvAuthURL: f.URL, "XDG_CONFIG_HOME": dir}[k] })
+	if _, _, err := none.ExchangeBearer(context.Background(), auth.AcademyExchangeScope, ""); !errors.Is(err, errs.ErrNeedsLogin) {
+		t.Errorf("no credential: %v", err)
 	}
 }

@@ -64,6 +64,27 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]bool{"active": false})
 	})
+	// confidential_client.py oauth2_token_introspect: POST /v2/oauth2/token/introspect
+	// {token}, HTTP Basic as the resource server's own client; the answer
+	// (docs.globus.org/api/auth/reference/#token-introspect) says whether the
+	// token is active and for which audience (aud: resource servers).
+	mux.HandleFunc("POST /v2/oauth2/token/introspect", func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.clientAuth(r)
+		if err != nil || c.secret == "" {
+			oauthError(w, http.StatusUnauthorized, "invalid_client", "introspection needs a confidential client")
+			return
+		}
+		s.Introspections.Add(1)
+		s.mu.Lock()
+		t := s.tokens[r.PostForm.Get("token")]
+		s.mu.Unlock()
+		if t == nil || t.revoked || time.Now().After(t.expires) {
+			writeJSON(w, http.StatusOK, map[string]any{"active": false})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"active": true, "scope": t.scope, "client_id": t.client,
+			"aud": []string{t.rs}, "username": s.Identity.Username, "sub": s.Identity.Sub, "exp": t.expires.Unix()})
+	})
 	// AuthClient.userinfo: GET /v2/oauth2/userinfo with an auth.globus.org token.
 	mux.HandleFunc("GET /v2/oauth2/userinfo", func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := s.bearer(w, r, auth.AuthResourceServer); !ok {
@@ -200,14 +221,15 @@ type tokenJSON struct {
 }
 
 // mint issues one token per resource server (auth.globus.org for OpenID scopes,
-// funcx_service for Compute), the first at top level, the rest in other_tokens.
+// funcx_service for Compute, the uuid of any other scope URL, e.g. Academy's
+// exchange), the first at top level, the rest in other_tokens.
 func (s *Server) mint(clientID string, scopes []string, offline, service bool) map[string]any {
 	byRS := map[string][]string{}
 	var order []string
 	for _, sc := range scopes {
-		rs := auth.AuthResourceServer
-		if sc == auth.ComputeScope {
-			rs = auth.ComputeResourceServer
+		rs, err := auth.ResourceServerOf(sc)
+		if err != nil {
+			rs = auth.AuthResourceServer
 		}
 		if _, ok := byRS[rs]; !ok {
 			order = append(order, rs)

@@ -99,6 +99,8 @@ type Server struct {
 	StatusCalls atomic.Int64
 	// Refreshes counts refresh_token grants.
 	Refreshes atomic.Int64
+	// Introspections counts POST /v2/oauth2/token/introspect.
+	Introspections atomic.Int64
 }
 
 // TB is the part of testing.TB the fake needs.

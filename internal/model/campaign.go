@@ -56,9 +56,21 @@ type CampaignAgent struct {
 // All fields are optional; the zero value means "Mosaic's embedded exchange with
 // its in-memory backend".
 type ExchangeSettings struct {
+	// Type is the kind of exchange: "mosaic" (default: Mosaic's own, embedded
+	// in the launcher or external with a run token) or "academy" (an external
+	// Academy exchange that wants a Globus bearer token, by default Academy's
+	// hosted one; "http", the seed's name for it, is the same).
+	Type string `json:"type,omitempty"`
 	// URL of an external exchange (Academy cloud-exchange protocol). Empty = the
-	// exchange embedded in the Mosaic core.
+	// exchange embedded in the Mosaic core (type mosaic) or Academy's hosted
+	// exchange (type academy).
 	URL string `json:"url,omitempty"`
+	// Scope is the Globus scope whose access token an "academy" exchange wants
+	// ("" = the hosted exchange's academy_exchange scope).
+	Scope string `json:"scope,omitempty"`
+	// ResourceServer is the Globus resource server of Scope as Globus Auth
+	// reports it in token responses ("" = the uuid in the scope's URL).
+	ResourceServer string `json:"resource_server,omitempty"`
 	// Backend of an exchange Mosaic runs itself: "memory" (default) or "redis".
 	Backend string `json:"backend,omitempty"`
 	// RedisURL is the redis:// URL used when Backend is "redis".
@@ -68,6 +80,12 @@ type ExchangeSettings struct {
 	// DiscoverTimeout bounds how long an agent waits for its peers to register.
 	DiscoverTimeout Duration `json:"discover_timeout,omitempty"`
 }
+
+// Exchange types.
+const (
+	ExchangeTypeMosaic  = "mosaic"
+	ExchangeTypeAcademy = "academy"
+)
 
 // Exchange backends.
 const (

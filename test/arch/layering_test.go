@@ -66,6 +66,7 @@ var levels = map[string]int{
 	"internal/store":                 lvServices,
 	"internal/exchange":              lvServices,
 	"internal/exchange/redistest":    lvLeaf,     // test helper: a private redis-server (tests only)
+	"internal/academyfake":           lvServices, // wire-format fake of Academy's hosted exchange (Globus-gated) for tests
 	"internal/replay":                lvServices, // scheduler replay over the simulator
 	"internal/execution":             lvEngine,
 	"internal/campaign":              lvEngine,
@@ -97,9 +98,10 @@ var publicOnly = map[string][]string{
 // discovery) may be imported by nothing but tests (test imports are not in the graph).
 var importableOnlyBy = map[string][]string{
 	"client":                         {"cmd/mosaic", "test/e2e"},
+	"internal/academyfake":           {},
 	"internal/core/coretest":         {},
 	"internal/exchange/redistest":    {},
-	"internal/globusfake":            {},
+	"internal/globusfake":            {"internal/academyfake"}, // the exchange fake introspects at the auth fake
 	"internal/scheduler/llm/llmtest": {},
 	"internal/testproc":              {},
 	"internal/transport/rigenv":      {},
