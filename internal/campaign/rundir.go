@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -72,20 +71,9 @@ const (
 )
 
 // RedactURL hides the password of a URL's user info (redis://:secret@host
-// -> redis://:xxxxx@host), for messages and the run directory.
-func RedactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(a URL that does not parse)" // it may hold a password
-	}
-	if p.User == nil {
-		return u
-	}
-	if _, has := p.User.Password(); !has {
-		return u
-	}
-	return p.Redacted()
-}
+// -> redis://:xxxxx@host), for messages and the run directory (see
+// exchange.RedactURL).
+func RedactURL(u string) string { return exchange.RedactURL(u) }
 
 // SiteState is one site of a run.
 type SiteState struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mosaic-hpc/mosaic/agent"
 )
@@ -97,4 +98,17 @@ func TestTimelineRouteMemory(t *testing.T) {
 func TestTimelineRouteRedis(t *testing.T) {
 	url := startRedis(t)
 	runTimelineRouteSuite(t, func(t *testing.T) Backend { return newRedisBackend(t, url, "tl:") })
+}
+
+// TestNewRedisHidesThePassword: a Redis URL that does not parse is reported
+// without its password.
+func TestNewRedisHidesThePassword(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, u := range []string{"redis://:s3cret@127.0.0.1:notaport/0", "http://:s3cret@127.0.0.1:1/0", "redis://:s3cret@[::1/0"} {
+		_, err := NewRedis(ctx, u, "")
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("NewRedis(%q): %v", u, err)
+		}
+	}
 }

@@ -146,6 +146,8 @@ func (s *restartSetup) checkRestartedRun(t *testing.T) {
 	}
 	text, _, _ := s.e.run("campaign", "status", s.run)
 	t.Logf("$ mosaic campaign status %s\n%s", s.run, text)
+	text, _, _ = s.e.run("campaign", "timeline", s.run)
+	t.Logf("$ mosaic campaign timeline %s\n%s", s.run, text)
 	so, se, code = s.e.run("campaign", "timeline", s.run, "--json")
 	if code != 0 {
 		t.Fatalf("campaign timeline: exit %d\n%s%s", code, so, se)
