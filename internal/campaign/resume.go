@@ -9,6 +9,9 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -194,6 +197,9 @@ func (x *launchExchange) reserve(ctx context.Context, o ResumeOptions, st RunSta
 // one (their exchange URL is not the run's), with the relay on the same port
 // of the login node as before: the agents know only that URL.
 func reopenTunnels(ctx context.Context, o ResumeOptions, st RunState, x *launchExchange) error {
+	if n := endStaleForwards(st.ExchangeListen); n > 0 {
+		fmt.Fprintf(o.Out, "ended %d reverse forward(s) of the dead launcher to %s\n", n, st.ExchangeListen)
+	}
 	var errs []error
 	for _, s := range st.Sites {
 		if s.Exchange == "" || s.Exchange == st.ExchangeURL || isFinalSiteState(s.State) {
@@ -371,4 +377,34 @@ func isZombie(pid int) bool {
 	}
 	_, after, ok := strings.Cut(string(b), ") ")
 	return !ok || strings.HasPrefix(after, "Z") || syscall.Kill(pid, 0) != nil
+}
+
+// endStaleForwards ends the `ssh -N -R 0:ADDR` forwards a dead launcher left
+// behind (in their own process group they outlive it; their relays ended with
+// its stdin): ssh processes of this user whose argument is exactly "0:"+addr,
+// the run's own exchange address. It returns how many it signalled.
+func endStaleForwards(addr string) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(argv) == 0 || filepath.Base(argv[0]) != "ssh" || !slices.Contains(argv, "-R") || !slices.Contains(argv, "0:"+addr) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGTERM) == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -35,14 +35,19 @@ type restartSetup struct {
 	sites, run     string
 	siteA, siteB   string
 	slurmConf, tok string
+	// the coordinator's and the worker's site
+	coordSite, workerSite string
+	job, node             string
+	r                     *rig
 }
 
 func newRestartSetup(t *testing.T, kind, backend string) *restartSetup {
 	t.Helper()
 	r := needRig(t)
 	needTool(t, "python3", "apt-get install python3")
-	s := &restartSetup{e: newEnv(t), redis: redistest.Start(t), slurmConf: r.env.Get(t, "SLURM_CONF_BETA")}
+	s := &restartSetup{e: newEnv(t), redis: redistest.Start(t), slurmConf: r.env.Get(t, "SLURM_CONF_BETA"), coordSite: "here-a", workerSite: "here-b", r: r}
 	job, node := r.allocation(t)
+	s.job, s.node = job, node
 	_, file, _, _ := runtime.Caller(0)
 	data := filepath.Join(filepath.Dir(file), "testdata")
 	dir := t.TempDir()
@@ -134,14 +139,14 @@ func (s *restartSetup) checkRestartedRun(t *testing.T) {
 			t.Errorf("site %s's agent never says it reconnected:\n%s", site.Name, data)
 		}
 	}
-	if !strings.Contains(logs["here-a"], fmt.Sprintf("coordinator: all %d replies arrived", restartN)) {
-		t.Errorf("the coordinator did not get every reply:\n%s", logs["here-a"])
+	if !strings.Contains(logs[s.coordSite], fmt.Sprintf("coordinator: all %d replies arrived", restartN)) {
+		t.Errorf("the coordinator did not get every reply:\n%s", logs[s.coordSite])
 	}
 	counts := map[string][3]int{}
 	for _, c := range st.Counts {
 		counts[c.Site] = [3]int{c.Mailboxes, c.Sent, c.Received}
 	}
-	if a, b := counts["here-a"], counts["here-b"]; a[0] != 1 || b[0] != 1 || a[1] < restartN || b[1] != restartN || a[2] < restartN+1 || b[2] < restartN {
+	if a, b := counts[s.coordSite], counts[s.workerSite]; a[0] != 1 || b[0] != 1 || a[1] < restartN || b[1] != restartN || a[2] < restartN+1 || b[2] < restartN {
 		t.Errorf("counts in campaign status --json: %+v", st.Counts)
 	}
 	text, _, _ := s.e.run("campaign", "status", s.run)
@@ -280,5 +285,73 @@ func TestCampaignResumeAfterLauncherDied(t *testing.T) {
 	// Over now: a second resume is refused, exit 2.
 	if _, se, code := s.e.run("campaign", "resume", s.run); code != 2 || !strings.Contains(se, "is over (finished)") {
 		t.Errorf("resume of a finished run: exit %d, %s", code, se)
+	}
+}
+
+// TestRigCampaignResumeThroughTunnel: as TestCampaignResumeAfterLauncherDied,
+// with the rig's sites reached over ssh and forced reverse tunnels: alpha runs
+// the coordinator in a submitted job, beta the worker attached to an
+// allocation. The dead launcher's tunnels went with it; resume reopens each on
+// the port of the login node its agents know, replaces the orphaned forward,
+// and follows alpha's job at the site.
+func TestRigCampaignResumeThroughTunnel(t *testing.T) {
+	s := newRestartSetup(t, "resumetun", "redis")
+	s.sites, s.coordSite, s.workerSite = s.r.sites(), "alpha", "beta"
+	l := startLaunch(t, s.e, "--campaign", s.camp, "--run-id", s.run, "--mosaic-bin", binary, "--sites", s.sites, "--tunnel", "always",
+		"--site", "alpha:queue=cpu;walltime=00:05:00;agents=coordinator", "--site", "beta:attach="+s.node+";jobid="+s.job+";agents=worker",
+		"--auto-bootstrap", "--startup-timeout", "90s")
+	l.waitFor("sent the user task to coordinator", 120*time.Second)
+	stateFile := filepath.Join(s.e.home, "state", "mosaic", "campaigns", s.run, "state.json")
+	var st struct {
+		ExchangeLocalURL string `json:"exchange_local_url"`
+		ExchangeListen   string `json:"exchange_listen"`
+	}
+	if data, err := os.ReadFile(stateFile); err != nil || json.Unmarshal(data, &st) != nil || st.ExchangeListen == "" {
+		t.Fatalf("run directory without the exchange's address: %v", err)
+	}
+	tok, err := os.ReadFile(filepath.Join(filepath.Dir(stateFile), "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMessages(t, st.ExchangeLocalURL, strings.TrimSpace(string(tok)), 8, 30*time.Second, l.output)
+	_ = l.cmd.Process.Signal(syscall.SIGKILL)
+	_ = l.wait(10 * time.Second)
+	time.Sleep(time.Second)
+	cmd := exec.Command(binary, "campaign", "resume", s.run, "--sites", s.sites)
+	cmd.Env = s.e.vars
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("campaign resume: %v\n%s\nlauncher:\n%s", err, out.String(), l.output())
+		}
+	case <-time.After(120 * time.Second):
+		_ = cmd.Process.Signal(os.Interrupt)
+		<-done
+		t.Fatalf("campaign resume did not finish:\n%s", out.String())
+	}
+	t.Logf("launcher (killed):\n%s\nresume:\n%s", l.output(), out.String())
+	for _, want := range []string{"alpha: tunnel reopened at", "beta: tunnel reopened at", "alpha: slice finished (succeeded)", "run " + s.run + " finished"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("resume output lacks %q", want)
+		}
+	}
+	s.checkRestartedRun(t)
+	var left []string
+	for k := 0; k < 20; k++ {
+		left = append(processesMentioning("0:"+st.ExchangeListen), processesMentioning(binary+" exchange relay")...)
+		if len(left) == 0 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("tunnel processes left: %v", left)
 	}
 }
