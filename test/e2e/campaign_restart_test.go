@@ -181,10 +181,10 @@ func (s *restartSetup) checkRestartedRun(t *testing.T) {
 	}
 }
 
-// TestCampaignExternalExchangeRestart: the run uses an external `mosaic
+// TestRigCampaignExternalExchangeRestart: the run uses an external `mosaic
 // exchange serve --redis`; it is killed mid-campaign and started again on the
 // same address. The launcher records the timeline and counts from it all along.
-func TestCampaignExternalExchangeRestart(t *testing.T) {
+func TestRigCampaignExternalExchangeRestart(t *testing.T) {
 	s := newRestartSetup(t, "xrestart", "memory")
 	tokFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokFile, []byte(s.tok+"\n"), 0o600); err != nil {
@@ -230,11 +230,11 @@ func TestCampaignExternalExchangeRestart(t *testing.T) {
 	s.checkRestartedRun(t)
 }
 
-// TestCampaignResumeAfterLauncherDied: the launcher embeds the exchange on
+// TestRigCampaignResumeAfterLauncherDied: the launcher embeds the exchange on
 // Redis; the launcher is killed (SIGKILL) mid-campaign, with its exchange;
 // `mosaic campaign resume RUN` serves it again on the same address and follows
 // the run to its end.
-func TestCampaignResumeAfterLauncherDied(t *testing.T) {
+func TestRigCampaignResumeAfterLauncherDied(t *testing.T) {
 	s := newRestartSetup(t, "resume", "redis")
 	l := startLaunch(t, s.e, "--campaign", s.camp, "--run-id", s.run, "--mosaic-bin", binary,
 		"--site", s.siteA, "--site", s.siteB, "--auto-bootstrap", "--startup-timeout", "60s")
@@ -288,7 +288,7 @@ func TestCampaignResumeAfterLauncherDied(t *testing.T) {
 	}
 }
 
-// TestRigCampaignResumeThroughTunnel: as TestCampaignResumeAfterLauncherDied,
+// TestRigCampaignResumeThroughTunnel: as TestRigCampaignResumeAfterLauncherDied,
 // with the rig's sites reached over ssh and forced reverse tunnels: alpha runs
 // the coordinator in a submitted job, beta the worker attached to an
 // allocation. The dead launcher's tunnels went with it; resume reopens each on
