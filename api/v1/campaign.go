@@ -71,7 +71,8 @@ type TimelineEntry struct {
 // (GET /api/campaigns/{run}/timeline).
 type CampaignTimeline struct {
 	RunID string `json:"run_id"`
-	// Source is "exchange" (live, this core) or "run-directory".
+	// Source is "exchange" (live, this core), "run-exchange" (live, the exchange
+	// the run's launcher uses) or "run-directory" (its timeline.json).
 	Source   string          `json:"source"`
 	Messages []TimelineEntry `json:"messages"`
 	Counts   []SiteCount     `json:"counts"`

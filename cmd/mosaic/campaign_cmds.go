@@ -29,7 +29,7 @@ func newCampaignCmd() *cobra.Command {
 		Short: "Federated multi-agent campaigns: validate, launch across sites, bootstrap, stop",
 	}
 	cmd.AddCommand(newCampaignIDsCmd(), newCampaignValidateCmd(), newCampaignSpawnSiteCmd(),
-		newCampaignBootstrapCmd(), newCampaignLaunchCmd(), newCampaignStatusCmd(), newCampaignStopCmd())
+		newCampaignBootstrapCmd(), newCampaignLaunchCmd(), newCampaignStatusCmd(), newCampaignStopCmd(), newCampaignTimelineCmd(), newCampaignResumeCmd())
 	return cmd
 }
 
@@ -624,6 +624,7 @@ func newCampaignStatusCmd() *cobra.Command {
 					fmt.Fprintf(w, "%s: %s\n", s.Name, s.Error)
 				}
 			}
+			printSiteCounts(w, st.Counts)
 			return nil
 		},
 	}

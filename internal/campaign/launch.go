@@ -117,7 +117,7 @@ func Launch(ctx context.Context, o LaunchOptions) error {
 		return err
 	}
 	announceReady(ctx, &o, x, run, len(backends))
-	return follow(ctx, o, backends, run.dir, x.srv, run.stopper(ctx, backends, o.Out), func(state string, e error) { run.finish(ctx, state, e) })
+	return follow(ctx, o, backends, run.dir, run.tl, run.stopper(ctx, backends, o.Out), func(state string, e error) { run.finish(ctx, state, e) })
 }
 
 // defaults fills the zero durations, logger and writer.
@@ -145,6 +145,7 @@ func (o *LaunchOptions) defaults() {
 type launchExchange struct {
 	srv                *exchange.Server // nil for an external exchange
 	listenAddr         string
+	backend, redisURL  string // the embedded exchange's backend ("memory" or "redis") and Redis URL
 	localURL, agentURL string
 	token              string
 	bearer             string            // the user's Globus token (academy exchange; token is then "")
@@ -243,12 +244,13 @@ func setupExchange(ctx context.Context, o *LaunchOptions, plan []sitePlan) (_ *l
 // site and issues the run token.
 func (x *launchExchange) embed(ctx context.Context, o *LaunchOptions, plan []sitePlan) error {
 	var be exchange.Backend
-	if o.Spec.Exchange.Backend == "redis" {
+	x.backend = BackendMemory
+	if o.Spec.Exchange.Backend == BackendRedis {
 		r, err := exchange.NewRedis(ctx, o.Spec.Exchange.RedisURL, "")
 		if err != nil {
-			return fmt.Errorf("exchange backend redis (%s): %w", o.Spec.Exchange.RedisURL, err)
+			return fmt.Errorf("exchange backend redis (%s): %w", RedactURL(o.Spec.Exchange.RedisURL), err)
 		}
-		be = r
+		be, x.backend, x.redisURL = r, BackendRedis, o.Spec.Exchange.RedisURL
 	}
 	cfg := o.ExchangeLimits
 	cfg.Backend, cfg.Logger = be, o.Logger
@@ -288,7 +290,7 @@ func (x *launchExchange) embed(ctx context.Context, o *LaunchOptions, plan []sit
 type launchRun struct {
 	dir *RunDir
 	abs string // absolute path of the campaign file
-	srv *exchange.Server
+	tl  timelineSource
 }
 
 // persistRun writes the run directory before any remote work: the run's
@@ -299,7 +301,8 @@ type launchRun struct {
 func persistRun(o *LaunchOptions, plan []sitePlan, x *launchExchange) (*launchRun, error) {
 	abs, _ := filepath.Abs(o.Spec.Path)
 	st := RunState{RunID: o.RunID, Campaign: abs, CampaignName: o.Spec.Name, State: RunStarting, ExchangeURL: x.agentURL,
-		LauncherPID: os.Getpid(), TasksStore: o.TasksStore}
+		ExchangeLocalURL: x.localURL, ExchangeListen: x.listenAddr, ExchangeBackend: x.backend, RedisURL: RedactURL(x.redisURL),
+		MosaicBin: o.MosaicBin, Tunnel: o.Tunnel, LauncherPID: os.Getpid(), TasksStore: o.TasksStore}
 	for _, p := range plan {
 		st.Sites = append(st.Sites, SiteState{SiteSpec: p.spec, State: "planned", Exchange: x.siteURL[p.spec.Name]})
 	}
@@ -311,22 +314,76 @@ func persistRun(o *LaunchOptions, plan []sitePlan, x *launchExchange) (*launchRu
 		return nil, err
 	}
 	fmt.Fprintf(o.Out, "run %s: directory %s\n", o.RunID, dir.Path)
-	return &launchRun{dir: dir, abs: abs, srv: x.srv}, nil
+	return &launchRun{dir: dir, abs: abs, tl: x.timeline(o.RunID)}, nil
 }
 
-// finish records the run's final state (and error) and its timeline.
+// finish records the run's final state (and error), its timeline and counts.
 func (r *launchRun) finish(ctx context.Context, state string, e error) {
+	recordTimeline(context.WithoutCancel(ctx), r.dir, r.tl, -1)
 	_ = r.dir.Update(func(s *RunState) {
 		s.State = state
 		if e != nil {
 			s.Error = e.Error()
 		}
 	})
-	if r.srv != nil {
-		if recs, err := r.srv.TimelineContext(context.WithoutCancel(ctx), r.dir.State().RunID); err == nil {
-			_ = r.dir.WriteJSON("timeline.json", recs)
+}
+
+// timelineSource reads a run's timeline and per-site counts from the exchange
+// the run uses.
+type timelineSource func(ctx context.Context) ([]exchange.MessageRecord, []exchange.SiteCount, error)
+
+// timelineReadTimeout bounds one read of the timeline (the exchange may be
+// away: the follow loop must not wait for it).
+const timelineReadTimeout = 10 * time.Second
+
+// timeline is the run's timeline as this launch reads it: straight from the
+// embedded exchange, else from the external one over GET /run/timeline with
+// the run's token (agent.Client.Timeline).
+func (x *launchExchange) timeline(run string) timelineSource {
+	srv, cl := x.srv, x.cl
+	return func(ctx context.Context) ([]exchange.MessageRecord, []exchange.SiteCount, error) {
+		ctx, cancel := context.WithTimeout(ctx, timelineReadTimeout)
+		defer cancel()
+		if srv != nil {
+			recs, err := srv.TimelineContext(ctx, run)
+			if err != nil {
+				return nil, nil, err
+			}
+			counts, err := srv.SiteCounts(ctx, run)
+			return recs, counts, err
 		}
+		if cl == nil {
+			return nil, nil, errors.New("no exchange client")
+		}
+		tl, err := cl.Timeline(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tl.Messages, tl.Counts, nil
 	}
+}
+
+// recordTimeline writes the run's timeline (timeline.json) and counts
+// (state.json) when the number of messages differs from lastN (-1: always),
+// and returns the number read; on a read error (the exchange away) it keeps
+// what is recorded and returns lastN.
+func recordTimeline(ctx context.Context, dir *RunDir, tl timelineSource, lastN int) int {
+	if tl == nil {
+		return lastN
+	}
+	recs, counts, err := tl(ctx)
+	if err != nil {
+		return lastN
+	}
+	if len(recs) == lastN {
+		return lastN
+	}
+	if recs == nil {
+		recs = []exchange.MessageRecord{}
+	}
+	_ = dir.WriteJSON("timeline.json", recs)
+	_ = dir.Update(func(s *RunState) { s.Counts = counts })
+	return len(recs)
 }
 
 // stopper returns the function that stops every site in parallel (bounded to
@@ -451,7 +508,7 @@ func checkAgentTokens(ctx context.Context, url, token, runID string, s *Spec) er
 }
 
 // follow watches the sites until all end or ctx is cancelled.
-func follow(ctx context.Context, o LaunchOptions, backends []Backend, dir *RunDir, srv *exchange.Server, stopAll func(string), finish func(string, error)) error {
+func follow(ctx context.Context, o LaunchOptions, backends []Backend, dir *RunDir, tl timelineSource, stopAll func(string), finish func(string, error)) error {
 	out := o.Out
 	final := map[string]bool{}
 	var failures []error
@@ -459,12 +516,7 @@ func follow(ctx context.Context, o LaunchOptions, backends []Backend, dir *RunDi
 	defer tick.Stop()
 	lastN := -1
 	for {
-		if srv != nil {
-			if recs, err := srv.TimelineContext(ctx, o.RunID); err == nil && len(recs) != lastN {
-				lastN = len(recs)
-				_ = dir.WriteJSON("timeline.json", recs)
-			}
-		}
+		lastN = recordTimeline(ctx, dir, tl, lastN)
 		for _, b := range backends {
 			if final[b.Site()] {
 				continue
@@ -496,7 +548,7 @@ func follow(ctx context.Context, o LaunchOptions, backends []Backend, dir *RunDi
 				return err
 			}
 			finish(RunFinished, nil)
-			printCounts(ctx, out, srv, o.RunID)
+			printCounts(out, dir)
 			fmt.Fprintf(out, "run %s finished\n", o.RunID)
 			return nil
 		}
@@ -504,22 +556,17 @@ func follow(ctx context.Context, o LaunchOptions, backends []Backend, dir *RunDi
 		case <-ctx.Done():
 			stopAll("interrupted")
 			finish(RunStopped, ctx.Err())
-			printCounts(context.WithoutCancel(ctx), out, srv, o.RunID)
+			printCounts(out, dir)
 			return fmt.Errorf("run %s stopped: %w", o.RunID, ctx.Err())
 		case <-tick.C:
 		}
 	}
 }
 
-func printCounts(ctx context.Context, out io.Writer, srv *exchange.Server, run string) {
-	if srv == nil {
-		return
-	}
-	counts, err := srv.SiteCounts(ctx, run)
-	if err != nil {
-		return
-	}
-	for _, c := range counts {
+// printCounts prints the per-site message counts last recorded (finish
+// records them from whichever exchange the run uses).
+func printCounts(out io.Writer, dir *RunDir) {
+	for _, c := range dir.State().Counts {
 		fmt.Fprintf(out, "  site %-12s mailboxes %d  sent %d  received %d  cross-site %d\n", orDash(c.Site), c.Mailboxes, c.Sent, c.Received, c.CrossSite)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/exchange"
 )
 
 // Run states recorded in a run directory.
@@ -30,14 +32,48 @@ type RunState struct {
 	Created      time.Time `json:"created"`
 	Updated      time.Time `json:"updated"`
 	ExchangeURL  string    `json:"exchange_url"`
-	LauncherPID  int       `json:"launcher_pid,omitempty"`
-	Bootstrapped bool      `json:"bootstrapped,omitempty"`
-	Error        string    `json:"error,omitempty"`
+	// ExchangeLocalURL is where the launcher (on this machine) reaches the
+	// exchange; `campaign status`, `campaign timeline` and the core read the
+	// live timeline there with the run token.
+	ExchangeLocalURL string `json:"exchange_local_url,omitempty"`
+	// ExchangeListen is the listen address of the exchange embedded in the
+	// launcher ("" = an external exchange); `campaign resume` serves it there
+	// again.
+	ExchangeListen string `json:"exchange_listen,omitempty"`
+	// ExchangeBackend is the embedded exchange's backend: BackendMemory (its
+	// state dies with the launcher) or BackendRedis (RedisURL, password
+	// redacted, holds it: `campaign resume` can bring it back).
+	ExchangeBackend string `json:"exchange_backend,omitempty"`
+	RedisURL        string `json:"redis_url,omitempty"`
+	// MosaicBin and Tunnel are the launch's --mosaic-bin and --tunnel (resume
+	// reopens the tunnels the same way).
+	MosaicBin string `json:"mosaic_bin,omitempty"`
+	Tunnel    string `json:"tunnel,omitempty"`
+	// LauncherPID is the process following the run: the launcher, or the
+	// `campaign resume` that took over from it.
+	LauncherPID  int    `json:"launcher_pid,omitempty"`
+	Bootstrapped bool   `json:"bootstrapped,omitempty"`
+	Error        string `json:"error,omitempty"`
 	// TasksStore is the store holding the run's submit-mode jobs as tasks (the
 	// core's store the launcher used); `campaign stop` cancels them through it.
 	TasksStore string      `json:"tasks_store,omitempty"`
 	Sites      []SiteState `json:"sites"`
+	// Counts are the per-site message counts last read from the run's
+	// exchange (updated with timeline.json while the run is followed).
+	Counts []exchange.SiteCount `json:"counts,omitempty"`
 }
+
+// Backends of the exchange embedded in the launcher (RunState.ExchangeBackend,
+// the campaign's exchange.backend).
+const (
+	BackendMemory = "memory"
+	BackendRedis  = "redis"
+)
+
+// RedactURL hides the password of a URL's user info (redis://:secret@host
+// -> redis://:xxxxx@host), for messages and the run directory (see
+// exchange.RedactURL).
+func RedactURL(u string) string { return exchange.RedactURL(u) }
 
 // SiteState is one site of a run.
 type SiteState struct {

@@ -39,6 +39,12 @@ var relayRe = regexp.MustCompile(`relay: listening on (\S+):(\d+)`)
 // openTunnel builds the tunnel from conn's login node to localAddr (HOST:PORT
 // of the launcher's exchange).
 func openTunnel(ctx context.Context, conn *siteConn, mosaicBin, localAddr string) (*siteTunnel, error) {
+	return openTunnelOn(ctx, conn, mosaicBin, localAddr, "")
+}
+
+// openTunnelOn is openTunnel with the relay listening on relayListen ("" = a
+// free port): `campaign resume` reopens a tunnel where the agents know it.
+func openTunnelOn(ctx context.Context, conn *siteConn, mosaicBin, localAddr, relayListen string) (*siteTunnel, error) {
 	if conn.ssh == nil {
 		return nil, fmt.Errorf("site %s is this machine; it needs no tunnel", conn.sys.Name)
 	}
@@ -54,7 +60,11 @@ func openTunnel(ctx context.Context, conn *siteConn, mosaicBin, localAddr string
 		return nil, fmt.Errorf("site %s: reverse tunnel from %s: %w", conn.sys.Name, conn.login(), err)
 	}
 	remotePort := port[1]
-	relay := shellquote.Join(mosaicBin, "exchange", "relay", "--to", "127.0.0.1:"+remotePort)
+	relayArgv := []string{mosaicBin, "exchange", "relay", "--to", "127.0.0.1:" + remotePort}
+	if relayListen != "" {
+		relayArgv = append(relayArgv, "--listen", relayListen)
+	}
+	relay := shellquote.Join(relayArgv...)
 	if t.relay, err = conn.ssh.Dedicated("exec "+relay, "-o", "LogLevel=ERROR"); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("site %s: relay: %w", conn.sys.Name, err)

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -164,13 +163,23 @@ type TimelineEntry struct {
 // CampaignTimeline is a run's messages merged across sites in time order.
 type CampaignTimeline struct {
 	RunID    string               `json:"run_id"`
-	Source   string               `json:"source"` // "exchange" (live, this core) or "run-directory"
+	Source   string               `json:"source"` // TimelineFrom* values
 	Messages []TimelineEntry      `json:"messages"`
 	Counts   []exchange.SiteCount `json:"counts"`
 }
 
+// Sources of a CampaignTimeline.
+const (
+	TimelineFromExchange    = "exchange"                       // live, from this core's exchange
+	TimelineFromRunExchange = campaign.TimelineFromRunExchange // live, from the exchange the run's launcher uses
+	TimelineFromRunDir      = campaign.TimelineFromRunDir      // timeline.json, as the launcher last recorded it
+)
+
 // CampaignTimeline returns a run's messages: from this core's exchange when
-// the run uses it, else from the timeline the launcher keeps in the run
+// the run uses it; else, while the run is not over, live from the exchange its
+// launcher uses (the URL recorded in the run directory, with the run token of
+// its 0600 file: embedded in the launcher or external); else, or when that
+// exchange does not answer, from the timeline the launcher keeps in the run
 // directory.
 func (c *Core) CampaignTimeline(ctx context.Context, run string) (*CampaignTimeline, error) {
 	if err := campaign.ValidateRunID(run); err != nil {
@@ -182,7 +191,7 @@ func (c *Core) CampaignTimeline(ctx context.Context, run string) (*CampaignTimel
 		return nil, fmt.Errorf("exchange timeline: %w", err)
 	}
 	if len(recs) > 0 {
-		out.Source = "exchange"
+		out.Source = TimelineFromExchange
 		if counts, err := c.Exchange().SiteCounts(ctx, run); err == nil {
 			out.Counts = counts
 		}
@@ -191,11 +200,14 @@ func (c *Core) CampaignTimeline(ctx context.Context, run string) (*CampaignTimel
 		if err != nil {
 			return nil, err
 		}
-		out.Source = "run-directory"
-		if err := d.ReadJSON("timeline.json", &recs); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("run %s: timeline.json: %w", run, err)
+		tl, err := campaign.ReadRunTimeline(ctx, d)
+		if err != nil {
+			return nil, err
 		}
-		out.Counts = countRecords(recs)
+		out.Source, recs, out.Counts = tl.Source, tl.Messages, tl.Counts
+		if len(out.Counts) == 0 {
+			out.Counts = countRecords(recs) // a run directory older than recorded counts
+		}
 	}
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
 	for _, r := range recs {

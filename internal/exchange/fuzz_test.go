@@ -14,6 +14,7 @@ import (
 var fuzzRoutes = []struct{ method, path string }{
 	{"POST", "/mailbox"}, {"GET", "/mailbox"}, {"DELETE", "/mailbox"}, {"PUT", "/message"}, {"GET", "/message"},
 	{"GET", "/mailbox/listen"}, {"GET", "/discover"}, {"GET", "/mailbox/heartbeat"}, {"GET", "/mailbox/stats"},
+	{"GET", "/run/timeline"},
 }
 
 // FuzzExchangeRequest feeds arbitrary bodies to every route, as the run's

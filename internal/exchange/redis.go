@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +45,7 @@ const closeSentinel = "<CLOSED>"
 func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("exchange redis url %q: %w (expected redis://host:port/db)", url, err)
+		return nil, fmt.Errorf("exchange redis url %s: %w (expected redis://host:port/db)", RedactURL(url), redactErr(err, url))
 	}
 	if opt.PoolSize < 256 {
 		opt.PoolSize = 256 // every blocked receive holds a connection
@@ -537,3 +538,29 @@ func (r *Redis) HeldBytes(ctx context.Context) (int64, error) {
 
 // Close implements Backend.
 func (r *Redis) Close() error { return r.c.Close() }
+
+// RedactURL hides the password of a URL's user info (redis://:secret@host ->
+// redis://:xxxxx@host) for messages; a URL that does not parse is not shown
+// at all (it may hold a password).
+func RedactURL(u string) string {
+	p, err := neturl.Parse(u)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	if p.User == nil {
+		return u
+	}
+	if _, has := p.User.Password(); !has {
+		return u
+	}
+	return p.Redacted()
+}
+
+// redactErr keeps a parse error's text from repeating the URL (and its
+// password).
+func redactErr(err error, u string) error {
+	if u == "" || !strings.Contains(err.Error(), u) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), u, RedactURL(u)))
+}

@@ -142,6 +142,8 @@ func NewServer(cfg Config) *Server {
 	s.mux.HandleFunc("GET /discover", s.auth(s.handleDiscover))
 	s.mux.HandleFunc("GET /mailbox/heartbeat", s.auth(s.handleHeartbeat))
 	s.mux.HandleFunc("GET /mailbox/stats", s.auth(s.handleStats))
+	// Mosaic extension: the run's timeline, for its operator.
+	s.mux.HandleFunc("GET "+agent.TimelinePath, s.auth(s.handleTimeline))
 	return s
 }
 

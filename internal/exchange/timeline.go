@@ -1,46 +1,23 @@
 package exchange
 
 import (
+	"net/http"
 	"sort"
-	"time"
 
-	"github.com/google/uuid"
+	"github.com/mosaic-hpc/mosaic/agent"
 )
 
 // TimelineCap is how many records a backend keeps per run; older ones are
 // dropped (persist the timeline elsewhere for longer runs).
 const TimelineCap = 100_000
 
-// MessageRecord is one delivered message in a run's timeline.
-type MessageRecord struct {
-	Run      string    `json:"run"`
-	Time     time.Time `json:"time"`
-	Src      string    `json:"src"`  // agent/user name ("" if unnamed)
-	Dest     string    `json:"dest"` // agent/user name
-	SrcUID   uuid.UUID `json:"src_uid"`
-	DestUID  uuid.UUID `json:"dest_uid"`
-	SrcSite  string    `json:"src_site,omitempty"`
-	DestSite string    `json:"dest_site,omitempty"`
-	Kind     string    `json:"kind"` // body kind, e.g. "action-request"
-	Size     int       `json:"size"` // bytes of the message JSON
-	Tag      uuid.UUID `json:"tag"`
-}
-
-// CrossSite reports whether the message crossed a site boundary.
-func (r MessageRecord) CrossSite() bool {
-	return r.SrcSite != "" && r.DestSite != "" && r.SrcSite != r.DestSite
-}
+// MessageRecord is one delivered message in a run's timeline (the wire type of
+// GET /run/timeline, defined by the public agent SDK).
+type MessageRecord = agent.TimelineRecord
 
 // SiteCount summarises one site's traffic in a run. Site "" collects agents with
 // no known site.
-type SiteCount struct {
-	Site      string `json:"site"`
-	Mailboxes int    `json:"mailboxes"`
-	Sent      int    `json:"sent"`
-	Received  int    `json:"received"`
-	CrossSite int    `json:"cross_site"` // messages sent from this site to another
-	Bytes     int64  `json:"bytes"`      // bytes sent from this site
-}
+type SiteCount = agent.SiteCount
 
 // countSites aggregates a timeline and the run's mailboxes per site, sorted by site.
 func countSites(recs []MessageRecord, boxes []MailboxRecord, siteOf func(MailboxRecord) string) []SiteCount {
@@ -71,4 +48,35 @@ func countSites(recs []MessageRecord, boxes []MailboxRecord, siteOf func(Mailbox
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Site < out[j].Site })
 	return out
+}
+
+// handleTimeline answers the caller's run's timeline and per-site counts
+// (GET /run/timeline, a Mosaic extension; agent.Client.Timeline reads it). Only
+// the run's operator token may read it: an agent sees its own mailbox only.
+// A body is optional (the SDK sends "{}", like on every route).
+func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		if _, ok := s.readBody(w, r, maxControlBody); !ok {
+			return
+		}
+	}
+	p := principalOf(r)
+	if !p.Operator() {
+		httpError(w, http.StatusForbidden, "The timeline is the run operator's: send the run's token (the launcher keeps it in the run directory's token file), not an agent's.")
+		return
+	}
+	recs, err := s.TimelineContext(r.Context(), p.Run)
+	if err != nil {
+		s.backendError(w, err)
+		return
+	}
+	counts, err := s.SiteCounts(r.Context(), p.Run)
+	if err != nil {
+		s.backendError(w, err)
+		return
+	}
+	if recs == nil {
+		recs = []MessageRecord{}
+	}
+	writeJSON(w, agent.Timeline{Run: p.Run, Messages: recs, Counts: counts})
 }
