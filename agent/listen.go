@@ -18,6 +18,7 @@ import (
 // when timeout (> 0) passes without a message.
 func (c *Client) Listen(ctx context.Context, mailbox EntityID, timeout time.Duration, fn func(Message) error) error {
 	last := time.Now()
+	var downSince time.Time // the exchange stopped answering this listen (zero: it answers)
 	// Bounded: each stream lasts at most one request window; the loop ends on
 	// timeout without messages, termination, fn error or ctx end.
 	for {
@@ -33,8 +34,15 @@ func (c *Client) Listen(ctx context.Context, mailbox EntityID, timeout time.Dura
 		// reopened with backoff for up to the reconnect window; fn's own errors end
 		// the listen at once.
 		var fnErr error
-		err := c.retry(ctx, func(err error) bool { return fnErr == nil && exchangeDown(err) }, func() error {
-			got, err := c.listenOnce(ctx, mailbox, win, func(m Message) error {
+		err := c.retryReport(ctx, func(err error) bool { return fnErr == nil && exchangeDown(err) }, func() error {
+			got, err := c.listenOnce(ctx, mailbox, win, func() {
+				// The exchange is back the moment a stream opens again: say so then,
+				// with the outage measured from the first failure.
+				if !downSince.IsZero() && c.onReconnect != nil {
+					c.onReconnect(time.Since(downSince).Round(100 * time.Millisecond))
+				}
+				downSince = time.Time{}
+			}, func(m Message) error {
 				if err := fn(m); err != nil {
 					fnErr = err
 					return err
@@ -44,8 +52,11 @@ func (c *Client) Listen(ctx context.Context, mailbox EntityID, timeout time.Dura
 			if got {
 				last = time.Now()
 			}
+			if err != nil && downSince.IsZero() && exchangeDown(err) {
+				downSince = time.Now()
+			}
 			return err
-		})
+		}, false)
 		if fnErr != nil {
 			return fnErr
 		}
@@ -77,12 +88,14 @@ func (c *Client) Listen(ctx context.Context, mailbox EntityID, timeout time.Dura
 }
 
 // listenOnce reads one SSE stream; got reports whether a message was delivered.
-func (c *Client) listenOnce(ctx context.Context, mailbox EntityID, win time.Duration, fn func(Message) error) (got bool, err error) {
+// opened is called once the stream is open.
+func (c *Client) listenOnce(ctx context.Context, mailbox EntityID, win time.Duration, opened func(), fn func(Message) error) (got bool, err error) {
 	hdr := http.Header{"Accept": {"text/event-stream"}, "Cache-Control": {"no-cache"}}
 	resp, err := c.open(ctx, "listen", http.MethodGet, "/mailbox/listen", map[string]any{"mailbox": mailbox.encode(), "timeout": win.Seconds()}, hdr)
 	if err != nil {
 		return false, err
 	}
+	opened()
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)

@@ -41,12 +41,18 @@ func WithReconnect(maxOutage time.Duration, onReconnect func(after time.Duration
 // It is bounded by that window (and by ctx). Only a client that has talked to the
 // exchange before retries: a wrong URL or an exchange never started fails at once.
 func (c *Client) retry(ctx context.Context, retryable func(error) bool, call func() error) error {
+	return c.retryReport(ctx, retryable, call, true)
+}
+
+// retryReport is retry; report=false leaves telling onReconnect to the caller (a
+// listen stream is back when it opens, not when it ends).
+func (c *Client) retryReport(ctx context.Context, retryable func(error) bool, call func() error, report bool) error {
 	var since time.Time
 	wait := reconnectFirst
 	for {
 		err := call()
 		if err == nil || !retryable(err) || c.reconnectFor <= 0 || !c.contacted.Load() || ctx.Err() != nil {
-			if err == nil && !since.IsZero() && c.onReconnect != nil {
+			if err == nil && report && !since.IsZero() && c.onReconnect != nil {
 				c.onReconnect(time.Since(since).Round(100 * time.Millisecond))
 			}
 			return err

@@ -178,3 +178,53 @@ func TestReconnectGivesUp(t *testing.T) {
 		t.Errorf("a client that never reached its exchange: %v after %s, want an error at once", err, time.Since(start))
 	}
 }
+
+// TestListenReportsReconnectWhenTheStreamReopens: a listener whose exchange was away
+// for about a second says so as soon as its stream is open again, with the outage's
+// length — not when that reopened stream ends a request window later, with the
+// window added (what it did before).
+func TestListenReportsReconnectWhenTheStreamReopens(t *testing.T) {
+	redisURL := redistest.Start(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t))
+	srv, stop := exchangeOn(t, addr, redisURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tok, err := srv.IssueToken(ctx, "run-l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := make(chan time.Duration, 4)
+	cl, err := agent.New("http://"+addr, tok, agent.WithRequestWindow(20*time.Second),
+		agent.WithReconnect(30*time.Second, func(d time.Duration) { reported <- d }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := agent.AgentID("run-l", "a")
+	if err := cl.Register(ctx, me); err != nil {
+		t.Fatal(err)
+	}
+	lctx, stopListen := context.WithCancel(ctx)
+	defer stopListen()
+	done := make(chan error, 1)
+	go func() { done <- cl.Listen(lctx, me, 0, func(agent.Message) error { return nil }) }()
+	time.Sleep(300 * time.Millisecond) // the stream is open
+	stop()
+	time.Sleep(time.Second)
+	exchangeOn(t, addr, redisURL)
+	back := time.Now()
+	select {
+	case d := <-reported:
+		if d < 500*time.Millisecond || d > 5*time.Second {
+			t.Errorf("reconnected after %v: want about the one-second outage", d)
+		}
+		if late := time.Since(back); late > 10*time.Second {
+			t.Errorf("reported %v after the exchange was back", late)
+		}
+	case err := <-done:
+		t.Fatalf("listen ended: %v", err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("no reconnect reported while the reopened stream is open (it would be only when the 20 s stream ends)")
+	}
+	stopListen()
+	<-done
+}
