@@ -471,15 +471,23 @@ func announceReady(ctx context.Context, o *LaunchOptions, x *launchExchange, run
 	out := o.Out
 	_ = run.dir.Update(func(s *RunState) { s.State = RunReady })
 	fmt.Fprintf(out, "all %d sites ready\n", sites)
+	// The command to (re)send the user task: on an Academy exchange the bootstrap
+	// takes the user's Globus token from the credential chain, on Mosaic's the
+	// run token of the run directory.
+	cmdline := fmt.Sprintf("%s campaign bootstrap --campaign %s --run-id %s --exchange-url %s", o.MosaicBin, run.abs, o.RunID, x.localURL)
+	tokenNote := "  (token: " + filepath.Join(run.dir.Path, "token") + ")"
+	withToken := agent.EnvExchangeToken + "=$(cat " + filepath.Join(run.dir.Path, "token") + ") " + cmdline
+	if IsAcademy(o.Spec) {
+		cmdline += " --exchange-type academy"
+		tokenNote, withToken = "", cmdline
+	}
 	if !o.AutoBootstrap {
-		fmt.Fprintf(out, "send the user task with:\n  %s campaign bootstrap --campaign %s --run-id %s --exchange-url %s  (token: %s)\n",
-			o.MosaicBin, run.abs, o.RunID, x.localURL, filepath.Join(run.dir.Path, "token"))
+		fmt.Fprintf(out, "send the user task with:\n  %s%s\n", cmdline, tokenNote)
 		return
 	}
 	err := Bootstrap(ctx, x.cl, o.Spec, o.RunID, BootstrapOptions{Recipient: o.Recipient, Timeout: time.Minute, Log: out})
 	if err != nil {
-		fmt.Fprintf(out, "bootstrap failed: %v\nthe agents keep running; rerun it with:\n  %s %s campaign bootstrap --campaign %s --run-id %s --exchange-url %s\n",
-			err, agent.EnvExchangeToken+"=$(cat "+filepath.Join(run.dir.Path, "token")+")", o.MosaicBin, run.abs, o.RunID, x.localURL)
+		fmt.Fprintf(out, "bootstrap failed: %v\nthe agents keep running; rerun it with:\n  %s\n", err, withToken)
 		return
 	}
 	_ = run.dir.Update(func(s *RunState) { s.Bootstrapped = true })
