@@ -81,11 +81,14 @@ type CampaignTimeline struct {
 // Campaign declares a multi-agent run: its agents, which of them starts, and how they
 // reach the message exchange (the campaign file `mosaic campaign launch` reads).
 type Campaign struct {
-	Name         string           `json:"name"`
-	Agents       []CampaignAgent  `json:"agents"`
-	InitialAgent string           `json:"initial_agent"`
-	UserTask     string           `json:"user_task,omitempty"`
-	Exchange     ExchangeSettings `json:"exchange,omitzero"`
+	Name         string          `json:"name"`
+	Agents       []CampaignAgent `json:"agents"`
+	InitialAgent string          `json:"initial_agent"`
+	UserTask     string          `json:"user_task,omitempty"`
+	// BootstrapAction is the action an Academy initial agent is asked to run with
+	// the user task ("" = receive_message).
+	BootstrapAction string           `json:"bootstrap_action,omitempty"`
+	Exchange        ExchangeSettings `json:"exchange,omitzero"`
 }
 
 // CampaignAgent is one agent of a campaign.
@@ -104,6 +107,9 @@ type CampaignAgent struct {
 	Envelope *Envelope `json:"envelope,omitempty"`
 	// Site is an optional placement hint (a site name from sites.yaml).
 	Site string `json:"site,omitempty"`
+	// Protocol is "mosaic" ("" = it: wrapped by `mosaic agent run`) or "academy" (a
+	// Python Academy agent that registers and reads its own mailbox).
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // ExchangeSettings say how agents of a campaign reach the message exchange; the zero
