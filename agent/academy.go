@@ -89,7 +89,9 @@ type SuccessResponseBody struct {
 	Kind string `json:"kind"`
 }
 
-// AcademyErrorResponseBody is an "academy-error-response" body. Code 0
+// AcademyErrorResponseBody is an "academy-error-response" body: an error
+// Academy's runtime or exchange reports by code, without serialization
+// (academy/message.py AcademyErrorResponse). Code 0
 // (ErrorCodeMailboxTerminated) means the recipient's mailbox was terminated
 // with the request unanswered; the exchange synthesizes it.
 type AcademyErrorResponseBody struct {
@@ -98,12 +100,34 @@ type AcademyErrorResponseBody struct {
 	Kind      string    `json:"kind"`
 }
 
-// ErrorCodeMailboxTerminated is Academy's MAILBOX_TERMINATED error code.
-const ErrorCodeMailboxTerminated = 0
+// Academy's error codes (academy/message.py ErrorCode, an IntEnum; the
+// exceptions AcademyErrorResponse.get_exception raises for each are in
+// academy/exception.py).
+const (
+	ErrorCodeMailboxTerminated    = 0 // MailboxTerminatedError
+	ErrorCodePingCancelled        = 1 // PingCancelledError
+	ErrorCodeActionInvalidState   = 2 // ActionInvalidStateError
+	ErrorCodeActionCancelled      = 3 // ActionCancelledError
+	ErrorCodeInvalidClient        = 4 // TypeError: a user client cannot fulfill requests
+	ErrorCodeIncompatibleProtocol = 5 // IncompatibleNetworkProtocolError
+)
+
+// The errors an academy-error-response reads as (with errors.Is), one per
+// code; code 0 reads as a *MailboxTerminatedError matching ErrTerminated.
+var (
+	ErrPingCancelled        = errors.New("the ping was cancelled (Academy error code 1)")
+	ErrActionInvalidState   = errors.New("the agent cannot run the action in its current state (Academy error code 2)")
+	ErrActionCancelled      = errors.New("the action was cancelled (Academy error code 3)")
+	ErrInvalidClient        = errors.New("the recipient is a user client, which cannot fulfill requests (Academy error code 4)")
+	ErrIncompatibleProtocol = errors.New("the recipient speaks an incompatible Academy protocol version (Academy error code 5)")
+)
 
 // UserErrorResponseBody is a "user-error-response" body: the action raised.
-// Exception is serialized like a result, ["__serialized__", "<json text>"],
-// the text being {"__exception__": true, "exception_str": "<traceback>"}.
+// Exception is a JSON *string*: with "json" serialization the text
+// serialize(exc, "json") = json.dumps({"__exception__": true,
+// "exception_str": "<traceback>"}) (academy/message.py
+// UserErrorResponse._serialize_obj, academy/serialize.py
+// json_exception_serializer); get_exception decodes it only when it is a str.
 type UserErrorResponseBody struct {
 	Serialization string          `json:"serialization"`
 	Exception     json.RawMessage `json:"exception"`
@@ -116,7 +140,8 @@ type exceptionJSON struct {
 	Text      string `json:"exception_str"`
 }
 
-// serialize returns ["__serialized__", json.dumps(v)].
+// serialize returns ["__serialized__", json.dumps(v)], an action-response's
+// result (academy/message.py ActionResponse._serialize_result).
 func serialize(v any) (json.RawMessage, error) {
 	text, err := json.Marshal(v)
 	if err != nil {
@@ -283,9 +308,12 @@ func (m Message) ActionResult(value any) (Message, error) {
 }
 
 // UserError builds the user-error-response to request m: the action failed
-// with text (a Python agent raises it as the remote exception).
+// with text (a Python agent raises it as an AcademyRemoteError). The
+// exception is the JSON string Academy's UserErrorResponse carries (see
+// UserErrorResponseBody).
 func (m Message) UserError(text string) (Message, error) {
-	exc, _ := serialize(exceptionJSON{Exception: true, Text: text}) // cannot fail
+	inner, _ := json.Marshal(exceptionJSON{Exception: true, Text: text}) // cannot fail
+	exc, _ := json.Marshal(string(inner))                                // cannot fail
 	return m.Reply(UserErrorResponseBody{Serialization: SerializationJSON, Exception: exc, Kind: KindUserErrorResponse})
 }
 
@@ -306,8 +334,9 @@ func (e *ActionError) Error() string {
 	return fmt.Sprintf("agent %s answered with an error: %s", e.From.NameOr(e.From.UID.String()), e.Text)
 }
 
-// MailboxTerminatedError is an academy-error-response: the recipient's
-// mailbox was terminated before it answered. It matches ErrTerminated.
+// MailboxTerminatedError is an academy-error-response of code 0: the
+// recipient's mailbox was terminated before it answered. It matches
+// ErrTerminated.
 type MailboxTerminatedError struct {
 	Mailbox EntityID
 	Code    int
@@ -315,23 +344,60 @@ type MailboxTerminatedError struct {
 
 // Error implements error.
 func (e *MailboxTerminatedError) Error() string {
-	if e.Code != ErrorCodeMailboxTerminated {
-		return fmt.Sprintf("exchange answered for %s with Academy error code %d", e.Mailbox.NameOr(e.Mailbox.UID.String()), e.Code)
-	}
 	return fmt.Sprintf("the mailbox of %s was terminated before it answered (the agent stopped); restart it and call again", e.Mailbox.NameOr(e.Mailbox.UID.String()))
 }
 
-// Unwrap makes the error match ErrTerminated for code 0.
-func (e *MailboxTerminatedError) Unwrap() error {
-	if e.Code == ErrorCodeMailboxTerminated {
-		return ErrTerminated
+// Unwrap makes the error match ErrTerminated.
+func (e *MailboxTerminatedError) Unwrap() error { return ErrTerminated }
+
+// AcademyError is an academy-error-response of a code other than 0: it
+// matches the code's Err* value (ErrActionCancelled, ...); an unknown code
+// (a newer Academy) matches none.
+type AcademyError struct {
+	From EntityID // who answered
+	Code int
+}
+
+// Error implements error.
+func (e *AcademyError) Error() string {
+	who := e.From.NameOr(e.From.UID.String())
+	if base := academyCodeErr(e.Code); base != nil {
+		return fmt.Sprintf("%s answered: %v", who, base)
+	}
+	return fmt.Sprintf("%s answered with Academy error code %d, which this Mosaic does not know (a newer Academy?)", who, e.Code)
+}
+
+// Unwrap returns the code's Err* value.
+func (e *AcademyError) Unwrap() error { return academyCodeErr(e.Code) }
+
+func academyCodeErr(code int) error {
+	switch code {
+	case ErrorCodePingCancelled:
+		return ErrPingCancelled
+	case ErrorCodeActionInvalidState:
+		return ErrActionInvalidState
+	case ErrorCodeActionCancelled:
+		return ErrActionCancelled
+	case ErrorCodeInvalidClient:
+		return ErrInvalidClient
+	case ErrorCodeIncompatibleProtocol:
+		return ErrIncompatibleProtocol
 	}
 	return nil
 }
 
+// AcademyErrorReply builds the academy-error-response of code to request m
+// (e.g. ErrorCodeActionCancelled for an action a cancel-request stopped, as
+// Academy's runtime answers it); mailbox_id is m's destination.
+func (m Message) AcademyErrorReply(code int) (Message, error) {
+	id := m.Header.Dest
+	return m.Reply(AcademyErrorResponseBody{ErrorCode: code, MailboxID: &id, Kind: KindAcademyErrorResponse})
+}
+
 // Result reads response m: the JSON value of an action-response, JSON null
 // for a success-response, an *ActionError for a user-error-response, a
-// *MailboxTerminatedError for an academy-error-response, and an error
+// *MailboxTerminatedError for an academy-error-response of code 0 (an
+// *AcademyError matching the code's Err* value for the others), and an error
 // matching ErrBadBody (or ErrNotJSON) for anything else.
 func (m Message) Result() (json.RawMessage, error) {
 	if m.Header.Kind != KindResponse {
@@ -371,6 +437,9 @@ func (m Message) Result() (json.RawMessage, error) {
 		if err := decodeBody(m.Body, k, &b); err != nil {
 			return nil, err
 		}
+		if b.ErrorCode != ErrorCodeMailboxTerminated {
+			return nil, &AcademyError{From: m.Header.Src, Code: b.ErrorCode}
+		}
 		id := m.Header.Src
 		if b.MailboxID != nil {
 			id = *b.MailboxID
@@ -381,12 +450,21 @@ func (m Message) Result() (json.RawMessage, error) {
 	}
 }
 
-// exceptionText reads a user-error-response's exception: the serialized form
-// ["__serialized__", "{\"__exception__\": true, \"exception_str\": ...}"]
-// Mosaic emits, or that object itself.
+// exceptionText reads a user-error-response's exception. Academy sends a
+// JSON string holding the JSON text {"__exception__": true, "exception_str":
+// ...} (see UserErrorResponseBody); the pair ["__serialized__", "<that
+// text>"] (what Mosaic sent before it matched Academy) and the bare object
+// are accepted too.
 func exceptionText(raw json.RawMessage) (string, error) {
-	inner := raw
-	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
+	inner := bytes.TrimSpace(raw)
+	switch {
+	case bytes.HasPrefix(inner, []byte(`"`)):
+		var text string
+		if err := json.Unmarshal(inner, &text); err != nil {
+			return "", fmt.Errorf("%w: exception: %w", ErrBadBody, err)
+		}
+		inner = []byte(text)
+	case bytes.HasPrefix(inner, []byte("[")):
 		var err error
 		if inner, err = deserialize(raw); err != nil {
 			return "", err
@@ -394,7 +472,7 @@ func exceptionText(raw json.RawMessage) (string, error) {
 	}
 	var e exceptionJSON
 	if err := json.Unmarshal(inner, &e); err != nil || !e.Exception {
-		return "", fmt.Errorf("%w: exception must be {\"__exception__\": true, \"exception_str\": ...}, got %.80s", ErrBadBody, inner)
+		return "", fmt.Errorf("%w: exception must be the JSON text of {\"__exception__\": true, \"exception_str\": ...}, got %.80s", ErrBadBody, inner)
 	}
 	return e.Text, nil
 }

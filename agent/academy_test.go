@@ -59,7 +59,7 @@ func TestActionRequestWireShape(t *testing.T) {
 		t.Errorf("result %s %v", v, err)
 	}
 	u, _ := m.UserError("Traceback: boom")
-	if !strings.Contains(string(u.Body), `"exception":["__serialized__","{\"__exception__\":true,\"exception_str\":\"Traceback: boom\"}"]`) {
+	if !strings.Contains(string(u.Body), `"exception":"{\"__exception__\":true,\"exception_str\":\"Traceback: boom\"}"`) {
 		t.Errorf("user-error-response %s", u.Body)
 	}
 	var ae *agent.ActionError
@@ -136,6 +136,11 @@ func TestResultMalformed(t *testing.T) {
 		`{"kind":"action-response","serialization":"pickle","result":["__pickled__","gA=="]}`:                              "pickle",
 		`{"kind":"user-error-response","serialization":"json","exception":"boom"}`:                                         "__exception__",
 		`{"kind":"user-error-response","serialization":"json","exception":["__serialized__","{\"exception_str\":\"x\"}"]}`: "__exception__",
+		`{"kind":"user-error-response","serialization":"json","exception":"{\"exception_str\":\"x\"}"}`:                    "__exception__",
+		`{"kind":"user-error-response","serialization":"json","exception":"{"}`:                                            "__exception__",
+		`{"kind":"user-error-response","serialization":"json","exception":"\"x"}`:                                          "exception",
+		`{"kind":"user-error-response","serialization":"json","exception":5}`:                                              "__exception__",
+		`{"kind":"user-error-response","serialization":"pickle","exception":"gASV"}`:                                       "pickle",
 		`{"kind":"mosaic-text","text":"hi"}`:                                                                               "not an Academy response",
 		`{"kind":"academy-error-response","error_code":"x"}`:                                                               "academy-error-response",
 	}
@@ -329,6 +334,8 @@ func TestCallTimesOut(t *testing.T) {
 func FuzzMessageResult(f *testing.F) {
 	f.Add(`{"kind":"action-response","serialization":"json","result":["__serialized__","{\"a\":1}"]}`)
 	f.Add(`{"kind":"user-error-response","serialization":"json","exception":["__serialized__","{\"__exception__\":true,\"exception_str\":\"E\"}"]}`)
+	f.Add(`{"kind":"user-error-response","serialization":"json","exception":"{\"__exception__\": true, \"exception_str\": \"E\"}"}`)
+	f.Add(`{"kind":"academy-error-response","error_code":3,"mailbox_id":null}`)
 	f.Add(`{"kind":"academy-error-response","error_code":0,"mailbox_id":{"uid":"6f1c4a58-8a0b-4a4e-9a55-0f6d1e0d1a11","name":"a","role":"agent"}}`)
 	f.Add(`{"kind":"success-response"}`)
 	req := agent.NewPing(agent.UserID("u"), agent.AgentID("r", "a"))
@@ -339,7 +346,8 @@ func FuzzMessageResult(f *testing.F) {
 		if err != nil {
 			var ae *agent.ActionError
 			var mt *agent.MailboxTerminatedError
-			if !errors.As(err, &ae) && !errors.As(err, &mt) && !errors.Is(err, agent.ErrBadBody) && !errors.Is(err, agent.ErrNotJSON) {
+			var acad *agent.AcademyError
+			if !errors.As(err, &ae) && !errors.As(err, &mt) && !errors.As(err, &acad) && !errors.Is(err, agent.ErrBadBody) && !errors.Is(err, agent.ErrNotJSON) {
 				t.Fatalf("unclassified error %v", err)
 			}
 			return
@@ -348,4 +356,250 @@ func FuzzMessageResult(f *testing.F) {
 			t.Fatalf("result %q is not JSON", v)
 		}
 	})
+}
+
+// Golden messages: the literal bytes Academy v0.5's Message.model_dump_json
+// produces (pydantic's compact JSON, fields in model order; academy/message.py
+// Header, ActionResponse, UserErrorResponse, AcademyErrorResponse), with the
+// serialized texts made by academy/serialize.py JsonSerializer (json.dumps,
+// default separators ", " and ": ").
+const (
+	goldenHeader = `{"src":{"uid":"8a5c1f6e-1d2b-4c3a-9e8f-0a1b2c3d4e5f","name":"planner","role":"agent"},"dest":{"uid":"1b2c3d4e-5f60-4718-8a9b-0c1d2e3f4a5b","name":null,"role":"user"},"tag":"6f1c4a58-8a0b-4a4e-9a55-0f6d1e0d1a11","label":null,"kind":"response","protocol_version":"1","trace_context":null}`
+	// UserErrorResponse: exception is the *string* serialize(exc, "json").
+	goldenUserError = `{"header":` + goldenHeader + `,"body":{"serialization":"json","exception":"{\"__exception__\": true, \"exception_str\": \"Traceback (most recent call last):\\n  File \\\"planner.py\\\", line 9, in add\\nValueError: no atoms \\u00c5\\n\"}","kind":"user-error-response"}}`
+	// ActionResponse: result is ["__serialized__", json.dumps(value)].
+	goldenActionResponse = `{"header":` + goldenHeader + `,"body":{"result":["__serialized__","{\"sum\": 5, \"atoms\": [\"H\", \"O\"]}"],"serialization":"json","kind":"action-response"}}`
+	// AcademyErrorResponse of a cancelled action (ErrorCode.ACTION_CANCELLED).
+	goldenCancelled = `{"header":` + goldenHeader + `,"body":{"error_code":3,"mailbox_id":null,"kind":"academy-error-response"}}`
+)
+
+// TestGoldenAcademyResponses: what a Python Academy agent sends is read as
+// Academy means it (before the fix the user error was "malformed message
+// body: exception must be {...}").
+func TestGoldenAcademyResponses(t *testing.T) {
+	read := func(raw string) (json.RawMessage, error) {
+		t.Helper()
+		var m agent.Message
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			t.Fatalf("unmarshal %s: %v", raw, err)
+		}
+		return m.Result()
+	}
+	var ae *agent.ActionError
+	if _, err := read(goldenUserError); !errors.As(err, &ae) || ae.Text != "Traceback (most recent call last):\n  File \"planner.py\", line 9, in add\nValueError: no atoms Å\n" || ae.From.NameOr("") != "planner" {
+		t.Errorf("user-error-response read as %v", err)
+	}
+	if v, err := read(goldenActionResponse); err != nil || string(v) != `{"sum": 5, "atoms": ["H", "O"]}` {
+		t.Errorf("action-response read as %s, %v", v, err)
+	}
+	var acad *agent.AcademyError
+	if _, err := read(goldenCancelled); !errors.As(err, &acad) || !errors.Is(err, agent.ErrActionCancelled) || errors.Is(err, agent.ErrTerminated) {
+		t.Errorf("academy-error-response code 3 read as %v", err)
+	}
+}
+
+// TestUserErrorAsAcademyReadsIt: Mosaic's user-error-response has the shape
+// UserErrorResponse.get_exception decodes (a str, json.loads of which is the
+// exception object); its action-response the ["__serialized__", text] pair.
+func TestUserErrorAsAcademyReadsIt(t *testing.T) {
+	req, _ := agent.NewActionRequest(agent.AgentID("r", "py"), agent.AgentID("r", "go"), "add", nil, nil)
+	u, _ := req.UserError("ValueError: <no> & \"atoms\"\nline 2")
+	var body map[string]any
+	if err := json.Unmarshal(u.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	text, ok := body["exception"].(string)
+	if !ok {
+		t.Fatalf("exception is %T (%v), want a JSON string as Academy sends", body["exception"], body["exception"])
+	}
+	var exc map[string]any
+	if err := json.Unmarshal([]byte(text), &exc); err != nil || exc["__exception__"] != true || exc["exception_str"] != "ValueError: <no> & \"atoms\"\nline 2" {
+		t.Errorf("exception text %q decodes to %v, %v", text, exc, err)
+	}
+	if body["serialization"] != "json" || body["kind"] != "user-error-response" || len(body) != 3 {
+		t.Errorf("body %v", body)
+	}
+	r, _ := req.ActionResult([]int{1, 2})
+	var rb struct {
+		Result []string `json:"result"`
+	}
+	if err := json.Unmarshal(r.Body, &rb); err != nil || len(rb.Result) != 2 || rb.Result[0] != "__serialized__" || rb.Result[1] != "[1,2]" {
+		t.Errorf("action-response body %s (%v)", r.Body, err)
+	}
+}
+
+// TestAcademyErrorCodes: every code of academy/message.py ErrorCode reads as
+// its own named error; an unknown code as an *AcademyError matching none.
+func TestAcademyErrorCodes(t *testing.T) {
+	req := agent.NewPing(agent.UserID("u"), agent.AgentID("r", "a"))
+	for code, want := range map[int]error{
+		1: agent.ErrPingCancelled, 2: agent.ErrActionInvalidState, 3: agent.ErrActionCancelled,
+		4: agent.ErrInvalidClient, 5: agent.ErrIncompatibleProtocol,
+	} {
+		m, err := req.AcademyErrorReply(code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Result()
+		var ae *agent.AcademyError
+		if !errors.As(err, &ae) || ae.Code != code || !errors.Is(err, want) || errors.Is(err, agent.ErrTerminated) {
+			t.Errorf("code %d read as %v, want %v", code, err, want)
+		}
+	}
+	m, _ := req.AcademyErrorReply(0)
+	var mt *agent.MailboxTerminatedError
+	if _, err := m.Result(); !errors.As(err, &mt) || !errors.Is(err, agent.ErrTerminated) {
+		t.Errorf("code 0 read as %v", err)
+	}
+	m, _ = req.AcademyErrorReply(42)
+	if _, err := m.Result(); err == nil || !strings.Contains(err.Error(), "code 42") || errors.Is(err, agent.ErrActionCancelled) {
+		t.Errorf("code 42 read as %v", err)
+	}
+}
+
+// blocker is an action that waits for its ctx (or release) and reports each start.
+func blocker(started chan<- uuid.UUID, release <-chan struct{}) agent.ActionFunc {
+	return func(ctx context.Context, _ agent.EntityID, args []json.RawMessage, _ map[string]json.RawMessage) (any, error) {
+		started <- uuid.New()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-release:
+			return "released", nil
+		}
+	}
+}
+
+// TestServeStopsWithAnActionWaitingOnItsContext: a shutdown request while an
+// action waits on its ctx ends Serve promptly (it once waited for the action
+// before cancelling its ctx, and hung).
+func TestServeStopsWithAnActionWaitingOnItsContext(t *testing.T) {
+	srv, url := newExchange(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := client(t, srv, url, "acad-stop", agent.WithRequestWindow(time.Second))
+	me, op := agent.AgentID("acad-stop", "waiter"), agent.UserID("operator")
+	for _, id := range []agent.EntityID{me, op} {
+		if err := c.Register(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := agent.NewAgent(c, me)
+	started := make(chan uuid.UUID, 1)
+	a.Handle("wait", blocker(started, nil))
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(ctx) }()
+	req, _ := agent.NewActionRequest(op, me, "wait", nil, nil)
+	if err := c.Send(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the action never started")
+	}
+	if err := c.Send(ctx, agent.NewShutdown(op, me, true)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-served:
+		if !errors.Is(err, agent.ErrShutdown) {
+			t.Errorf("Serve returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return within 5 s of the shutdown request: it waits for an action before cancelling its ctx")
+	}
+}
+
+// TestServeBoundsAndGuardsActions: beyond MaxActions a request is answered
+// "busy"; a request reusing a running request's tag is refused; a cancel from
+// someone else than the requester is ignored, the requester's stops the action
+// with academy-error-response code 3.
+func TestServeBoundsAndGuardsActions(t *testing.T) {
+	srv, url := newExchange(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := client(t, srv, url, "acad-guard", agent.WithRequestWindow(time.Second))
+	me, op, intruder := agent.AgentID("acad-guard", "worker"), agent.UserID("operator"), agent.UserID("intruder")
+	for _, id := range []agent.EntityID{me, op, intruder} {
+		if err := c.Register(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := agent.NewAgent(c, me)
+	a.MaxActions = 2
+	started, release := make(chan uuid.UUID, 8), make(chan struct{})
+	defer close(release)
+	a.Handle("wait", blocker(started, release))
+	go func() { _ = a.Serve(ctx) }()
+	var reqs []agent.Message
+	for range 2 {
+		r, _ := agent.NewActionRequest(op, me, "wait", nil, nil)
+		if err := c.Send(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, r)
+		select {
+		case <-started:
+		case <-time.After(5 * time.Second):
+			t.Fatal("action did not start")
+		}
+	}
+	answer := func(who agent.EntityID) agent.Message {
+		t.Helper()
+		m, err := c.Receive(ctx, who, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// A third: busy.
+	third, _ := agent.NewActionRequest(op, me, "wait", nil, nil)
+	if err := c.Send(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	var ae *agent.ActionError
+	if m := answer(op); m.Header.Tag != third.Header.Tag {
+		t.Errorf("answer to %s, want the third request's", m.Header.Tag)
+	} else if _, err := m.Result(); !errors.As(err, &ae) || !strings.Contains(ae.Text, "busy") {
+		t.Errorf("third request: %v, want busy", err)
+	}
+	// The same tag as a running request: refused, the running one untouched.
+	dup := reqs[0]
+	if err := c.Send(ctx, dup); err != nil {
+		t.Fatal(err)
+	}
+	if m := answer(op); m.Header.Tag != dup.Header.Tag {
+		t.Errorf("answer to %s", m.Header.Tag)
+	} else if _, err := m.Result(); !errors.As(err, &ae) || !strings.Contains(ae.Text, "already running a request with tag") {
+		t.Errorf("duplicate tag: %v", err)
+	}
+	// A cancel from another sender: ignored (nothing answers; the action runs on).
+	if err := c.Send(ctx, agent.NewCancel(intruder, me, reqs[0].Header.Tag)); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.Receive(ctx, op, 700*time.Millisecond); !errors.Is(err, agent.ErrTimeout) {
+		t.Errorf("after another sender's cancel the operator got %+v %v; the action must keep running", m, err)
+	}
+	// The requester's cancel: academy-error-response code 3.
+	if err := c.Send(ctx, agent.NewCancel(op, me, reqs[0].Header.Tag)); err != nil {
+		t.Fatal(err)
+	}
+	m := answer(op)
+	if m.Header.Tag != reqs[0].Header.Tag || m.BodyKind() != agent.KindAcademyErrorResponse {
+		t.Errorf("cancel answered %s %s", m.Header.Tag, m.Body)
+	}
+	if _, err := m.Result(); !errors.Is(err, agent.ErrActionCancelled) {
+		t.Errorf("cancelled action read as %v", err)
+	}
+	// A slot is free again: a new request runs.
+	next, _ := agent.NewActionRequest(op, me, "wait", nil, nil)
+	if err := c.Send(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a request after the cancel did not start: the slot was not freed")
+	}
 }

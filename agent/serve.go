@@ -77,16 +77,31 @@ type Agent struct {
 	// called from the receive loop: a slow OnMessage delays every message.
 	OnMessage func(Message)
 
+	// MaxActions bounds the actions running at once (0: DefaultMaxActions); a
+	// request beyond it is answered at once with a "busy" user error. Set it
+	// before Serve.
+	MaxActions int
+
 	mu      sync.Mutex
 	actions map[string]ActionFunc
 	waiting map[uuid.UUID]chan Message
-	running map[uuid.UUID]context.CancelFunc
+	running map[uuid.UUID]*runningAction
 	served  bool
+}
+
+// DefaultMaxActions is how many actions an Agent runs at once by default.
+const DefaultMaxActions = 64
+
+// runningAction is an action in flight, keyed by its request's tag.
+type runningAction struct {
+	from      EntityID // the requester: only it may cancel
+	stop      context.CancelFunc
+	cancelled bool // a cancel-request from the requester stopped it
 }
 
 // NewAgent returns an Agent of mailbox me (registered by the caller) on c.
 func NewAgent(c *Client, me EntityID) *Agent {
-	return &Agent{c: c, me: me, actions: map[string]ActionFunc{}, waiting: map[uuid.UUID]chan Message{}, running: map[uuid.UUID]context.CancelFunc{}}
+	return &Agent{c: c, me: me, actions: map[string]ActionFunc{}, waiting: map[uuid.UUID]chan Message{}, running: map[uuid.UUID]*runningAction{}}
 }
 
 // ID returns the agent's mailbox id.
@@ -117,8 +132,13 @@ var ErrShutdown = errors.New("agent was asked to shut down")
 // Serve runs the agent's receive loop until ctx ends, the mailbox is closed,
 // or a shutdown-request arrives (then it returns an error matching
 // ErrShutdown, after terminating the mailbox unless the request said
-// terminate: false). Actions run concurrently; Serve waits for those still
-// running (their ctx cancelled) before it returns. Call it once.
+// terminate: false). Actions run concurrently, at most MaxActions at once (a
+// request beyond that is answered "busy"; one whose tag is already running
+// is refused); a cancel-request stops an action only when it comes from the
+// action's requester, which then gets academy-error-response code 3
+// (ErrorCodeActionCancelled), as from Academy's runtime. Serve cancels the
+// ctx of the actions still running and waits for them before it returns.
+// Call it once.
 func (a *Agent) Serve(ctx context.Context) error {
 	a.mu.Lock()
 	if a.served {
@@ -127,10 +147,20 @@ func (a *Agent) Serve(ctx context.Context) error {
 	}
 	a.served = true
 	a.mu.Unlock()
+	limit := a.MaxActions
+	if limit <= 0 {
+		limit = DefaultMaxActions
+	}
+	slots := make(chan struct{}, limit)
 	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// One defer, cancel first: the actions still running see their ctx end,
+	// then Serve waits for them (two defers would run wg.Wait first, LIFO,
+	// and an action waiting on its ctx would hold Serve forever).
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	var shutdown error
 	err := a.c.Listen(sctx, a.me, 0, func(m Message) error {
 		if m.Header.Kind == KindResponse {
@@ -157,16 +187,48 @@ func (a *Agent) Serve(ctx context.Context) error {
 		case KindCancelRequest:
 			if target, err := CancelTarget(m.Body); err == nil {
 				a.mu.Lock()
-				if stop, ok := a.running[target]; ok {
-					stop()
+				// Only the requester may cancel: another sender that learnt
+				// the tag cannot stop someone else's action.
+				if r, ok := a.running[target]; ok && r.from.UID == m.Header.Src.UID {
+					r.cancelled = true
+					r.stop()
 				}
 				a.mu.Unlock()
 			}
 		case KindActionRequest:
+			tag := m.Header.Tag
+			a.mu.Lock()
+			_, dup := a.running[tag]
+			a.mu.Unlock()
+			if dup {
+				a.reply(sctx, m, func() (Message, error) {
+					return m.UserError(fmt.Sprintf("agent %s is already running a request with tag %s; give each request a fresh tag", a.me.NameOr(a.me.UID.String()), tag))
+				})
+				return nil
+			}
+			select {
+			case slots <- struct{}{}:
+			default:
+				a.reply(sctx, m, func() (Message, error) {
+					return m.UserError(fmt.Sprintf("agent %s is busy: %d actions are running, its limit; try again later", a.me.NameOr(a.me.UID.String()), limit))
+				})
+				return nil
+			}
+			actx, stop := context.WithCancel(sctx)
+			a.mu.Lock()
+			a.running[tag] = &runningAction{from: m.Header.Src, stop: stop}
+			a.mu.Unlock()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				a.run(sctx, m)
+				defer func() { <-slots }()
+				defer func() {
+					a.mu.Lock()
+					delete(a.running, tag)
+					a.mu.Unlock()
+					stop()
+				}()
+				a.run(sctx, actx, m)
 			}()
 		default:
 			if a.OnMessage != nil {
@@ -181,8 +243,9 @@ func (a *Agent) Serve(ctx context.Context) error {
 	return err
 }
 
-// run executes one action request and sends its answer.
-func (a *Agent) run(ctx context.Context, m Message) {
+// run executes one action request under actx (which a cancel-request ends)
+// and sends its answer.
+func (a *Agent) run(ctx, actx context.Context, m Message) {
 	call, err := m.DecodeAction()
 	if err != nil {
 		a.reply(ctx, m, func() (Message, error) { return m.UserError(err.Error()) })
@@ -195,19 +258,13 @@ func (a *Agent) run(ctx context.Context, m Message) {
 		a.reply(ctx, m, func() (Message, error) { return m.UserError(UnknownActionText(a.me, call.Action, a.Actions())) })
 		return
 	}
-	actx, stop := context.WithCancel(ctx)
-	a.mu.Lock()
-	a.running[m.Header.Tag] = stop
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.running, m.Header.Tag)
-		a.mu.Unlock()
-		stop()
-	}()
 	v, err := fn(actx, m.Header.Src, call.Args, call.Kwargs)
-	if err == nil && actx.Err() != nil && ctx.Err() == nil {
-		err = fmt.Errorf("action %s was cancelled", call.Action)
+	a.mu.Lock()
+	cancelled := a.running[m.Header.Tag] != nil && a.running[m.Header.Tag].cancelled
+	a.mu.Unlock()
+	if cancelled {
+		a.reply(ctx, m, func() (Message, error) { return m.AcademyErrorReply(ErrorCodeActionCancelled) })
+		return
 	}
 	if err != nil {
 		a.reply(ctx, m, func() (Message, error) { return m.UserError(err.Error()) })
