@@ -5,9 +5,15 @@ It stands in for a real Academy agent (academy-agents/academy v0.5, e.g. a
 ChemGraph planner) and does what its runtime does on the wire: register its
 mailbox under its deterministic uid, read it over server-sent events
 (GET /mailbox/listen), answer ping-request with success-response, stop on
-shutdown-request, and run its @action methods on action-request (JSON
-serialization: pargs/kargs are JSON texts; results travel as
-["__serialized__", "<json text>"]).
+shutdown-request, and run its @action methods on action-request. Its encodings
+are Academy's own, so that a Mosaic that drifts from them fails the tests:
+with JSON serialization pargs/kargs are JSON texts, a result travels as
+["__serialized__", json.dumps(value)] (academy/message.py ActionResponse), an
+exception as the JSON *string* json.dumps({"__exception__": true,
+"exception_str": traceback}) (academy/message.py UserErrorResponse,
+academy/serialize.py json_exception_serializer), and Academy's error codes by
+number (academy/message.py ErrorCode). Like Academy's runtime it terminates its
+own mailbox when it stops (unless a shutdown request said terminate: false).
 
 Its one action, receive_message(task), is the campaign's bootstrap action: it
 calls `add` and `echo` on the Mosaic-wrapped agent named in MOSAIC_PEER_UIDS,
@@ -23,6 +29,7 @@ import json
 import os
 import sys
 import time
+import traceback
 import urllib.error
 import urllib.request
 import uuid
@@ -70,16 +77,50 @@ def respond(req, body):
         log("could not answer", h["src"].get("name"), e.code)
 
 
-def serialized(value):
-    return ["__serialized__", json.dumps(value)]
+class AcademyRemoteError(Exception):
+    """What academy/serialize.py json_exception_deserializer makes of a remote exception."""
 
 
-def deserialize(value):
-    if value is None:
-        return None
-    if not (isinstance(value, list) and len(value) == 2 and value[0] == "__serialized__"):
-        raise ValueError(f"not a serialized value: {value!r}")
-    return json.loads(value[1])
+def _exception_hook(dct):  # academy/serialize.py json_exception_deserializer
+    if "__exception__" in dct:
+        return AcademyRemoteError(dct["exception_str"])
+    return dct
+
+
+def _exception_default(obj):  # academy/serialize.py json_exception_serializer
+    if isinstance(obj, BaseException):
+        return {"__exception__": True,
+                "exception_str": "".join(traceback.format_exception(type(obj), obj, obj.__traceback__))}
+    raise TypeError(f"Cannot serialize object of {type(obj)}")
+
+
+def serialize(obj):  # academy/serialize.py JsonSerializer.serialize
+    return json.dumps(obj, default=_exception_default)
+
+
+def deserialize(text):  # academy/serialize.py JsonSerializer.deserialize
+    return json.loads(text, object_hook=_exception_hook)
+
+
+def get_result(body):  # academy/message.py ActionResponse.get_result
+    r = body["result"]
+    if isinstance(r, list) and len(r) == 2 and r[0] == "__serialized__":
+        return deserialize(r[1])
+    return r
+
+
+def get_exception(body):  # academy/message.py UserErrorResponse.get_exception
+    e = body["exception"]
+    if isinstance(e, str):
+        e = deserialize(e)
+    if not isinstance(e, BaseException):
+        raise TypeError(f"user-error-response exception is {type(e).__name__}, not an exception: {e!r}")
+    return e
+
+
+# academy/message.py ErrorCode
+ERROR_CODES = {0: "MailboxTerminatedError", 1: "PingCancelledError", 2: "ActionInvalidStateError",
+               3: "ActionCancelledError", 4: "TypeError (cannot fulfill requests)", 5: "IncompatibleNetworkProtocolError"}
 
 
 def events():
@@ -124,9 +165,11 @@ class Planner:
             if m["header"]["kind"] == "response" and m["header"]["tag"] == tag:
                 b = m["body"]
                 if b["kind"] == "action-response":
-                    return deserialize(b["result"])
+                    return get_result(b)
                 if b["kind"] == "user-error-response":
-                    raise RuntimeError(deserialize(b["exception"])["exception_str"])
+                    raise get_exception(b)
+                if b["kind"] == "academy-error-response":
+                    raise RuntimeError(f"{peer} answered {ERROR_CODES.get(b['error_code'], b['error_code'])}")
                 raise RuntimeError(f"{peer} answered {b['kind']}: {b}")
             handle(self, m)
         raise TimeoutError(f"no answer from {peer}")
@@ -143,16 +186,17 @@ class Planner:
         try:
             self.call("calculator", "mul", 2, 3)
             raise AssertionError("an undeclared action was not refused")
-        except RuntimeError as e:
+        except AcademyRemoteError as e:
             log("mul refused:", e)
         return {"task": task, "sum": total, "echo": echoed}
 
 
 DONE = False
+TERMINATE = True  # Academy's default: the mailbox closes when the agent stops
 
 
 def handle(agent, m):
-    global DONE
+    global DONE, TERMINATE
     h, b = m["header"], m["body"]
     if h["kind"] != "request":
         log("unexpected response", b.get("kind"))
@@ -162,6 +206,8 @@ def handle(agent, m):
         respond(m, {"kind": "success-response"})
     elif kind == "shutdown-request":
         DONE = True
+        if b.get("terminate") is False:
+            TERMINATE = False
     elif kind == "action-request":
         try:
             if b.get("serialization") != "json":
@@ -170,10 +216,9 @@ def handle(agent, m):
                 raise AttributeError(f'{NAME} does not have an action named "{b["action"]}".')
             result = getattr(agent, b["action"])(*json.loads(b["pargs"]), **json.loads(b["kargs"]))
         except Exception as e:  # noqa: BLE001 — every failure is the caller's answer
-            respond(m, {"kind": "user-error-response", "serialization": "json",
-                        "exception": serialized({"__exception__": True, "exception_str": f"{type(e).__name__}: {e}"})})
+            respond(m, {"kind": "user-error-response", "serialization": "json", "exception": serialize(e)})
             return
-        respond(m, {"kind": "action-response", "serialization": "json", "result": serialized(result)})
+        respond(m, {"kind": "action-response", "serialization": "json", "result": ["__serialized__", serialize(result)]})
         if b["action"] == "receive_message":
             # The campaign's work is done: stop the calculator, then ourselves.
             request({"uid": PEERS["calculator"], "name": "calculator", "role": "agent"},
@@ -193,6 +238,10 @@ def main():
     for m in stream:
         handle(agent, m)
         if DONE:
+            if TERMINATE:
+                with http("DELETE", "/mailbox", {"mailbox": mailbox(ME)}) as r:
+                    r.read()
+                log("mailbox terminated")
             return 0
     return 1
 

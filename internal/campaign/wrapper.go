@@ -61,6 +61,11 @@ type AgentRun struct {
 	// ServeGrace bounds how long an action request arriving before the command
 	// declared its actions ({"serve":[...]} on fd 3) waits; 0 = DefaultServeGrace.
 	ServeGrace time.Duration
+	// InboxBytes bounds the inbound lines queued for a command that is slow to
+	// read its stdin; 0 = DefaultInboxBytes. When the queue is full, action
+	// requests are answered "busy" and other messages dropped (a landmark
+	// says so); pings and shutdown requests never queue.
+	InboxBytes int
 
 	keepMailbox *atomic.Bool // a shutdown-request said terminate: false (set by RunAgent)
 }
@@ -80,6 +85,7 @@ type inboundLine struct {
 	Kwargs  *map[string]json.RawMessage `json:"kwargs,omitempty"`
 	Result  json.RawMessage             `json:"result,omitempty"`
 	Error   *string                     `json:"error,omitempty"`
+	CallID  string                      `json:"call_id,omitempty"`
 	Body    json.RawMessage             `json:"body"`
 }
 
@@ -124,7 +130,7 @@ func ParseOutbound(line []byte) (to, replyTo string, body json.RawMessage, err e
 // OutboxPrefix), in one of four forms:
 //
 //	{"serve":["echo","add"]}                                   declare the actions it serves
-//	{"to":NAME,"action":"x","args":[...],"kwargs":{...}}       call action x of agent NAME
+//	{"to":NAME,"action":"x","args":[...],"kwargs":{...}[,"call_id":ID]}  call action x of agent NAME
 //	{"reply_to":TAG,"result":VALUE} | {"reply_to":TAG,"error":"text"}   answer an action request
 //	{"to":NAME,["reply_to":TAG,]"body":{...}}                  a plain message (ParseOutbound)
 type ChildLine struct {
@@ -138,6 +144,9 @@ type ChildLine struct {
 	Action string
 	Args   []json.RawMessage
 	Kwargs map[string]json.RawMessage
+	// CallID is the command's own id for a call (optional), echoed as
+	// "call_id" on the response line, so that it can match concurrent calls.
+	CallID string
 	// Result (JSON) or Error (text): an answer to an action request.
 	Result json.RawMessage
 	Error  *string
@@ -178,9 +187,13 @@ func ParseChildLine(line []byte) (ChildLine, error) {
 			Action string                     `json:"action"`
 			Args   []json.RawMessage          `json:"args"`
 			Kwargs map[string]json.RawMessage `json:"kwargs"`
+			CallID *string                    `json:"call_id"`
 		}
 		if err := strict(&d); err != nil {
-			return ChildLine{}, fmt.Errorf("call line is not {\"to\":NAME,\"action\":\"x\",\"args\":[...],\"kwargs\":{...}}: %w", err)
+			return ChildLine{}, fmt.Errorf("call line is not {\"to\":NAME,\"action\":\"x\",\"args\":[...],\"kwargs\":{...}[,\"call_id\":\"ID\"]}: %w", err)
+		}
+		if d.CallID != nil && (*d.CallID == "" || len(*d.CallID) > maxCallIDBytes) {
+			return ChildLine{}, fmt.Errorf("call line: \"call_id\" must be a non-empty string of at most %d bytes (got %d bytes)", maxCallIDBytes, len(*d.CallID))
 		}
 		if err := ValidateName(d.To); err != nil || d.To == OperatorName {
 			return ChildLine{}, fmt.Errorf("call line: \"to\" must name an agent of the campaign (got %q)", d.To)
@@ -194,7 +207,11 @@ func ParseChildLine(line []byte) (ChildLine, error) {
 		if d.Kwargs == nil {
 			d.Kwargs = map[string]json.RawMessage{}
 		}
-		return ChildLine{To: d.To, Action: d.Action, Args: d.Args, Kwargs: d.Kwargs}, nil
+		cl := ChildLine{To: d.To, Action: d.Action, Args: d.Args, Kwargs: d.Kwargs}
+		if d.CallID != nil {
+			cl.CallID = *d.CallID
+		}
+		return cl, nil
 	case hasResult || hasError:
 		var d struct {
 			ReplyTo string          `json:"reply_to"`
@@ -304,6 +321,13 @@ func (r *AgentRun) terminate(ctx context.Context, me agent.EntityID) {
 	}
 }
 
+// DefaultInboxBytes bounds the inbound lines queued for a wrapped command's
+// stdin (AgentRun.InboxBytes).
+const DefaultInboxBytes = 8 << 20
+
+// maxCallIDBytes bounds a call line's "call_id".
+const maxCallIDBytes = 256
+
 // DefaultServeGrace bounds how long an action request that arrives before the
 // wrapped command declared its actions waits for the declaration.
 const DefaultServeGrace = 3 * time.Second
@@ -371,7 +395,11 @@ func (r *AgentRun) groupCommand(ctx context.Context, argv []string) (*exec.Cmd, 
 // itself (with its own token, under MOSAIC_AGENT_UID), so the wrapper neither
 // registers it nor pipes messages; it starts the command with the agent's
 // environment, reports when the agent's mailbox becomes active, waits for it
-// (stopping its process group on ctx's end) and terminates the mailbox at exit.
+// (stopping its process group on ctx's end) and at exit terminates the
+// mailbox, unless the agent ended cleanly (status 0, not stopped by ctx) and
+// left it ACTIVE: Academy's runtime terminates its own mailbox when it stops
+// unless a shutdown-request said terminate: false (or its config says so), so
+// an open mailbox after a clean exit is one the agent means to reuse.
 func (r *AgentRun) runAcademy(ctx context.Context, argv []string, a model.CampaignAgent, me agent.EntityID) (int, error) {
 	cctx, cancelChild := context.WithCancel(ctx)
 	defer cancelChild()
@@ -381,7 +409,8 @@ func (r *AgentRun) runAcademy(ctx context.Context, argv []string, a model.Campai
 	if err := cmd.Start(); err != nil {
 		return 127, fmt.Errorf("agent %s: start %s: %w (commands resolve against %s)", r.Name, argv[0], err, cmd.Dir)
 	}
-	defer r.terminate(ctx, me)
+	code := -1
+	defer func() { r.academyMailboxAtExit(ctx, me, code) }()
 	r.landmark("started Academy agent %s (pid %d); it registers its own mailbox %s on %s (run %s, site %s)",
 		strings.Join(argv, " "), cmd.Process.Pid, me.UID, r.ExchangeURL, r.RunID, orDash(r.Site))
 	wctx, stopWatch := context.WithCancel(ctx)
@@ -411,12 +440,35 @@ func (r *AgentRun) runAcademy(ctx context.Context, argv []string, a model.Campai
 	<-watched
 	stopGroup(cmd.Process.Pid, r.KillGrace)
 	disarm()
-	code := exitCode(cmd.ProcessState, werr)
+	code = exitCode(cmd.ProcessState, werr)
 	r.landmark("exited with status %d", code)
 	if werr != nil && cmd.ProcessState == nil {
-		return code, fmt.Errorf("agent %s: %w", r.Name, werr)
+		code = -1
+		return exitCode(cmd.ProcessState, werr), fmt.Errorf("agent %s: %w", r.Name, werr)
 	}
 	return code, nil
+}
+
+// academyMailboxAtExit settles an Academy agent's mailbox once its command
+// ended with code (-1: it could not be waited for): left as the agent left
+// it after a clean exit (open: terminate: false; or terminated by the agent
+// itself), terminated otherwise (a crash, a signal, ctx's end: nobody else
+// will).
+func (r *AgentRun) academyMailboxAtExit(ctx context.Context, me agent.EntityID, code int) {
+	if code == 0 && ctx.Err() == nil {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		st, err := r.Client.Status(sctx, me)
+		cancel()
+		switch {
+		case err == nil && st == agent.StatusActive:
+			r.landmark("mailbox left open: the agent exited 0 without terminating it (a shutdown-request with terminate: false); terminate it with a shutdown-request or when the run ends")
+			return
+		case err == nil && st == agent.StatusTerminated:
+			r.landmark("mailbox terminated by the agent")
+			return
+		}
+	}
+	r.terminate(ctx, me)
 }
 
 // LeaseRenewEvery is how often a running agent renews its hold on its mailbox
@@ -515,11 +567,40 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 	}
 	lctx, stopListen := context.WithCancel(ctx)
 	defer stopListen()
+	calls := &callBook{m: map[uuid.UUID]string{}}
+	maxInbox := r.InboxBytes
+	if maxInbox <= 0 {
+		maxInbox = DefaultInboxBytes
+	}
+	// The command's stdin is fed from a bounded queue by its own goroutine:
+	// the listener never blocks on a command that stopped reading, so pings
+	// and shutdown requests are still answered.
+	box := newInbox(maxInbox)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // inbound: exchange -> stdin
+	wg.Add(2)
+	go func() { // the queue -> stdin; ends when the queue closes or stdin breaks
 		defer wg.Done()
 		defer stdin.Close()
+		for b := range box.ch {
+			box.done(len(b))
+			if _, err := stdin.Write(b); err != nil {
+				box.broken.Store(true)
+				for b := range box.ch { // drain, bounded by the queue's close
+					box.done(len(b))
+				}
+				return
+			}
+		}
+	}()
+	var droppedActions, droppedOther atomic.Int64
+	drop := func(counter *atomic.Int64, what, from string) {
+		if n := counter.Add(1); n == 1 || n%100 == 0 {
+			r.landmark("inbox full (the command is not reading its stdin fast enough): dropped %s from %s (%d dropped so far)", what, orDash(from), n)
+		}
+	}
+	go func() { // inbound: exchange -> the queue
+		defer wg.Done()
+		defer box.close()
 		seen := map[string]bool{}
 		err := r.Client.Listen(lctx, me, 0, func(m agent.Message) error {
 			from := m.Header.Src.NameOr("")
@@ -528,6 +609,7 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 				r.landmark("first message from %s", orDash(from))
 			}
 			line := inboundLine{From: from, FromUID: m.Header.Src.UID, Kind: m.Header.Kind, Tag: m.Header.Tag, Body: m.Body}
+			isAction := false
 			if m.Header.Kind == agent.KindRequest {
 				switch m.BodyKind() {
 				case agent.KindPingRequest:
@@ -564,9 +646,12 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 						return nil
 					}
 					line.Action, line.Args, line.Kwargs = call.Action, &call.Args, &call.Kwargs
+					isAction = true
 				}
-				pending.put(m.Header)
 			} else if k := m.BodyKind(); k == agent.KindActionResponse || k == agent.KindUserErrorResponse || k == agent.KindAcademyErrorResponse || k == agent.KindSuccessResponse {
+				if id, ok := calls.take(m.Header.Tag); ok {
+					line.CallID = id
+				}
 				if v, err := m.Result(); err != nil {
 					text := err.Error()
 					var ae *agent.ActionError
@@ -582,8 +667,24 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 			if err != nil {
 				return err
 			}
-			_, err = stdin.Write(append(data, '\n'))
-			return err
+			if box.broken.Load() {
+				return nil // the command closed its stdin; its messages go nowhere
+			}
+			if !box.push(append(data, '\n')) {
+				if isAction {
+					reply(m, func() (agent.Message, error) {
+						return m.UserError(fmt.Sprintf("agent %s is busy: its command has %d bytes of messages it has not read yet; try again later", r.Name, maxInbox))
+					})
+					drop(&droppedActions, "action request "+line.Action+" (answered busy)", from)
+					return nil
+				}
+				drop(&droppedOther, m.Header.Kind+" "+m.BodyKind(), from)
+				return nil
+			}
+			if m.Header.Kind == agent.KindRequest {
+				pending.put(m.Header)
+			}
+			return nil
 		})
 		// Listen always ends with an error; report it unless we stopped it.
 		if lctx.Err() == nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
@@ -596,7 +697,7 @@ func (r *AgentRun) runChild(ctx context.Context, argv []string, env map[string]s
 			r.landmark("dropped outbound line: %v", err)
 			return
 		}
-		if m, ok := r.outbound(cl, me, pending, acts); ok {
+		if m, ok := r.outbound(cl, me, pending, acts, calls); ok {
 			if err := r.send(ctx, m); err != nil {
 				r.landmark("send to %s failed: %v", m.Header.Dest.NameOr(cl.To), err)
 			}
@@ -659,7 +760,7 @@ func (r *AgentRun) send(ctx context.Context, m agent.Message) error {
 
 // outbound turns one line of the command into the message to send (ok=false:
 // nothing to send, a declaration or a dropped line, reported as a landmark).
-func (r *AgentRun) outbound(cl ChildLine, me agent.EntityID, pending *replyBook, acts *served) (agent.Message, bool) {
+func (r *AgentRun) outbound(cl ChildLine, me agent.EntityID, pending *replyBook, acts *served, calls *callBook) (agent.Message, bool) {
 	switch {
 	case cl.Serve != nil:
 		acts.set(cl.Serve)
@@ -678,6 +779,9 @@ func (r *AgentRun) outbound(cl ChildLine, me agent.EntityID, pending *replyBook,
 		if err != nil {
 			r.landmark("dropped call of %s on %s: %v", cl.Action, cl.To, err)
 			return agent.Message{}, false
+		}
+		if cl.CallID != "" {
+			calls.put(m.Header.Tag, cl.CallID)
 		}
 		return m, true
 	case cl.Body == nil: // an answer to an action request
@@ -829,6 +933,67 @@ func (b *replyBook) take(tag uuid.UUID) (agent.Header, bool) {
 	delete(b.m, tag)
 	return h, ok
 }
+
+// callBook maps the tag of each call the command made with a "call_id" to
+// that id, echoed on the response line (bounded like replyBook).
+type callBook struct {
+	mu sync.Mutex
+	m  map[uuid.UUID]string
+}
+
+func (b *callBook) put(tag uuid.UUID, id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.m) < 100_000 {
+		b.m[tag] = id
+	}
+}
+
+func (b *callBook) take(tag uuid.UUID) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id, ok := b.m[tag]
+	delete(b.m, tag)
+	return id, ok
+}
+
+// inbox is the bounded queue of lines for a wrapped command's stdin: at most
+// max bytes (and maxInboxLines lines) waiting; push never blocks.
+type inbox struct {
+	ch     chan []byte
+	max    int64
+	queued atomic.Int64
+	broken atomic.Bool // stdin refused a write: the command closed it or died
+}
+
+// maxInboxLines bounds the number of queued lines, whatever their size.
+const maxInboxLines = 4096
+
+func newInbox(max int) *inbox {
+	return &inbox{ch: make(chan []byte, maxInboxLines), max: int64(max)}
+}
+
+// push queues b unless that would pass the bound (false: not queued). Only
+// the listener pushes, so the check and the add do not race with another push.
+func (q *inbox) push(b []byte) bool {
+	if q.queued.Load()+int64(len(b)) > q.max {
+		return false
+	}
+	q.queued.Add(int64(len(b)))
+	select {
+	case q.ch <- b:
+		return true
+	default:
+		q.queued.Add(-int64(len(b)))
+		return false
+	}
+}
+
+// done accounts for a line taken off the queue.
+func (q *inbox) done(n int) { q.queued.Add(-int64(n)) }
+
+// close ends the queue (the listener's end).
+func (q *inbox) close() { close(q.ch) }
 
 // stopGroup ends what is left of process group pgid after its leader exited: SIGTERM,
 // then SIGKILL if anything still runs after grace. Bounded: it polls for at most grace.

@@ -366,6 +366,8 @@ func TestParseChildLine(t *testing.T) {
 		`{"reply_to":"` + tag + `","result":null}`:           func(c ChildLine) bool { return string(c.Result) == "null" },
 		`{"reply_to":"` + tag + `","error":"no luck"}`:       func(c ChildLine) bool { return c.Error != nil && *c.Error == "no luck" && c.Result == nil },
 		`{"to":"a","body":{"kind":"mosaic-text","text":""}}`: func(c ChildLine) bool { return c.To == "a" && c.Body != nil },
+		`{"to":"h","action":"x","call_id":"c-1"}`:            func(c ChildLine) bool { return c.Action == "x" && c.CallID == "c-1" },
+		`{"to":"h","action":"x","call_id":null}`:             func(c ChildLine) bool { return c.Action == "x" && c.CallID == "" },
 	}
 	for in, ok := range good {
 		c, err := ParseChildLine([]byte(in))
@@ -393,6 +395,10 @@ func TestParseChildLine(t *testing.T) {
 		`{"reply_to":"` + tag + `","error":5}`:              "answer line",
 		`{"reply_to":"` + tag + `","result":1,"to":"x"}`:    "answer line",
 		`{"to":"a"}`:                                        "body",
+		`{"to":"h","action":"x","call_id":""}`:              "call_id",
+		`{"to":"h","action":"x","call_id":7}`:               "call line",
+		`{"to":"h","action":"x","call_id":"` + strings.Repeat("x", 257) + `"}`: "at most 256 bytes",
+		`{"reply_to":"` + tag + `","result":1,"call_id":"c"}`:                  "answer line",
 	}
 	for in, want := range bad {
 		if _, err := ParseChildLine([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
@@ -404,6 +410,7 @@ func TestParseChildLine(t *testing.T) {
 func FuzzParseChildLine(f *testing.F) {
 	f.Add(`{"serve":["a"]}`)
 	f.Add(`{"to":"h","action":"x","args":[1],"kwargs":{}}`)
+	f.Add(`{"to":"h","action":"x","args":[1],"call_id":"c1"}`)
 	f.Add(`{"reply_to":"6f1c4a58-8a0b-4a4e-9a55-0f6d1e0d1a11","result":1}`)
 	f.Add(`{"to":"a","body":{"kind":"x"}}`)
 	f.Fuzz(func(t *testing.T, line string) {
@@ -417,7 +424,7 @@ func FuzzParseChildLine(f *testing.F) {
 		}
 		if c.Action != "" {
 			forms++
-			if ValidateName(c.To) != nil || c.Args == nil || c.Kwargs == nil {
+			if ValidateName(c.To) != nil || c.Args == nil || c.Kwargs == nil || len(c.CallID) > 256 {
 				t.Fatalf("call accepted without a valid destination or arguments: %+v", c)
 			}
 		}
@@ -692,5 +699,185 @@ func TestRunAgentAcademyProtocol(t *testing.T) {
 		if !strings.Contains(log.String(), w) {
 			t.Errorf("landmarks lack %q:\n%s", w, log.String())
 		}
+	}
+}
+
+// TestRunAgentDeafCommandStillAnswers: a command that never reads its stdin
+// (exec sleep) and 200 KB of messages: the wrapper still answers a ping,
+// answers an action request "busy", reports the drops, and stops on a
+// shutdown request (the listener once blocked on the full stdin pipe).
+func TestRunAgentDeafCommandStillAnswers(t *testing.T) {
+	s := writeCampaign(t, `{"name":"deaf","initial_agent":"deaf","agents":[
+	  {"name":"deaf","command":["sh","deaf.sh"]}]}`, map[string]string{"deaf.sh": "printf '{\"serve\":[\"work\"]}\\n' >&3\nexec sleep 60\n"})
+	const run = "deaf-1"
+	x := newTestExchange(t, s, run)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var log, out syncBuf
+	done := make(chan int, 1)
+	go func() {
+		code, err := RunAgent(ctx, AgentRun{Spec: s, RunID: run, Name: "deaf", Client: x.agentClient(t, "deaf", ""), ExchangeURL: x.url, Token: x.agentTok("deaf"),
+			Poll: 20 * time.Millisecond, Log: &log, Stdout: &out, Stderr: &out, KillGrace: time.Second, InboxBytes: 32 << 10})
+		if err != nil {
+			t.Errorf("RunAgent: %v", err)
+		}
+		done <- code
+	}()
+	op := agent.UserID("operator")
+	oc := x.client(t, "")
+	if err := oc.Register(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	deaf := agent.AgentID(run, "deaf")
+	if _, err := oc.WaitForPeers(ctx, run, []string{"deaf"}, 10*time.Second, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(log.String(), "serves actions [work]") && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	text := strings.Repeat("z", 1000)
+	for range 200 { // 200 KB: the pipe (64 KiB) and the queue (32 KiB) fill up
+		if err := oc.Send(ctx, agent.NewText(op, deaf, text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wait until the wrapper has taken them all (the queue is full by then).
+	for !strings.Contains(log.String(), "inbox full") && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var ae *agent.ActionError
+	// (An action request larger than any text line: none fits in what is left.)
+	if _, err := oc.Call(ctx, op, deaf, "work", []any{strings.Repeat("w", 3000)}, nil, 5*time.Second); !errors.As(err, &ae) || !strings.Contains(ae.Text, "busy") {
+		t.Errorf("action request to a deaf command: %v, want busy\n%s", err, log.String())
+	}
+	ping := agent.NewPing(op, deaf)
+	if err := oc.Send(ctx, ping); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := oc.Receive(ctx, op, 5*time.Second); err != nil || r.Header.Tag != ping.Header.Tag || r.BodyKind() != agent.KindSuccessResponse {
+		t.Fatalf("ping to a deaf command: %+v %v\n%s", r, err, log.String())
+	}
+	if err := oc.Send(ctx, agent.NewShutdown(op, deaf, true)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit status %d after a shutdown request, want 0\n%s", code, log.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the wrapper ignored the shutdown request\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "dropped request mosaic-text from operator") || !strings.Contains(log.String(), "dropped action request work (answered busy) from operator") {
+		t.Errorf("landmarks lack the drops:\n%s", log.String())
+	}
+}
+
+// TestRunAgentCallIDEchoed: a command making two calls at once tells their
+// answers apart by the "call_id" it gave, echoed on each response line.
+func TestRunAgentCallIDEchoed(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	s := writeCampaign(t, `{"name":"calls","initial_agent":"caller","agents":[
+	  {"name":"caller","command":["python3","caller.py"],"allowed_peers":["helper"]},
+	  {"name":"helper","command":["x"],"allowed_peers":["caller"]}]}`, map[string]string{"caller.py": `import json, os, sys
+out = os.fdopen(3, "w")
+for n in (1, 2, 3):
+    out.write(json.dumps({"to": "helper", "action": "slow_double", "args": [n], "call_id": "c%d" % n}) + "\n")
+out.flush()
+got = {}
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["kind"] == "response":
+        got[m.get("call_id")] = m["result"]
+    if len(got) == 3:
+        break
+print(json.dumps(got, sort_keys=True))
+`})
+	const run = "calls-1"
+	x := newTestExchange(t, s, run)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hc := x.agentClient(t, "helper", "")
+	helperID := agent.AgentID(run, "helper")
+	if err := hc.Register(ctx, helperID); err != nil {
+		t.Fatal(err)
+	}
+	helper := agent.NewAgent(hc, helperID)
+	helper.Handle("slow_double", func(_ context.Context, _ agent.EntityID, args []json.RawMessage, _ map[string]json.RawMessage) (any, error) {
+		var n int
+		_ = json.Unmarshal(args[0], &n)
+		time.Sleep(time.Duration(4-n) * 100 * time.Millisecond) // answers arrive in reverse order
+		return 2 * n, nil
+	})
+	hctx, hstop := context.WithCancel(ctx)
+	defer hstop()
+	go func() { _ = helper.Serve(hctx) }()
+	var log, out syncBuf
+	code, err := RunAgent(ctx, AgentRun{Spec: s, RunID: run, Name: "caller", Client: x.agentClient(t, "caller", ""), ExchangeURL: x.url, Token: x.agentTok("caller"),
+		StartupTimeout: 10 * time.Second, Poll: 20 * time.Millisecond, Log: &log, Stdout: &out, Stderr: &out, KillGrace: time.Second})
+	if err != nil || code != 0 {
+		t.Fatalf("RunAgent: %d %v\n%s%s", code, err, log.String(), out.String())
+	}
+	if want := `{"c1": 2, "c2": 4, "c3": 6}` + "\n"; out.String() != want {
+		t.Errorf("the command matched %q, want %q\n%s", out.String(), want, log.String())
+	}
+}
+
+// TestRunAgentAcademyCleanExitLeavesItsMailbox: an Academy agent that exits 0
+// with its mailbox still ACTIVE (shut down with terminate: false) keeps it; one
+// that terminated it itself is not terminated again; a failing one (exit 3,
+// TestRunAgentAcademyProtocol) has it terminated by the wrapper.
+func TestRunAgentAcademyCleanExitLeavesItsMailbox(t *testing.T) {
+	for _, selfTerminate := range []bool{false, true} {
+		s := writeCampaign(t, `{"name":"acad","initial_agent":"py","agents":[
+		  {"name":"py","protocol":"academy","command":["sh","-c","while [ ! -f go ]; do sleep 0.05; done; exit 0"]}]}`, nil)
+		run := fmt.Sprintf("acad-clean-%v", selfTerminate)
+		x := newTestExchange(t, s, run)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var log, out syncBuf
+		done := make(chan int, 1)
+		go func() {
+			code, err := RunAgent(ctx, AgentRun{Spec: s, RunID: run, Name: "py", Client: x.agentClient(t, "py", ""), ExchangeURL: x.url, Token: x.agentTok("py"),
+				Poll: 20 * time.Millisecond, Log: &log, Stdout: &out, Stderr: &out, KillGrace: time.Second})
+			if err != nil {
+				t.Errorf("RunAgent: %v", err)
+			}
+			done <- code
+		}()
+		py := agent.AgentID(run, "py")
+		pc := x.agentClient(t, "py", "")
+		if err := pc.Register(ctx, py); err != nil { // what the Python agent does
+			t.Fatal(err)
+		}
+		for !strings.Contains(log.String(), "registered by the agent") && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if selfTerminate {
+			if err := pc.Terminate(ctx, py); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(filepath.Dir(s.Path), "go"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("exit status %d", code)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("RunAgent did not return")
+		}
+		st, _ := x.client(t, "").Status(ctx, py)
+		want, landmark := agent.StatusActive, "mailbox left open"
+		if selfTerminate {
+			want, landmark = agent.StatusTerminated, "mailbox terminated by the agent"
+		}
+		if st != want || !strings.Contains(log.String(), landmark) {
+			t.Errorf("self-terminate %v: mailbox %s (want %s), landmarks lack %q:\n%s", selfTerminate, st, want, landmark, log.String())
+		}
+		cancel()
 	}
 }
