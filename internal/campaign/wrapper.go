@@ -423,8 +423,13 @@ func (r *AgentRun) runAcademy(ctx context.Context, argv []string, a model.Campai
 			poll = 500 * time.Millisecond
 		}
 		for time.Now().Before(deadline) {
-			if st, err := r.Client.Status(wctx, me); err == nil && st == agent.StatusActive {
+			st, err := r.Client.Status(wctx, me)
+			if err == nil && st == agent.StatusActive {
 				r.landmark("mailbox %s registered by the agent", me.UID)
+				return
+			}
+			if err == nil && st == agent.StatusTerminated { // a quick agent: registered, done and terminated between two polls
+				r.landmark("mailbox %s registered by the agent (and already terminated by it)", me.UID)
 				return
 			}
 			select {
