@@ -18,7 +18,8 @@ import (
 // waits up to timeout (<= 0: until ctx ends) for the response with its tag,
 // reading me with Receive. It returns the result's JSON, an *ActionError when
 // dest's action failed, a *MailboxTerminatedError when dest's mailbox was
-// closed first, or an error matching ErrTimeout.
+// closed first, an *AcademyError for Academy's other error codes (e.g. one
+// matching ErrActionCancelled), or an error matching ErrTimeout.
 //
 // Call reads the mailbox itself, so use it only on a mailbox nothing else
 // reads (an operator's or a script's user mailbox): every other message that
