@@ -154,7 +154,8 @@ func TestParsePolicies(t *testing.T) {
 	}{
 		{"all", PolicyNames, ""},
 		{"home, mosaic,home", []string{"home", "mosaic"}, ""},
-		{"RR,oracle", []string{"round-robin", "oracle"}, ""},
+		{"RR,oracle", []string{"round-robin", "clairvoyant-greedy"}, ""},
+		{"clairvoyant-greedy,oracle", []string{"clairvoyant-greedy"}, ""},
 		{"", nil, "no policy"},
 		{" , ", nil, "no policy"},
 		{"home,fastest", nil, `unknown policy "fastest"`},
@@ -297,7 +298,7 @@ func TestSameSeedSameNumbers(t *testing.T) {
 // TestReportOutputs: the table is aligned, the SVG is well-formed XML with one
 // curve per policy, and the goal is computed.
 func TestReportOutputs(t *testing.T) {
-	pols, _ := ParsePolicies("home,mosaic,oracle")
+	pols, _ := ParsePolicies("home,earliest-start,mosaic")
 	rep, err := Compare(context.Background(), Options{Federation: loadedFederation(), Trace: smallTrace(t), Policies: pols,
 		Jobs: 30, Seed: 3, Home: "Alpha"})
 	if err != nil {
@@ -314,11 +315,14 @@ func TestReportOutputs(t *testing.T) {
 			t.Errorf("table not aligned at column %d:\n%s", col, tb.String())
 		}
 	}
-	if rep.Goal == nil || rep.Goal.OracleMet == nil || rep.Goal.HomeMet == nil {
+	if rep.Goal == nil || rep.Goal.MeanMet == nil || rep.Goal.P95Met == nil || rep.Goal.BoundHeld == nil || !*rep.Goal.BoundHeld {
 		t.Fatalf("goal not computed: %+v", rep.Goal)
 	}
-	if !strings.Contains(tb.String(), "goal: mosaic mean wait") {
-		t.Errorf("table lacks the goal lines:\n%s", tb.String())
+	for _, want := range []string{"goal: mosaic mean wait ≤ 0.85× earliest-start's", "goal: mosaic p95 wait ≤ earliest-start's",
+		"goal: no policy below the bound: met", "\n(bound)  "} {
+		if !strings.Contains(tb.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tb.String())
+		}
 	}
 	var sb bytes.Buffer
 	if err := rep.WriteSVG(&sb); err != nil {

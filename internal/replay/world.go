@@ -224,7 +224,7 @@ func (u *unit) whatIf(now time.Time, req sim.JobRequest, limit time.Time) (time.
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	req.Tag = "oracle-probe"
+	req.Tag = "clairvoyant-probe"
 	id, err := c.Submit(req)
 	if err != nil {
 		return time.Time{}, false, err
