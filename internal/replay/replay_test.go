@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/sim"
 	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
@@ -355,7 +356,7 @@ func TestFormatDuration(t *testing.T) {
 	}
 }
 
-// TestExampleFederations loads both example federations and replays a few jobs.
+// TestExampleFederations loads every example federation and replays a few jobs.
 func TestExampleFederations(t *testing.T) {
 	dir := tracesDir(t)
 	t.Setenv(TracesEnv, dir)
@@ -363,7 +364,7 @@ func TestExampleFederations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"demo.yaml", "nasa-lublin.yaml"} {
+	for _, name := range []string{"demo.yaml", "nasa-lublin.yaml", "grid.yaml"} {
 		f, err := LoadFederation(filepath.Join("..", "..", "examples", "federations", name))
 		if err != nil {
 			t.Fatal(err)
@@ -378,5 +379,43 @@ func TestExampleFederations(t *testing.T) {
 				t.Errorf("%s %s: no job finished", name, r.Policy)
 			}
 		}
+	}
+}
+
+// TestGridFederation: the grid example is what its header says: at least eight
+// heterogeneous sites (64 to 1,024 cores, shared and whole-node, different caps), all
+// loaded from the shared traces, with saturated and nearly idle sites.
+func TestGridFederation(t *testing.T) {
+	t.Setenv(TracesEnv, tracesDir(t))
+	f, err := LoadFederation(filepath.Join("..", "..", "examples", "federations", "grid.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Systems) < 8 {
+		t.Fatalf("%d sites, want at least 8", len(f.Systems))
+	}
+	minC, maxC, excl, hot, idle := 1<<30, 0, 0, 0, 0
+	caps := map[model.Duration]bool{}
+	for _, s := range f.Systems {
+		p := s.Partitions[0]
+		c := p.Nodes * p.CPUCores
+		minC, maxC = min(minC, c), max(maxC, c)
+		if p.Exclusive {
+			excl++
+		}
+		caps[p.MaxWalltime] = true
+		if s.SimConfig == nil || s.SimConfig.Load.Trace == "" {
+			t.Errorf("%s: no trace background load", s.Name)
+			continue
+		}
+		switch u := s.SimConfig.Load.Utilization; {
+		case u >= 1:
+			hot++
+		case u <= 0.3:
+			idle++
+		}
+	}
+	if minC > 64 || maxC < 1024 || excl == 0 || excl == len(f.Systems) || len(caps) < 3 || hot < 2 || idle < 2 {
+		t.Errorf("not heterogeneous: cores %d..%d, %d exclusive, %d walltime caps, %d saturated, %d idle", minC, maxC, excl, len(caps), hot, idle)
 	}
 }
