@@ -218,3 +218,48 @@ func TestBoundCases(t *testing.T) {
 		t.Errorf("with an outage: bounds %v %v, want b at 40m, a at 30s", b.IDs, b.Waits)
 	}
 }
+
+// TestAloneIsNotABound is the counterexample in Bound's comment, replayed: on Alpha
+// (4 nodes × 4 cores) a 10-hour job holds two nodes; a federated job K (one node, 10
+// minutes) takes a third; a whole-half job H (two nodes, 10 hours) then cannot start
+// and reserves K's end; a short federated job J (one node, 5 minutes) backfills into
+// the free node at once. Without K, H starts on the two free nodes and J waits ten
+// hours. So J's start "alone with the background load" is no lower bound on its start
+// among the other federated jobs, and Bound does not use it.
+func TestAloneIsNotABound(t *testing.T) {
+	pre := []Preload{
+		{At: 0, System: "Alpha", Partition: "p", Nodes: 2, CoresPerNode: 4, Runtime: 10 * time.Hour, Walltime: 10 * time.Hour},
+		{At: time.Minute, System: "Alpha", Partition: "p", Nodes: 2, CoresPerNode: 4, Runtime: 10 * time.Hour, Walltime: 10 * time.Hour},
+	}
+	k := rigidJob("K", 0, 4, 10*time.Minute, 10*time.Minute)
+	j := rigidJob("J", 2*time.Minute, 4, 5*time.Minute, 5*time.Minute)
+	wait := func(jobs ...Job) time.Duration {
+		cfg := Config{Federation: twoSites(4, 4), Home: "Alpha", Jobs: jobs, Preload: pre}
+		fixed := make([]string, len(jobs))
+		for i := range fixed {
+			fixed[i] = "Alpha"
+		}
+		res, err := run(context.Background(), cfg, homePolicy{}, fixed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Outcomes {
+			if o.ID == "J" {
+				return o.Wait
+			}
+		}
+		t.Fatal("J not replayed")
+		return 0
+	}
+	with, alone := wait(k, j), wait(j)
+	if with != 0 || alone < 9*time.Hour {
+		t.Fatalf("J waits %s beside K and %s alone; the scenario wants 0 and about 10h", with, alone)
+	}
+	b, err := ComputeBound(context.Background(), Config{Federation: twoSites(4, 4), Home: "Alpha", Jobs: []Job{k, j}, Preload: pre})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Waits[1] > with {
+		t.Errorf("Bound gives J %s, above its real %s", b.Waits[1], with)
+	}
+}
