@@ -329,6 +329,7 @@ func TestReportOutputs(t *testing.T) {
 	if err := rep.WriteSVG(&sb); err != nil {
 		t.Fatal(err)
 	}
+	svg := sb.String()
 	dec := xml.NewDecoder(&sb)
 	polylines := 0
 	for {
@@ -343,8 +344,11 @@ func TestReportOutputs(t *testing.T) {
 			polylines++
 		}
 	}
-	if polylines != 3 {
-		t.Errorf("%d curves, want 3", polylines)
+	if polylines != 4 {
+		t.Errorf("%d curves, want 4 (three policies and the bound)", polylines)
+	}
+	if !strings.Contains(svg, `stroke-dasharray="6 4" points=`) || !strings.Contains(svg, ">(bound) (") {
+		t.Error("the SVG does not draw the bound as a dashed, labelled curve")
 	}
 }
 

@@ -190,8 +190,8 @@ var palette = []string{"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#
 // (waits under 1 s drawn at 1 s), y the share of jobs that waited at most that long.
 func (r *Report) WriteSVG(w io.Writer) error {
 	const (
-		width, height = 720.0, 440.0
-		left, right   = 70.0, 170.0
+		width, height = 790.0, 440.0
+		left, right   = 70.0, 240.0 // the legend: "clairvoyant-greedy (17m23s)" fits
 		top, bottom   = 40.0, 60.0
 	)
 	pw, ph := width-left-right, height-top-bottom
@@ -223,8 +223,16 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">wait (log scale)</text>`+"\n", left+pw/2, height-18)
 	fmt.Fprintf(&b, `<text transform="translate(18 %.1f) rotate(-90)" text-anchor="middle">jobs that waited at most x</text>`+"\n", top+ph/2)
-	for i, x := range r.Results {
-		col := palette[i%len(palette)]
+	series := slices.Clone(r.Results)
+	if r.Bound != nil {
+		series = append(series, r.Bound)
+	}
+	for i, x := range series {
+		col, dash, name := palette[i%len(palette)], "", x.Policy
+		if x == r.Bound {
+			// The bound is drawn dashed in grey: a floor, not a policy.
+			col, dash, name = "#777777", ` stroke-dasharray="6 4"`, "("+PolicyBound+")"
+		}
 		n := len(x.Waits)
 		if n > 0 {
 			var pts []string
@@ -238,13 +246,13 @@ func (r *Report) WriteSVG(w io.Writer) error {
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", xx, ypos(float64(k)/float64(n))), fmt.Sprintf("%.1f,%.1f", xx, ypos(float64(k+1)/float64(n))))
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", left+pw, ypos(1)))
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", col, strings.Join(pts, " "))
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", col, dash, strings.Join(pts, " "))
 		}
 		ly := top + 10 + float64(i)*20
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", left+pw+12, ly, left+pw+32, ly, col)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s (%s)</text>`+"\n", left+pw+38, ly+4, esc(x.Policy), FormatDuration(x.MeanWait))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`+"\n", left+pw+12, ly, left+pw+32, ly, col, dash)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s (%s)</text>`+"\n", left+pw+38, ly+4, esc(name), FormatDuration(x.MeanWait))
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">legend: policy (mean wait)</text>`+"\n", left+pw+12, top+10+float64(len(r.Results))*20+6)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">legend: policy (mean wait)</text>`+"\n", left+pw+12, top+10+float64(len(series))*20+6)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -51,8 +51,8 @@ func TestSimReplay(t *testing.T) {
 		XMLName xml.Name
 		Lines   []struct{} `xml:"polyline"`
 	}
-	if err := xml.Unmarshal(svg, &doc); err != nil || doc.XMLName.Local != "svg" || len(doc.Lines) != 3 {
-		t.Errorf("plot is not an SVG with 3 curves (err %v, root %s, %d curves)", err, doc.XMLName.Local, len(doc.Lines))
+	if err := xml.Unmarshal(svg, &doc); err != nil || doc.XMLName.Local != "svg" || len(doc.Lines) != 4 {
+		t.Errorf("plot is not an SVG with 4 curves (3 policies, the bound) (err %v, root %s, %d curves)", err, doc.XMLName.Local, len(doc.Lines))
 	}
 	js1, _, code := e.run(append(args, "--json")...)
 	js2, _, _ := e.run(append(args, "--json")...)
