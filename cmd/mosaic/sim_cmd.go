@@ -24,13 +24,13 @@ func newSimCmd() *cobra.Command {
 
 func newSimReplayCmd() *cobra.Command {
 	var (
-		fedPath, tracePath, policies, home, plot string
-		seed                                     int64
-		jobs                                     int
-		load, sizeScale                          float64
-		tick                                     time.Duration
-		rigid, optimum                           bool
-		js                                       jsonFlag
+		fedPath, tracePath, policies, home, plot, seeds string
+		seed                                            int64
+		jobs                                            int
+		load, sizeScale                                 float64
+		tick                                            time.Duration
+		rigid, optimum                                  bool
+		js                                              jsonFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "replay --federation FILE --trace FILE.swf[.gz]",
@@ -41,15 +41,34 @@ systems, each with its own background load), and compare mean and p95 wait, boun
 slowdown, makespan, utilisation and migrations. Every policy sees the same federation,
 jobs and seed; placement goes through the same scheduler as the live core.
 
-Policies: home, random, round-robin, least-queued, earliest-start, mosaic, oracle (or all).
+Policies: home, random, round-robin, least-queued, earliest-start, mosaic,
+clairvoyant-greedy (or all; "oracle" is accepted as clairvoyant-greedy's old name). Every
+report adds a "(bound)" row: a lower bound on each job's wait that no policy can beat.
+--seeds 1..5 (or 1,3,5) repeats the comparison per seed and reports each policy's mean
+over seeds with a 95% interval (Student's t) and mosaic's ratio to earliest-start per seed.
 Relative trace paths in the federation file are resolved against the file's directory;
 a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEMENT.md.`,
 		Example: `  mosaic sim replay --federation examples/federations/demo.yaml \
-    --trace ../shared/traces/lublin_256.swf.gz --policies all --seed 1 --plot waits.svg`,
+    --trace ../shared/traces/lublin_256.swf.gz --policies all --seed 1 --plot waits.svg
+  mosaic sim replay --federation examples/federations/grid.yaml \
+    --trace ../shared/traces/lublin_256.swf.gz --policies all --seeds 1..5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if fedPath == "" || tracePath == "" {
 				return fmt.Errorf("--federation and --trace are required (see mosaic sim replay --help)")
+			}
+			var seedList []int64
+			if cmd.Flags().Changed("seeds") {
+				if cmd.Flags().Changed("seed") {
+					return fmt.Errorf("--seed and --seeds both given; use one (--seeds 1..5 or --seeds 1,3,5)")
+				}
+				if plot != "" || optimum {
+					return fmt.Errorf("--plot and --optimum are per seed; run them with --seed N, not --seeds")
+				}
+				var err error
+				if seedList, err = replay.ParseSeeds(seeds); err != nil {
+					return err
+				}
 			}
 			fed, err := replay.LoadFederation(fedPath)
 			if err != nil {
@@ -69,8 +88,20 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			rep, err := replay.Compare(ctx, replay.Options{Federation: fed, Trace: tr, TraceName: tracePath, Policies: pols,
-				Seed: seed, Jobs: jobs, Home: home, Load: load, SizeScale: sizeScale, Rigid: rigid, Tick: tick, Optimum: optimum})
+			opts := replay.Options{Federation: fed, Trace: tr, TraceName: tracePath, Policies: pols,
+				Seed: seed, Jobs: jobs, Home: home, Load: load, SizeScale: sizeScale, Rigid: rigid, Tick: tick, Optimum: optimum}
+			out := cmd.OutOrStdout()
+			if seedList != nil {
+				sr, err := replay.CompareSeeds(ctx, opts, seedList)
+				if err != nil {
+					return err
+				}
+				if js.set {
+					return js.print(out, sr)
+				}
+				return sr.WriteTable(out)
+			}
+			rep, err := replay.Compare(ctx, opts)
 			if err != nil {
 				return err
 			}
@@ -83,7 +114,6 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 					return fmt.Errorf("write plot: %w", err)
 				}
 			}
-			out := cmd.OutOrStdout()
 			if js.set {
 				return js.print(out, rep)
 			}
@@ -95,8 +125,9 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 	f := cmd.Flags()
 	f.StringVar(&fedPath, "federation", "", "federation file (sites.yaml format, kind sim systems)")
 	f.StringVar(&tracePath, "trace", "", "SWF trace (.swf or .swf.gz) the federated jobs come from")
-	f.StringVar(&policies, "policies", "all", "comma-separated policies: home,random,round-robin,least-queued,earliest-start,mosaic,oracle or all")
+	f.StringVar(&policies, "policies", "all", "comma-separated policies: home,random,round-robin,least-queued,earliest-start,mosaic,clairvoyant-greedy or all")
 	f.Int64Var(&seed, "seed", 0, "seed of the background load, the job slice and the random policy (0 = the federation's sim.seed)")
+	f.StringVar(&seeds, "seeds", "", "run every seed of a list (1..5, 1,3,5) and report means over seeds with 95% intervals")
 	f.IntVar(&jobs, "jobs", replay.DefaultJobs, "number of federated jobs")
 	f.StringVar(&home, "home", "", "the user's home system (default: the first system of the federation)")
 	f.Float64Var(&load, "load", 0.3, "offered load of the federated jobs as a share of the home system's CPU cores")
@@ -105,6 +136,6 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 	f.BoolVar(&optimum, "optimum", false, "also search every assignment of jobs to systems for the lowest mean wait (small --jobs only)")
 	f.DurationVar(&tick, "tick", replay.DefaultTick, "decision tick (simulated): jobs are placed at the next tick after they arrive")
 	f.StringVar(&plot, "plot", "", "write the wait-time CDF of every policy as SVG to this file")
-	addJSONFlag(cmd, &js, replay.Report{})
+	addJSONFlag(cmd, &js, replay.Report{}, replay.SeedReport{})
 	return cmd
 }

@@ -87,3 +87,35 @@ func BenchmarkReplay100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompareNasaLublin is the headline replay: 1,000 federated jobs from the
+// Lublin log over the three trace-loaded nasa-lublin sites, every policy, seed 1 (what
+// `mosaic sim replay --policies all --jobs 1000` runs). REPLAY_BENCH_JOBS changes the
+// job count.
+func BenchmarkCompareNasaLublin(b *testing.B) {
+	dir := tracesDir(b)
+	b.Setenv(TracesEnv, dir)
+	tr, err := sim.ReadSWF(dir + "/lublin_256.swf.gz")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := LoadFederation("../../examples/federations/nasa-lublin.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 1000
+	if s := os.Getenv("REPLAY_BENCH_JOBS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	pols, _ := ParsePolicies("all")
+	var rep *Report
+	for b.Loop() {
+		rep, err = Compare(context.Background(), Options{Federation: f, Trace: tr, Policies: pols, Jobs: n, Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if m := rep.Result(PolicyMosaic); m != nil {
+		b.ReportMetric(m.MeanWait, "mosaic-mean-wait-s")
+	}
+}

@@ -113,12 +113,22 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("policy %s: %w", o.Policies[i].Name(), err)
 		}
 	}
+	b, err := ComputeBound(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep.Bound = b.Result
+	rep.BoundViolations = map[string]int{}
+	for _, res := range rep.Results {
+		rep.BoundViolations[res.Policy] = b.Violations(res)
+	}
 	if o.Optimum {
 		opt, err := ExhaustiveOptimum(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
 		rep.Results = append(rep.Results, opt.Result)
+		rep.BoundViolations[opt.Result.Policy] = b.Violations(opt.Result)
 	}
 	rep.ComputeGoal()
 	return rep, nil

@@ -14,9 +14,10 @@
 //
 // Every partition of a site is its own sim.Cluster (the model's partitions share no
 // nodes; each keeps the random stream it has inside a whole-system model). That keeps
-// the clairvoyant oracle affordable: it forks a partition's model by re-executing the
-// recorded submissions on a fresh model with the same seed (the model is deterministic)
-// and simulates it forward with the exact runtimes of every job already there.
+// the clairvoyant-greedy policy affordable: it forks a partition's model (an exact
+// copy, sim.Cluster.Clone) and simulates it forward with the exact runtimes of every
+// job already there. Bound is a lower bound on every job's wait that no policy can
+// beat; the exhaustive optimum (tiny instances) is the best static assignment.
 //
 // See docs/PLACEMENT.md for the method and the current numbers.
 package replay

@@ -19,18 +19,24 @@ const (
 	PolicyLeastQueued   = "least-queued"
 	PolicyEarliestStart = "earliest-start"
 	PolicyMosaic        = "mosaic"
-	PolicyOracle        = "oracle"
+	// PolicyClairvoyant is the greedy heuristic with perfect knowledge of runtimes:
+	// each job goes where it really starts first. It is not a bound (later arrivals
+	// and the cost of shrinking can make it lose to mosaic; see Bound for one).
+	PolicyClairvoyant = "clairvoyant-greedy"
+	// PolicyOracle is the clairvoyant policy's old name, still accepted on the command
+	// line: it was called an oracle although it bounds nothing.
+	PolicyOracle = "oracle"
 )
 
 // PolicyNames lists every policy in report order.
-var PolicyNames = []string{PolicyHome, PolicyRandom, PolicyRoundRobin, PolicyLeastQueued, PolicyEarliestStart, PolicyMosaic, PolicyOracle}
+var PolicyNames = []string{PolicyHome, PolicyRandom, PolicyRoundRobin, PolicyLeastQueued, PolicyEarliestStart, PolicyMosaic, PolicyClairvoyant}
 
 // Policy decides where a federated job goes. Every policy uses the scheduler's rule
 // chain and sizing; they differ in how they choose among the feasible candidates.
 type Policy interface {
 	Name() string
 	// Moldable: the policy may shrink a moldable job within its envelope (mosaic,
-	// oracle); the others submit the trace job at its full size, as users do today.
+	// clairvoyant-greedy); the others submit the trace job at its full size, as users do today.
 	Moldable() bool
 	// Continuation: pending jobs whose wait overruns their estimate are migrated.
 	Continuation() bool
@@ -52,8 +58,8 @@ func NewPolicy(name string) (Policy, error) {
 		return pickPolicy{name: PolicyEarliestStart}, nil
 	case PolicyMosaic:
 		return mosaicPolicy{}, nil
-	case PolicyOracle:
-		return oraclePolicy{}, nil
+	case PolicyClairvoyant, PolicyOracle, "clairvoyant":
+		return clairvoyantPolicy{}, nil
 	}
 	return nil, fmt.Errorf("unknown policy %q; choose from %s (or all)", name, strings.Join(PolicyNames, ", "))
 }
@@ -220,17 +226,19 @@ func (mosaicPolicy) choose(r *runner, js *jobState, snap *model.ResourceSnapshot
 	return r.fromCandidate(js, d.ChosenCandidate())
 }
 
-// oraclePolicy is clairvoyant: for every feasible candidate (sized by the scheduler
+// clairvoyantPolicy (clairvoyant-greedy, formerly "oracle") is greedy with perfect
+// runtime knowledge: for every feasible candidate (sized by the scheduler
 // pinned to that system) it forks the partition's model and simulates it forward with
 // the exact runtimes of every job there (and the background arrivals the model will
 // really generate), and picks the candidate where the job really starts first. It
-// cannot know federated jobs that arrive later.
-type oraclePolicy struct{}
+// cannot know federated jobs that arrive later, and a job it starts sooner by shrinking
+// holds its cores longer: a heuristic, not a bound.
+type clairvoyantPolicy struct{}
 
-func (oraclePolicy) Name() string       { return PolicyOracle }
-func (oraclePolicy) Moldable() bool     { return true }
-func (oraclePolicy) Continuation() bool { return false }
-func (oraclePolicy) choose(r *runner, js *jobState, snap *model.ResourceSnapshot) (*placement, error) {
+func (clairvoyantPolicy) Name() string       { return PolicyClairvoyant }
+func (clairvoyantPolicy) Moldable() bool     { return true }
+func (clairvoyantPolicy) Continuation() bool { return false }
+func (clairvoyantPolicy) choose(r *runner, js *jobState, snap *model.ResourceSnapshot) (*placement, error) {
 	all, err := r.feasible(js, snap, scheduler.PlaceOptions{})
 	if err != nil || len(all) == 0 {
 		return nil, err

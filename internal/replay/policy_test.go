@@ -63,7 +63,7 @@ func TestBaselineChoices(t *testing.T) {
 		Jobs: []Job{rigidJob("j1", 30*time.Second, 8, time.Hour, 2*time.Hour)}}
 	want := map[string]string{
 		PolicyHome: "Alpha", PolicyLeastQueued: "Alpha", PolicyEarliestStart: "Beta",
-		PolicyMosaic: "Beta", PolicyOracle: "Beta",
+		PolicyMosaic: "Beta", PolicyClairvoyant: "Beta",
 	}
 	for name, sys := range want {
 		res := runPolicy(t, cfg, name)
@@ -123,7 +123,7 @@ func TestNoFutureInformation(t *testing.T) {
 	// 1. Exact runtimes are future information. Alpha's nodes are held by a job that
 	// asked for 5h; Beta's by one that asked for (and needs) 3h. Whether Alpha's job
 	// really ends after 10 minutes or after 4.9 hours, every live policy sees the same
-	// probe and estimates and must decide the same; only the oracle may tell.
+	// probe and estimates and must decide the same; only the clairvoyant policy may tell.
 	base := func(alphaRun time.Duration) Config {
 		return Config{Federation: fed, Home: "Beta", Jobs: []Job{rigidJob("j1", 30*time.Second, 32, time.Hour, 2*time.Hour)},
 			Preload: []Preload{
@@ -134,9 +134,9 @@ func TestNoFutureInformation(t *testing.T) {
 	short, long := base(10*time.Minute), base(4*time.Hour+54*time.Minute)
 	for _, name := range PolicyNames {
 		a, b := runPolicy(t, short, name).Outcomes[0], runPolicy(t, long, name).Outcomes[0]
-		if name == PolicyOracle {
+		if name == PolicyClairvoyant {
 			if a.System != "Alpha" || b.System != "Beta" {
-				t.Errorf("oracle chose %s (short run on Alpha) and %s (long run); want Alpha and Beta", a.System, b.System)
+				t.Errorf("clairvoyant-greedy chose %s (short run on Alpha) and %s (long run); want Alpha and Beta", a.System, b.System)
 			}
 			continue
 		}
@@ -146,7 +146,7 @@ func TestNoFutureInformation(t *testing.T) {
 	}
 
 	// 2. Later arrivals are future information: a flood of jobs after j1 must not
-	// change where j1 goes, for any policy (the oracle included).
+	// change where j1 goes, for any policy (clairvoyant-greedy included).
 	one := Config{Federation: fed, Home: "Alpha", Jobs: []Job{rigidJob("j1", 30*time.Second, 8, time.Hour, 2*time.Hour)},
 		Preload: []Preload{{System: "Alpha", Partition: "p", Nodes: 3, CoresPerNode: 8, Runtime: 2 * time.Hour, Walltime: 2 * time.Hour}}}
 	flood := one

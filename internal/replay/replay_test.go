@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/sim"
 	"github.com/mosaic-hpc/mosaic/internal/transport/rigenv"
 )
@@ -154,7 +155,8 @@ func TestParsePolicies(t *testing.T) {
 	}{
 		{"all", PolicyNames, ""},
 		{"home, mosaic,home", []string{"home", "mosaic"}, ""},
-		{"RR,oracle", []string{"round-robin", "oracle"}, ""},
+		{"RR,oracle", []string{"round-robin", "clairvoyant-greedy"}, ""},
+		{"clairvoyant-greedy,oracle", []string{"clairvoyant-greedy"}, ""},
 		{"", nil, "no policy"},
 		{" , ", nil, "no policy"},
 		{"home,fastest", nil, `unknown policy "fastest"`},
@@ -297,7 +299,7 @@ func TestSameSeedSameNumbers(t *testing.T) {
 // TestReportOutputs: the table is aligned, the SVG is well-formed XML with one
 // curve per policy, and the goal is computed.
 func TestReportOutputs(t *testing.T) {
-	pols, _ := ParsePolicies("home,mosaic,oracle")
+	pols, _ := ParsePolicies("home,earliest-start,mosaic")
 	rep, err := Compare(context.Background(), Options{Federation: loadedFederation(), Trace: smallTrace(t), Policies: pols,
 		Jobs: 30, Seed: 3, Home: "Alpha"})
 	if err != nil {
@@ -314,16 +316,20 @@ func TestReportOutputs(t *testing.T) {
 			t.Errorf("table not aligned at column %d:\n%s", col, tb.String())
 		}
 	}
-	if rep.Goal == nil || rep.Goal.OracleMet == nil || rep.Goal.HomeMet == nil {
+	if rep.Goal == nil || rep.Goal.MeanMet == nil || rep.Goal.P95Met == nil || rep.Goal.BoundHeld == nil || !*rep.Goal.BoundHeld {
 		t.Fatalf("goal not computed: %+v", rep.Goal)
 	}
-	if !strings.Contains(tb.String(), "goal: mosaic mean wait") {
-		t.Errorf("table lacks the goal lines:\n%s", tb.String())
+	for _, want := range []string{"goal: mosaic mean wait ≤ 0.85× earliest-start's", "goal: mosaic p95 wait ≤ earliest-start's",
+		"goal: no policy below the bound: met", "\n(bound)  "} {
+		if !strings.Contains(tb.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tb.String())
+		}
 	}
 	var sb bytes.Buffer
 	if err := rep.WriteSVG(&sb); err != nil {
 		t.Fatal(err)
 	}
+	svg := sb.String()
 	dec := xml.NewDecoder(&sb)
 	polylines := 0
 	for {
@@ -338,8 +344,11 @@ func TestReportOutputs(t *testing.T) {
 			polylines++
 		}
 	}
-	if polylines != 3 {
-		t.Errorf("%d curves, want 3", polylines)
+	if polylines != 4 {
+		t.Errorf("%d curves, want 4 (three policies and the bound)", polylines)
+	}
+	if !strings.Contains(svg, `stroke-dasharray="6 4" points=`) || !strings.Contains(svg, ">(bound) (") {
+		t.Error("the SVG does not draw the bound as a dashed, labelled curve")
 	}
 }
 
@@ -351,7 +360,7 @@ func TestFormatDuration(t *testing.T) {
 	}
 }
 
-// TestExampleFederations loads both example federations and replays a few jobs.
+// TestExampleFederations loads every example federation and replays a few jobs.
 func TestExampleFederations(t *testing.T) {
 	dir := tracesDir(t)
 	t.Setenv(TracesEnv, dir)
@@ -359,7 +368,7 @@ func TestExampleFederations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"demo.yaml", "nasa-lublin.yaml"} {
+	for _, name := range []string{"demo.yaml", "nasa-lublin.yaml", "grid.yaml"} {
 		f, err := LoadFederation(filepath.Join("..", "..", "examples", "federations", name))
 		if err != nil {
 			t.Fatal(err)
@@ -374,5 +383,43 @@ func TestExampleFederations(t *testing.T) {
 				t.Errorf("%s %s: no job finished", name, r.Policy)
 			}
 		}
+	}
+}
+
+// TestGridFederation: the grid example is what its header says: at least eight
+// heterogeneous sites (64 to 1,024 cores, shared and whole-node, different caps), all
+// loaded from the shared traces, with saturated and nearly idle sites.
+func TestGridFederation(t *testing.T) {
+	t.Setenv(TracesEnv, tracesDir(t))
+	f, err := LoadFederation(filepath.Join("..", "..", "examples", "federations", "grid.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Systems) < 8 {
+		t.Fatalf("%d sites, want at least 8", len(f.Systems))
+	}
+	minC, maxC, excl, hot, idle := 1<<30, 0, 0, 0, 0
+	caps := map[model.Duration]bool{}
+	for _, s := range f.Systems {
+		p := s.Partitions[0]
+		c := p.Nodes * p.CPUCores
+		minC, maxC = min(minC, c), max(maxC, c)
+		if p.Exclusive {
+			excl++
+		}
+		caps[p.MaxWalltime] = true
+		if s.SimConfig == nil || s.SimConfig.Load.Trace == "" {
+			t.Errorf("%s: no trace background load", s.Name)
+			continue
+		}
+		switch u := s.SimConfig.Load.Utilization; {
+		case u >= 1:
+			hot++
+		case u <= 0.3:
+			idle++
+		}
+	}
+	if minC > 64 || maxC < 1024 || excl == 0 || excl == len(f.Systems) || len(caps) < 3 || hot < 2 || idle < 2 {
+		t.Errorf("not heterogeneous: cores %d..%d, %d exclusive, %d walltime caps, %d saturated, %d idle", minC, maxC, excl, len(caps), hot, idle)
 	}
 }

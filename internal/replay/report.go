@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -10,7 +11,7 @@ import (
 	"time"
 )
 
-// Report is a whole comparison: the setup and one Result per policy.
+// Report is a whole comparison: the setup, one Result per policy and the lower bound.
 type Report struct {
 	Federation string    `json:"federation"`
 	Trace      string    `json:"trace"`
@@ -21,22 +22,34 @@ type Report struct {
 	TickS      float64   `json:"tick_s"`
 	Systems    []string  `json:"systems"`
 	Results    []*Result `json:"results"`
-	Goal       *Goal     `json:"goal,omitempty"`
+	// Bound is the lower bound's row (see Bound): not a policy; every policy's waits
+	// are at least its per-job bounds.
+	Bound *Result `json:"bound,omitempty"`
+	// BoundViolations counts, per policy, jobs that started sooner than their bound
+	// (always 0 unless the bound or the replay is wrong).
+	BoundViolations map[string]int `json:"bound_violations,omitempty"`
+	Goal            *Goal          `json:"goal,omitempty"`
 }
 
-// Goal compares Mosaic's mean wait with the oracle's and home's (the project's
-// target: within 1.15× of the oracle and at least 2× better than home).
+// Goal is issue 19's target on one seed: Mosaic's mean wait at most
+// TargetMeanOverEarliest × earliest-start's (each site's own backfill estimate, what
+// sbatch -M does), its p95 no higher than earliest-start's, and no policy below the
+// bound. Over several seeds see SeedGoal.
 type Goal struct {
-	MosaicOverOracle float64 `json:"mosaic_over_oracle,omitempty"`
-	HomeOverMosaic   float64 `json:"home_over_mosaic,omitempty"`
-	OracleMet        *bool   `json:"oracle_target_met,omitempty"`
-	HomeMet          *bool   `json:"home_target_met,omitempty"`
+	MosaicOverEarliest    float64 `json:"mosaic_over_earliest_start,omitempty"`
+	MosaicP95OverEarliest float64 `json:"mosaic_p95_over_earliest_start,omitempty"`
+	MeanMet               *bool   `json:"mean_target_met,omitempty"`
+	P95Met                *bool   `json:"p95_target_met,omitempty"`
+	// BoundHeld: no policy started any job sooner than its bound.
+	BoundHeld *bool `json:"bound_held,omitempty"`
 }
 
-// Goal targets.
+// Goal targets (issue 19).
 const (
-	TargetOverOracle = 1.15
-	TargetOverHome   = 2.0
+	// TargetMeanOverEarliest: Mosaic's mean wait ≤ 0.85 × earliest-start's.
+	TargetMeanOverEarliest = 0.85
+	// TargetWorstSeed: on no seed is Mosaic's mean wait above 1.05 × earliest-start's.
+	TargetWorstSeed = 1.05
 )
 
 // Result returns the named policy's result.
@@ -49,26 +62,38 @@ func (r *Report) Result(policy string) *Result {
 	return nil
 }
 
-// ComputeGoal fills Goal from the mosaic, oracle and home results present.
+// ComputeGoal fills Goal from the mosaic and earliest-start results and the bound
+// present.
 func (r *Report) ComputeGoal() {
-	m := r.Result(PolicyMosaic)
-	if m == nil {
+	g := &Goal{}
+	m, e := r.Result(PolicyMosaic), r.Result(PolicyEarliestStart)
+	if m != nil && e != nil {
+		g.MosaicOverEarliest, g.MosaicP95OverEarliest = ratio(m.MeanWait, e.MeanWait), ratio(m.P95Wait, e.P95Wait)
+		ok := m.MeanWait <= TargetMeanOverEarliest*e.MeanWait
+		g.MeanMet = &ok
+		ok95 := m.P95Wait <= e.P95Wait
+		g.P95Met = &ok95
+	}
+	if r.Bound != nil {
+		held := true
+		for _, v := range r.BoundViolations {
+			held = held && v == 0
+		}
+		g.BoundHeld = &held
+	}
+	if g.MeanMet == nil && g.BoundHeld == nil {
 		return
 	}
-	g := &Goal{}
-	if o := r.Result(PolicyOracle); o != nil && o.MeanWait > 0 {
-		g.MosaicOverOracle = round3(m.MeanWait / o.MeanWait)
-		ok := m.MeanWait <= TargetOverOracle*o.MeanWait
-		g.OracleMet = &ok
-	}
-	if h := r.Result(PolicyHome); h != nil {
-		if m.MeanWait > 0 {
-			g.HomeOverMosaic = round3(h.MeanWait / m.MeanWait)
-		}
-		ok := h.MeanWait >= TargetOverHome*m.MeanWait
-		g.HomeMet = &ok
-	}
 	r.Goal = g
+}
+
+// ratio is a/b rounded to 3 places, 0 when b is 0 (JSON has no infinity; the met
+// flags say whether the target holds).
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return round3(a / b)
 }
 
 // FormatDuration prints seconds compactly: 42s, 7m05s, 3h12m, 2.4d.
@@ -92,6 +117,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, x := range r.Results {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%d\t%d\t%d/%d\t%d\t%d\n", x.Policy, FormatDuration(x.MeanWait), FormatDuration(x.P95Wait),
 			x.MeanBSLD, FormatDuration(x.Makespan), x.Migrations, x.Shrunk, x.Finished, x.Jobs, x.Failed, x.Rejected)
+	}
+	if b := r.Bound; b != nil {
+		fmt.Fprintf(tw, "(%s)\t%s\t%s\t-\t-\t-\t-\t-\t-\t%d\n", PolicyBound, FormatDuration(b.MeanWait), FormatDuration(b.P95Wait), b.Rejected)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -118,16 +146,34 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w, "(busy share of each system's modelled cores; in brackets the federated jobs it ran)")
+	if r.Bound != nil {
+		fmt.Fprintln(w, "(bound: a lower bound on every job's wait that no policy can beat; not a policy, see docs/PLACEMENT.md)")
+	}
 	if g := r.Goal; g != nil {
 		fmt.Fprintln(w)
-		if g.OracleMet != nil {
-			fmt.Fprintf(w, "goal: mosaic mean wait ≤ %.2f× oracle: %.2f× — %s\n", TargetOverOracle, g.MosaicOverOracle, met(*g.OracleMet))
+		if g.MeanMet != nil {
+			fmt.Fprintf(w, "goal: mosaic mean wait ≤ %.2f× earliest-start's: %.2f× — %s\n", TargetMeanOverEarliest, g.MosaicOverEarliest, met(*g.MeanMet))
+			fmt.Fprintf(w, "goal: mosaic p95 wait ≤ earliest-start's: %.2f× — %s\n", g.MosaicP95OverEarliest, met(*g.P95Met))
 		}
-		if g.HomeMet != nil {
-			fmt.Fprintf(w, "goal: mosaic mean wait ≥ %.1f× better than home: %.2f× — %s\n", TargetOverHome, g.HomeOverMosaic, met(*g.HomeMet))
+		if g.BoundHeld != nil {
+			fmt.Fprintf(w, "goal: no policy below the bound: %s%s\n", met(*g.BoundHeld), violations(r.BoundViolations))
 		}
 	}
 	return nil
+}
+
+// violations lists the policies with jobs that beat their bound (", a: 3 jobs").
+func violations(v map[string]int) string {
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(v)) {
+		if v[p] > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d jobs", p, v[p]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + " started sooner than their bound)"
 }
 
 func met(ok bool) string {
@@ -144,8 +190,8 @@ var palette = []string{"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#
 // (waits under 1 s drawn at 1 s), y the share of jobs that waited at most that long.
 func (r *Report) WriteSVG(w io.Writer) error {
 	const (
-		width, height = 720.0, 440.0
-		left, right   = 70.0, 170.0
+		width, height = 790.0, 440.0
+		left, right   = 70.0, 240.0 // the legend: "clairvoyant-greedy (17m23s)" fits
 		top, bottom   = 40.0, 60.0
 	)
 	pw, ph := width-left-right, height-top-bottom
@@ -177,8 +223,16 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">wait (log scale)</text>`+"\n", left+pw/2, height-18)
 	fmt.Fprintf(&b, `<text transform="translate(18 %.1f) rotate(-90)" text-anchor="middle">jobs that waited at most x</text>`+"\n", top+ph/2)
-	for i, x := range r.Results {
-		col := palette[i%len(palette)]
+	series := slices.Clone(r.Results)
+	if r.Bound != nil {
+		series = append(series, r.Bound)
+	}
+	for i, x := range series {
+		col, dash, name := palette[i%len(palette)], "", x.Policy
+		if x == r.Bound {
+			// The bound is drawn dashed in grey: a floor, not a policy.
+			col, dash, name = "#777777", ` stroke-dasharray="6 4"`, "("+PolicyBound+")"
+		}
 		n := len(x.Waits)
 		if n > 0 {
 			var pts []string
@@ -192,13 +246,13 @@ func (r *Report) WriteSVG(w io.Writer) error {
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", xx, ypos(float64(k)/float64(n))), fmt.Sprintf("%.1f,%.1f", xx, ypos(float64(k+1)/float64(n))))
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", left+pw, ypos(1)))
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", col, strings.Join(pts, " "))
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", col, dash, strings.Join(pts, " "))
 		}
 		ly := top + 10 + float64(i)*20
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", left+pw+12, ly, left+pw+32, ly, col)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s (%s)</text>`+"\n", left+pw+38, ly+4, esc(x.Policy), FormatDuration(x.MeanWait))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`+"\n", left+pw+12, ly, left+pw+32, ly, col, dash)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s (%s)</text>`+"\n", left+pw+38, ly+4, esc(name), FormatDuration(x.MeanWait))
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">legend: policy (mean wait)</text>`+"\n", left+pw+12, top+10+float64(len(r.Results))*20+6)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">legend: policy (mean wait)</text>`+"\n", left+pw+12, top+10+float64(len(series))*20+6)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err

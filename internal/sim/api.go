@@ -177,3 +177,18 @@ func (c *Cluster) PartitionState(name string) (PartitionState, bool) {
 	}
 	return p.state(), true
 }
+
+// Running returns every job running on partition now, background ones included, in
+// start order (the replay's lower bound uses what is committed at t0). Held is not
+// in Job: on an exclusive partition a job holds its nodes whole.
+func (c *Cluster) Running(partition string) []Job {
+	p, ok := c.byName[partition]
+	if !ok {
+		return nil
+	}
+	out := make([]Job, 0, len(p.running))
+	for _, j := range p.running {
+		out = append(out, c.snapshot(j))
+	}
+	return out
+}

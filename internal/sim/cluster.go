@@ -24,8 +24,10 @@ type Cluster struct {
 	out     []Event
 	faults  *rand.Rand // node choice for node failures
 	userRNG *rand.Rand // injected user-job failures
-	stats   Stats
-	est     *estimatePart // EstimateStart's reused scratch copy
+	// The generators' states, kept so Clone can copy them.
+	faultsSrc, userSrc *rand.PCG
+	stats              Stats
+	est                *estimatePart // EstimateStart's reused scratch copy
 }
 
 // Stats counts what the model did (background jobs included).
@@ -49,14 +51,15 @@ func New(cfg Config, seed int64) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{
-		cfg:     cfg,
-		epoch:   cfg.Start,
-		byName:  map[string]*partition{},
-		jobs:    map[int64]*job{},
-		nextID:  cfg.FirstJobID,
-		faults:  rand.New(rand.NewPCG(uint64(seed), stream(cfg.Name, 0xfa17))),
-		userRNG: rand.New(rand.NewPCG(uint64(seed), stream(cfg.Name, 0x05e4))),
+		cfg:       cfg,
+		epoch:     cfg.Start,
+		byName:    map[string]*partition{},
+		jobs:      map[int64]*job{},
+		nextID:    cfg.FirstJobID,
+		faultsSrc: rand.NewPCG(uint64(seed), stream(cfg.Name, 0xfa17)),
+		userSrc:   rand.NewPCG(uint64(seed), stream(cfg.Name, 0x05e4)),
 	}
+	c.faults, c.userRNG = rand.New(c.faultsSrc), rand.New(c.userSrc)
 	warm := cfg.WarmUp
 	if warm == 0 {
 		warm = c.defaultWarmUp()
@@ -70,8 +73,7 @@ func New(cfg Config, seed int64) (*Cluster, error) {
 		c.parts = append(c.parts, p)
 		c.byName[pc.Name] = p
 		if pc.Load.Utilization > 0 {
-			rng := rand.New(rand.NewPCG(uint64(seed), stream(cfg.Name+"/"+pc.Name, 0x10ad)))
-			g, err := newGenerator(pc, rng)
+			g, err := newGenerator(pc, rand.NewPCG(uint64(seed), stream(cfg.Name+"/"+pc.Name, 0x10ad)))
 			if err != nil {
 				return nil, fmt.Errorf("sim %s partition %s: %w", cfg.Name, pc.Name, err)
 			}

@@ -12,13 +12,18 @@ import (
 type generator interface {
 	next() time.Duration
 	job() JobRequest
+	// clone is an independent copy in the same state (Cluster.Clone).
+	clone() generator
 }
 
-func newGenerator(pc PartitionConfig, rng *rand.Rand) (generator, error) {
+func newGenerator(pc PartitionConfig, src *rand.PCG) (generator, error) {
+	rng := rand.New(src)
 	if pc.Load.Trace != nil {
 		return newTraceGen(pc, pc.Load.Trace, rng)
 	}
-	return newSynthGen(pc, rng), nil
+	g := newSynthGen(pc, rng)
+	g.src = src
+	return g, nil
 }
 
 // wallCap is the partition's walltime cap, or a default for unlimited partitions.
@@ -129,6 +134,9 @@ func newTraceGen(pc PartitionConfig, t *Trace, rng *rand.Rand) (*traceGen, error
 
 func (g *traceGen) next() time.Duration { return g.gaps[g.i] }
 
+// clone shares the (read-only) scaled trace and copies the position.
+func (g *traceGen) clone() generator { c := *g; return &c }
+
 func (g *traceGen) job() JobRequest {
 	r := g.items[g.i]
 	g.i = (g.i + 1) % len(g.items)
@@ -139,7 +147,8 @@ func (g *traceGen) job() JobRequest {
 type synthGen struct {
 	pc      PartitionConfig
 	rng     *rand.Rand
-	mu      float64 // log-normal parameters of the runtime in seconds
+	src     *rand.PCG // rng's state (nil in the sampling estimator)
+	mu      float64   // log-normal parameters of the runtime in seconds
 	sigma   float64
 	meanGap float64 // seconds
 }
@@ -164,6 +173,14 @@ func newSynthGen(pc PartitionConfig, rng *rand.Rand) *synthGen {
 	}
 	g.meanGap = sum / samples / (pc.Load.Utilization * float64(pc.Nodes))
 	return g
+}
+
+// clone copies the generator with its random stream's state.
+func (g *synthGen) clone() generator {
+	c := *g
+	src := *g.src
+	c.src, c.rng = &src, rand.New(&src)
+	return &c
 }
 
 func (g *synthGen) next() time.Duration {

@@ -51,8 +51,8 @@ func TestSimReplay(t *testing.T) {
 		XMLName xml.Name
 		Lines   []struct{} `xml:"polyline"`
 	}
-	if err := xml.Unmarshal(svg, &doc); err != nil || doc.XMLName.Local != "svg" || len(doc.Lines) != 3 {
-		t.Errorf("plot is not an SVG with 3 curves (err %v, root %s, %d curves)", err, doc.XMLName.Local, len(doc.Lines))
+	if err := xml.Unmarshal(svg, &doc); err != nil || doc.XMLName.Local != "svg" || len(doc.Lines) != 4 {
+		t.Errorf("plot is not an SVG with 4 curves (3 policies, the bound) (err %v, root %s, %d curves)", err, doc.XMLName.Local, len(doc.Lines))
 	}
 	js1, _, code := e.run(append(args, "--json")...)
 	js2, _, _ := e.run(append(args, "--json")...)
@@ -72,6 +72,39 @@ func TestSimReplay(t *testing.T) {
 	}
 	if rep.Jobs != 80 || len(rep.Results) != 3 || rep.Results[2].Policy != "mosaic" || rep.Results[2].Finished == 0 {
 		t.Errorf("unexpected report: %+v", rep)
+	}
+	// Several seeds: means with 95% intervals, the ratios per seed, the goals; --json
+	// carries every seed's report.
+	sargs := []string{"sim", "replay", "--federation", fed, "--trace", trace, "--policies", "earliest-start,mosaic", "--jobs", "40", "--seeds", "1..3"}
+	out, errOut, code = e.run(sargs...)
+	if code != 0 {
+		t.Fatalf("--seeds: exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{"seeds 1..3 (3)", "MEAN WAIT ± 95%", "(bound)", "Student's t", "goal: on no seed a mean wait above 1.05×"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--seeds table lacks %q:\n%s", want, out)
+		}
+	}
+	js, _, code := e.run(append(sargs, "--json")...)
+	var sr struct {
+		Seeds    []int64                `json:"seeds"`
+		Reports  []struct{ Seed int64 } `json:"reports"`
+		Policies []struct {
+			Policy   string `json:"policy"`
+			MeanWait struct {
+				Mean, Low, High float64
+			} `json:"mean_wait_s"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(js), &sr); err != nil || code != 0 {
+		t.Fatalf("--seeds --json: exit %d, %v\n%s", code, err, js)
+	}
+	if len(sr.Seeds) != 3 || len(sr.Reports) != 3 || sr.Reports[2].Seed != 3 || len(sr.Policies) != 2 ||
+		sr.Policies[1].MeanWait.Low > sr.Policies[1].MeanWait.Mean {
+		t.Errorf("--seeds --json: %+v", sr)
+	}
+	if _, errOut, code = e.run("sim", "replay", "--federation", fed, "--trace", trace, "--seeds", "5..1"); code == 0 || !strings.Contains(errOut, "runs backwards") {
+		t.Errorf("--seeds 5..1: exit %d, stderr %q", code, errOut)
 	}
 	// Bad input: an unknown policy is a clear error with a non-zero exit.
 	_, errOut, code = e.run("sim", "replay", "--federation", fed, "--trace", trace, "--policies", "fastest")
