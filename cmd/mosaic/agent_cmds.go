@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,28 +80,44 @@ func newExchangeClient(u, tok, site string) (*agent.Client, error) {
 }
 
 // operatorClient builds a client with the run's token ($MOSAIC_EXCHANGE_TOKEN),
-// for commands that act as the run's operator (bootstrap).
-func (x *exchangeFlags) operatorClient(spec *campaign.Spec) (*agent.Client, error) {
+// for commands that act as the run's operator (bootstrap). What it checks here
+// — no exchange URL, one that is not http(s), an agent's token or a malformed
+// bearer in $MOSAIC_EXCHANGE_TOKEN — is a usage error (exit 2); fetching or
+// refreshing the Globus token and the academy exchange's bearer check are work
+// that can fail (the network, a 5xx, the token service): plain errors (exit 1).
+func (x *exchangeFlags) operatorClient(ctx context.Context, spec *campaign.Spec) (*agent.Client, error) {
 	u, err := x.exchangeURL(spec)
 	if err != nil {
-		return nil, err
+		return nil, usage(err)
 	}
 	if campaign.IsAcademy(spec) {
-		tok, err := academyBearer(context.Background(), spec)
+		tok, err := academyBearerChecked(ctx, spec)
 		if err != nil {
 			return nil, err
 		}
 		c, err := newExchangeClient(u, tok, "")
 		if err != nil {
-			return nil, err
+			return nil, usage(err)
 		}
-		return c, campaign.CheckAcademyBearer(context.Background(), c, spec, "")
+		return c, campaign.CheckAcademyBearer(ctx, c, spec, "")
 	}
 	tok := os.Getenv(agent.EnvExchangeToken)
 	if agent.IsAgentToken(tok) {
-		return nil, fmt.Errorf("%s holds an agent's token; this command needs the run's token (the launcher keeps it in the run directory's token file)", agent.EnvExchangeToken)
+		return nil, usagef("%s holds an agent's token; this command needs the run's token (the launcher keeps it in the run directory's token file)", agent.EnvExchangeToken)
 	}
-	return newExchangeClient(u, tok, "")
+	c, err := newExchangeClient(u, tok, "")
+	return c, usage(err)
+}
+
+// academyBearerChecked is academyBearer with its errors sorted: a bearer given in
+// $MOSAIC_EXCHANGE_TOKEN is only checked locally (its errors are usage errors);
+// the credential chain's may have fetched or refreshed one over the network.
+func academyBearerChecked(ctx context.Context, spec *campaign.Spec) (string, error) {
+	tok, err := academyBearer(ctx, spec)
+	if err != nil && os.Getenv(agent.EnvExchangeToken) != "" {
+		return "", usage(err)
+	}
+	return tok, err
 }
 
 func newAgentCmd() *cobra.Command {
@@ -114,7 +131,7 @@ func newAgentRunCmd() *cobra.Command {
 	var startup time.Duration
 	var x exchangeFlags
 	cmd := &cobra.Command{
-		Use:   "run --campaign F --run-id R --name X [-- CMD ARGS...]",
+		Use:   "run [--campaign] F --run-id R --name X [-- CMD ARGS...]",
 		Short: "Register an agent's mailbox, wait for its peers, and run it with messages on stdin/fd 3",
 		Long: `Registers the agent's mailbox under its deterministic uid (UUIDv5 of "<run>/<name>"),
 with the agent's own token: $MOSAIC_EXCHANGE_TOKEN when it is an agent token (mxa_…),
@@ -131,13 +148,28 @@ serves the actions the command declares with a {"serve":[...]} line on fd 3
 Python Academy agent: the wrapper neither registers nor pipes; it runs the command with
 MOSAIC_AGENT_UID and MOSAIC_PEER_UIDS, and the agent registers its own mailbox.
 The command gets only its own token in MOSAIC_EXCHANGE_TOKEN. Its exit status is
-mosaic's; the mailbox is terminated on exit.`,
+mosaic's; the mailbox is terminated on exit. The campaign file is the first argument
+or --campaign F; the agent's command comes after --. An argument error (a missing flag
+or file, an agent the campaign does not declare, a bad run id or exchange URL) exits 2
+before anything is registered.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := campaign.Load(file)
+			if err := requireFlags(cmd, "run-id", "name"); err != nil {
+				return err
+			}
+			fileArgs, command := agentRunArgs(cmd, file, args)
+			if len(fileArgs) > 1 {
+				return usagef("%s takes one argument before --, the campaign file; got %d: %s (put the agent's command after --)",
+					cmd.CommandPath(), len(fileArgs), strings.Join(fileArgs, " "))
+			}
+			spec, _, err := loadCampaignArg(cmd, file, fileArgs)
 			if err != nil {
 				return err
 			}
-			if err := campaign.ValidateRunID(run); err != nil {
+			if err := runIDArg(run); err != nil {
+				return err
+			}
+			// Here, not in RunAgent: its errors exit 1 (the agent's failure).
+			if err := checkAgentFlag(spec, "name", name); err != nil {
 				return err
 			}
 			if site == "" {
@@ -148,18 +180,18 @@ mosaic's; the mailbox is terminated on exit.`,
 			}
 			u, err := x.exchangeURL(spec)
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			// The agent's own token: given, or derived from the run's.
 			tok := agent.TokenFor(os.Getenv(agent.EnvExchangeToken), run, name)
 			if campaign.IsAcademy(spec) { // the user's Globus token
-				if tok, err = academyBearer(cmd.Context(), spec); err != nil {
+				if tok, err = academyBearerChecked(cmd.Context(), spec); err != nil {
 					return err
 				}
 			}
 			c, err := newExchangeClient(u, tok, site)
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			if !cmd.Flags().Changed("startup-timeout") && spec.Exchange.DiscoverTimeout > 0 {
 				startup = spec.Exchange.DiscoverTimeout.D()
@@ -168,7 +200,7 @@ mosaic's; the mailbox is terminated on exit.`,
 			defer stop()
 			code, err := campaign.RunAgent(ctx, campaign.AgentRun{
 				Spec: spec, RunID: run, Name: name, Site: site, Client: c, ExchangeURL: u, Token: tok,
-				StartupTimeout: startup, Log: os.Stderr, Stdout: os.Stdout, Stderr: os.Stderr, Command: args,
+				StartupTimeout: startup, Log: os.Stderr, Stdout: os.Stdout, Stderr: os.Stderr, Command: command,
 			})
 			if err != nil {
 				return &exitError{code: max(code, 1), msg: err.Error()}
@@ -186,8 +218,20 @@ mosaic's; the mailbox is terminated on exit.`,
 	f.StringVar(&site, "site", "", "site tag for the timeline (default $MOSAIC_SITE)")
 	f.DurationVar(&startup, "startup-timeout", campaign.DefaultStartupTimeout, "how long to wait for peers (default: the campaign's exchange.discover_timeout, else 10m)")
 	x.add(cmd)
-	for _, n := range []string{"campaign", "run-id", "name"} {
-		_ = cmd.MarkFlagRequired(n)
-	}
 	return cmd
+}
+
+// agentRunArgs splits `agent run`'s arguments into the campaign file's (before --)
+// and the agent's command (after --). With --campaign and no --, every argument is
+// the command, as before the positional file was accepted (`agent run --campaign F
+// --run-id R --name X cmd`).
+func agentRunArgs(cmd *cobra.Command, file string, args []string) (fileArgs, command []string) {
+	dash := cmd.ArgsLenAtDash()
+	switch {
+	case dash >= 0:
+		return args[:dash], args[dash:]
+	case file != "":
+		return nil, args
+	}
+	return args, nil
 }

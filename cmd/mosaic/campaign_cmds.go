@@ -46,7 +46,7 @@ func loadCampaignArg(cmd *cobra.Command, flag string, args []string) (*campaign.
 		path = args[0]
 	}
 	if path == "" {
-		return nil, "", usagef("no campaign file: pass it as the first argument (mosaic campaign %s FILE ...) or with --campaign FILE", cmd.Name())
+		return nil, "", usagef("no campaign file: pass it as the first argument (%s FILE ...) or with --campaign FILE", cmd.CommandPath())
 	}
 	spec, err := campaign.Load(path)
 	if err != nil {
@@ -72,7 +72,7 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return usagef("missing %s (see mosaic campaign %s --help)", strings.Join(missing, ", "), cmd.Name())
+		return usagef("missing %s (see %s --help)", strings.Join(missing, ", "), cmd.CommandPath())
 	}
 	return nil
 }
@@ -101,10 +101,34 @@ func runIDArg(run string) error { return usage(campaign.ValidateRunID(run)) }
 // checkRecipient refuses an undeclared bootstrap recipient at once, naming the
 // declared agents ("" is the campaign's initial agent).
 func checkRecipient(spec *campaign.Spec, recipient string) error {
-	if recipient == "" || slices.Contains(spec.Names(), recipient) {
+	if recipient == "" {
 		return nil
 	}
-	return usagef("--recipient %s is not an agent of campaign %q (declared: %s)", recipient, spec.Name, strings.Join(spec.Names(), ", "))
+	return checkAgentFlag(spec, "recipient", recipient)
+}
+
+// checkAgentFlag refuses (usage error) an agent name given with --flag that the
+// campaign does not declare, naming the declared agents.
+func checkAgentFlag(spec *campaign.Spec, flag, name string) error {
+	if slices.Contains(spec.Names(), name) {
+		return nil
+	}
+	return usagef("--%s %s is not an agent of campaign %q (declared: %s)", flag, name, spec.Name, strings.Join(spec.Names(), ", "))
+}
+
+// findRunFirst finds a launched run before anything else is read (the sites
+// catalog, the run's exchange): a bad run id or an unknown run is named as such
+// (exit 2) whatever else is wrong; a damaged run directory is an error (exit 1).
+func findRunFirst(runID string) (*config.Config, *campaign.RunDir, error) {
+	cfg, _, err := loadConfig()
+	if err != nil {
+		return nil, nil, usage(err)
+	}
+	d, err := campaign.FindRun(campaign.CampaignsRoot(cfg.StateDir), runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, d, nil
 }
 
 func newCampaignIDsCmd() *cobra.Command {
@@ -284,9 +308,11 @@ the campaign does not declare it.`,
 			if err := x.apply(spec); err != nil {
 				return err
 			}
-			c, err := x.operatorClient(spec)
+			// Its local checks are usage errors (exit 2); the exchange failing
+			// (an academy bearer check's network call, a token refresh) is exit 1.
+			c, err := x.operatorClient(cmd.Context(), spec)
 			if err != nil {
-				return usage(err)
+				return err
 			}
 			ctx, stop := signalContext()
 			defer stop()
@@ -572,6 +598,11 @@ func newCampaignStatusCmd() *cobra.Command {
 		Short: "Show launched runs, or one run's sites, job ids and states",
 		Args:  runArg(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 { // the run first: an unknown run is named as such, whatever the catalog
+				if _, _, err := findRunFirst(args[0]); err != nil {
+					return err
+				}
+			}
 			cfg, cat, err := campaignEnv(sitesFile)
 			if err != nil {
 				return usage(err)
@@ -640,13 +671,13 @@ func newCampaignStopCmd() *cobra.Command {
 		Short: "Stop a launched run: cancel its jobs and end its attach sessions",
 		Args:  runArg(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The run first: an unknown run is named as such, whatever the catalog.
+			if _, _, err := findRunFirst(args[0]); err != nil {
+				return err
+			}
 			cfg, cat, err := campaignEnv(sitesFile)
 			if err != nil {
 				return usage(err)
-			}
-			// The run first: an unknown run is named as such, whatever the catalog.
-			if _, err := campaign.FindRun(campaign.CampaignsRoot(cfg.StateDir), args[0]); err != nil {
-				return err
 			}
 			if cat == nil {
 				return usagef("no sites catalog: pass --sites FILE or set MOSAIC_SITES (run %s's sites are looked up there)", args[0])

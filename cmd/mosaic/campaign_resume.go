@@ -25,11 +25,15 @@ A run on an external exchange (--exchange-url) is only followed. Refused (exit 2
 is over, one still followed by a live launcher or resume, and one whose exchange kept its
 state in the launcher's memory (exchange.backend "memory"): that state died with it, so stop
 the run (mosaic campaign stop RUN) and launch it again on Redis.`,
-		Args: cobra.ExactArgs(1),
+		Args: runArg(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The run first: an unknown run is named as such, not as a missing catalog.
+			if _, _, err := findRunFirst(args[0]); err != nil {
+				return err
+			}
 			cfg, cat, err := campaignEnv(sitesFile)
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			if cat == nil {
 				return &exitError{code: 2, msg: "no sites catalog: pass --sites FILE or set MOSAIC_SITES (the run's sites are followed through it)"}

@@ -20,13 +20,9 @@ func newCampaignTimelineCmd() *cobra.Command {
 or the external one of --exchange-url, with the run token of the run directory) while the
 run is not over; else, or when that exchange does not answer, from the run directory
 (timeline.json and the counts the launcher last recorded). "source" says which.`,
-		Args: cobra.ExactArgs(1),
+		Args: runArg(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, _, err := campaignEnv("")
-			if err != nil {
-				return err
-			}
-			d, err := campaign.OpenRunDir(campaign.CampaignsRoot(cfg.StateDir), args[0])
+			_, d, err := findRunFirst(args[0]) // an unknown run: exit 2, as status and stop
 			if err != nil {
 				return err
 			}

@@ -44,6 +44,10 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 		{"tasks", "--bogus"},
 		{"campaign", "launch", "--startup-timeout", "soon"},
 		{"campaign", "stop"},
+		{"campaign", "timeline"},
+		{"campaign", "resume", "a", "b"},
+		{"agent", "run"},
+		{"agent", "run", "--run-id", "r", "--name", "a"},
 	} {
 		root := newRootCmd()
 		root.SetArgs(args)

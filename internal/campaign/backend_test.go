@@ -45,7 +45,7 @@ func TestSubmitScriptExportsBeforeEnvScript(t *testing.T) {
 	}
 	s := string(script)
 	order := []string{"export ARGO_USER=jinchu.li", "export NO_PROXY=127.0.0.1,localhost,.alcf.anl.gov",
-		"exec >> site.log 2>&1", "trap ", "source /etc/site-env.sh\n", `[ "$mosaic_rc" = 0 ] || exit`, "trap - EXIT",
+		"exec >> site.log 2>&1", "trap ", "\n. /etc/site-env.sh\n", "mosaic_env_rc=$?", "trap - EXIT",
 		"unset MOSAIC_EXCHANGE_TOKEN", "exec /opt/mosaic campaign spawn-site"}
 	last := -1
 	for _, w := range order {
@@ -55,7 +55,7 @@ func TestSubmitScriptExportsBeforeEnvScript(t *testing.T) {
 		}
 		last = i
 	}
-	if strings.Count(s, "source ") != 1 {
+	if strings.Count(s, "\n. ") != 1 {
 		t.Errorf("the env script must be sourced once:\n%s", s)
 	}
 }
@@ -142,7 +142,7 @@ func TestSubmitScriptEnvScriptChecked(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n := strings.Count(string(script), "source "); n != 1 {
+				if n := strings.Count(string(script), "\n. "); n != 1 {
 					t.Errorf("the env script is sourced %d times, want once (by the slice, not the dialect):\n%s", n, script)
 				}
 				cmd := exec.Command("bash", "-c", string(script))

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +40,11 @@ func TestCampaignArgumentErrorsExit2(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(filepath.Join(root, "broken", "state.json"), "{")
+	// A run directory that reads (what it says does not matter to these checks).
+	if err := os.MkdirAll(filepath.Join(root, "idle"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(root, "idle", "state.json"), `{"run_id": "idle"}`)
 
 	launch := func(extra ...string) []string {
 		return append([]string{"campaign", "launch", camp, "--run-id", "r1", "--sites", sites}, extra...)
@@ -44,6 +52,7 @@ func TestCampaignArgumentErrorsExit2(t *testing.T) {
 	both := "--site=here:attach=n;agents=coordinator"
 	workers := "--site=there:attach=n;agents=worker-a,worker-b"
 	const declared = "(declared: coordinator, worker-a, worker-b)"
+	unknownRun := "unknown run nope: no run directory " + filepath.Join(root, "nope") + " (launched runs live under " + root + "; list them with `mosaic campaign status`)"
 	const unplaced = "no --site runs agent(s) worker-a, worker-b; add them to a site's agents= (their peers would wait for them forever)"
 	cases := []struct {
 		name string
@@ -112,6 +121,48 @@ func TestCampaignArgumentErrorsExit2(t *testing.T) {
 		{"stop: no run id", []string{"campaign", "stop"}, 2, "mosaic campaign stop takes one run id; got 0 arguments (list runs with `mosaic campaign status`)"},
 		{"stop: damaged run is not a usage error", []string{"campaign", "stop", "broken", "--sites", sites}, 1,
 			"run broken: state.json is damaged: unexpected end of JSON input"},
+		{"stop: unknown run, whatever the catalog", []string{"campaign", "stop", "nope", "--sites", filepath.Join(dir, "none.yaml")}, 2, unknownRun},
+		{"status: unknown run, whatever the catalog", []string{"campaign", "status", "nope", "--sites", filepath.Join(dir, "none.yaml")}, 2, unknownRun},
+
+		// timeline and resume name an unknown run as status and stop do, before
+		// anything else (resume's sites catalog).
+		{"timeline: unknown run", []string{"campaign", "timeline", "nope"}, 2, unknownRun},
+		{"timeline: bad run id", []string{"campaign", "timeline", "../x"}, 2, `run id "../x": use 1-128 letters, digits and ._- (not starting with . or -)`},
+		{"timeline: no run id", []string{"campaign", "timeline"}, 2, "mosaic campaign timeline takes one run id; got 0 arguments (list runs with `mosaic campaign status`)"},
+		{"timeline: damaged run is not a usage error", []string{"campaign", "timeline", "broken"}, 1,
+			"run broken: state.json is damaged: unexpected end of JSON input"},
+		{"resume: unknown run, no sites catalog", []string{"campaign", "resume", "nope"}, 2, unknownRun},
+		{"resume: unknown run", []string{"campaign", "resume", "nope", "--sites", sites}, 2, unknownRun},
+		{"resume: bad run id", []string{"campaign", "resume", "a b"}, 2, `run id "a b": use 1-128 letters, digits and ._- (not starting with . or -)`},
+		{"resume: two run ids", []string{"campaign", "resume", "a", "b"}, 2, "mosaic campaign resume takes one run id; got 2 arguments (list runs with `mosaic campaign status`)"},
+		{"resume: no sites catalog", []string{"campaign", "resume", "idle"}, 2,
+			"no sites catalog: pass --sites FILE or set MOSAIC_SITES (the run's sites are followed through it)"},
+		{"resume: damaged run is not a usage error", []string{"campaign", "resume", "broken", "--sites", sites}, 1,
+			"run broken: state.json is damaged: unexpected end of JSON input"},
+
+		// agent run: the same checks as the campaign commands, before any exchange.
+		{"agent run: missing flags", []string{"agent", "run", camp}, 2, "missing --run-id, --name (see mosaic agent run --help)"},
+		{"agent run: no campaign file", []string{"agent", "run", "--run-id", "r1", "--name", "coordinator"}, 2,
+			"no campaign file: pass it as the first argument (mosaic agent run FILE ...) or with --campaign FILE"},
+		{"agent run: missing file", []string{"agent", "run", filepath.Join(dir, "none.jsonc"), "--run-id", "r1", "--name", "coordinator"}, 2,
+			"open campaign file: open " + filepath.Join(dir, "none.jsonc") + ": no such file or directory"},
+		{"agent run: missing --campaign file", []string{"agent", "run", "--campaign", filepath.Join(dir, "none.jsonc"), "--run-id", "r1", "--name", "coordinator"}, 2,
+			"open campaign file: open " + filepath.Join(dir, "none.jsonc") + ": no such file or directory"},
+		{"agent run: unparsable campaign", []string{"agent", "run", bad, "--run-id", "r1", "--name", "a"}, 2, bad + ":1: field name: expected string, got JSON number"},
+		{"agent run: undeclared name", []string{"agent", "run", camp, "--run-id", "r1", "--name", "nobody"}, 2,
+			`--name nobody is not an agent of campaign "federated-chat" ` + declared},
+		{"agent run: bad run id", []string{"agent", "run", "--campaign", camp, "--run-id", "a/b", "--name", "coordinator"}, 2,
+			`run id "a/b": use 1-128 letters, digits and ._- (not starting with . or -)`},
+		{"agent run: two campaign files", []string{"agent", "run", camp, "--campaign", other, "--run-id", "r1", "--name", "coordinator", "--", "true"}, 2,
+			"two campaign files: " + camp + " (argument) and --campaign " + other + "; give one"},
+		{"agent run: a command without --", []string{"agent", "run", camp, "true", "--run-id", "r1", "--name", "coordinator"}, 2,
+			"mosaic agent run takes one argument before --, the campaign file; got 2: " + camp + " true (put the agent's command after --)"},
+		{"agent run: bad exchange URL", []string{"agent", "run", camp, "--run-id", "r1", "--name", "coordinator", "--exchange-url", "ftp://x"}, 2,
+			`exchange URL "ftp://x" is not an http(s) URL; check MOSAIC_EXCHANGE_URL`},
+		{"agent run: no exchange URL", []string{"agent", "run", camp, "--run-id", "r1", "--name", "coordinator"}, 2,
+			"no exchange URL: pass --exchange-url, export MOSAIC_EXCHANGE_URL, or set exchange.url in the campaign"},
+		{"agent run: bad --exchange-type", []string{"agent", "run", camp, "--run-id", "r1", "--name", "coordinator", "--exchange-type", "zmq"}, 2,
+			`exchange type "zmq" is not known: use mosaic (Mosaic's own exchange, the default) or academy (Academy's hosted exchange with a Globus token; http is the same)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,5 +194,89 @@ func TestCampaignBootstrapUndeclaredRecipient(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %s; an undeclared recipient must be refused at once", d)
+	}
+}
+
+// TestCampaignBootstrapExchangeErrors: bootstrap's own checks of the exchange
+// settings (the URL's shape, the token in $MOSAIC_EXCHANGE_TOKEN) are usage errors
+// (exit 2), but an exchange that is down or fails — the Academy bearer check's
+// network call answered 500, or refused — is the work failing (exit 1), not a
+// wrong argument. The Academy exchange here is a 127.0.0.1 server answering 500
+// to every request, as a failing hosted exchange would.
+func TestCampaignBootstrapExchangeErrors(t *testing.T) {
+	e := newEnv(t)
+	camp := exampleCampaign(t)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	refused := "http://" + freeAddr(t)
+	const globus = "AgGlobusAccessToken0123456789" // shaped like a Globus access token; never sent beyond 127.0.0.1
+	boot := func(url, tok string, extra ...string) ([]string, []string) {
+		return append([]string{"campaign", "bootstrap", camp, "--run-id", "r1", "--exchange-url", url}, extra...), []string{"MOSAIC_EXCHANGE_TOKEN=" + tok}
+	}
+	for _, c := range []struct {
+		name string
+		args func() ([]string, []string)
+		code int
+		want string // a part of stderr
+	}{
+		{"academy exchange answers 500", func() ([]string, []string) { return boot(failing.URL, globus, "--exchange-type", "academy") }, 1,
+			"mosaic: the Academy exchange " + failing.URL + ": "},
+		{"academy exchange down", func() ([]string, []string) { return boot(refused, globus, "--exchange-type", "academy") }, 1,
+			"mosaic: the Academy exchange " + refused + ": "},
+		{"mosaic exchange down", func() ([]string, []string) { return boot(refused, "mxt_run-token", "--startup-timeout", "3s") }, 1, "mosaic: "},
+		{"agent token for the run's", func() ([]string, []string) { return boot(refused, "mxa_agent-token") }, 2,
+			"mosaic: MOSAIC_EXCHANGE_TOKEN holds an agent's token; this command needs the run's token (the launcher keeps it in the run directory's token file)\n"},
+		{"Mosaic token for an academy exchange", func() ([]string, []string) { return boot(refused, "mxt_run-token", "--exchange-type", "academy") }, 2,
+			"mosaic: MOSAIC_EXCHANGE_TOKEN: this is a Mosaic exchange token, not a Globus access token"},
+		{"not an http URL", func() ([]string, []string) { return boot("ftp://x", "mxt_run-token") }, 2,
+			"mosaic: exchange URL \"ftp://x\" is not an http(s) URL; check MOSAIC_EXCHANGE_URL\n"},
+		{"no exchange URL", func() ([]string, []string) { return []string{"campaign", "bootstrap", camp, "--run-id", "r1"}, nil }, 2,
+			"mosaic: no exchange URL: pass --exchange-url, export MOSAIC_EXCHANGE_URL, or set exchange.url in the campaign\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args, vars := c.args()
+			_, se, code := runIn(t, e.home, append(append([]string{}, e.vars...), vars...), args...)
+			if code != c.code || !strings.Contains(se, c.want) {
+				t.Errorf("mosaic %s\nexit %d, stderr:\n%s\nwant exit %d, stderr with %q", strings.Join(args, " "), code, se, c.code, c.want)
+			}
+			if strings.Contains(se, globus) {
+				t.Errorf("stderr shows the bearer token:\n%s", se)
+			}
+		})
+	}
+}
+
+// TestAgentRunCampaignFileForms: `agent run` takes the campaign file as its first
+// argument as the campaign commands do, the command after --; the flag form with a
+// command and no -- keeps working. Each runs the lone agent to its end on a real
+// exchange, its exit status mosaic's.
+func TestAgentRunCampaignFileForms(t *testing.T) {
+	e := newEnv(t)
+	solo := filepath.Join(t.TempDir(), "solo.jsonc")
+	if err := os.WriteFile(solo, []byte(`{"name":"solo","initial_agent":"a","agents":[{"name":"a","command":["true"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		name   string
+		args   []string // then --run-id, --name and --exchange-url, then cmd
+		cmd    []string
+		code   int
+		stdout string
+	}{
+		{"positional file, command after --", []string{solo}, []string{"--", "sh", "-c", "echo out-line; exit 5"}, 5, "out-line\n"},
+		{"--campaign, command without --", []string{"--campaign", solo}, []string{"false"}, 1, ""},
+		{"positional file, the campaign's command", []string{solo}, nil, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := fmt.Sprintf("forms-%d", i) // a mailbox closed on exit is not registered again in its run
+			url, tok := exchangeServe(t, e, run, solo)
+			args := append(append(append([]string{"agent", "run"}, c.args...), "--run-id", run, "--name", "a", "--exchange-url", url), c.cmd...)
+			so, se, code := runIn(t, e.home, append(append([]string{}, e.vars...), "MOSAIC_EXCHANGE_TOKEN="+tok), args...)
+			if code != c.code || so != c.stdout || !strings.Contains(se, "mosaic-agent a: registered") {
+				t.Errorf("mosaic %s\nexit %d stdout %q stderr:\n%s\nwant exit %d stdout %q, registered", strings.Join(args, " "), code, so, se, c.code, c.stdout)
+			}
+		})
 	}
 }

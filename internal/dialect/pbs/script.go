@@ -16,6 +16,7 @@ import (
 
 var scriptTmpl = template.Must(template.New("pbs").Funcs(template.FuncMap{"q": shellquote.Quote}).Parse(
 	`#!/bin/bash
+#PBS -S /bin/bash
 #PBS -N {{.Tag}}
 #PBS -q {{.Partition}}
 {{- if .Account}}
@@ -48,7 +49,9 @@ var (
 // `-l filesystems=` (required at some sites, e.g. ALCF); envScript is sourced first,
 // checked: when it fails the job ends with "mosaic: env script … failed (exit N)" on
 // its stderr and the command does not run (dialect.SourceEnvScript). A spec with
-// NoSiteEnvScript sources it itself.
+// NoSiteEnvScript sources it itself. The job runs under bash (-S /bin/bash):
+// OpenPBS ignores the #! line and uses the user's login shell unless -S is given,
+// and the rendered lines (exports, the command, a Script body) are bash.
 func RenderScript(spec model.JobSpec, files dialect.JobFiles, envScript, filesystems string) ([]byte, error) {
 	// Validate also refuses control characters in every spec field (model.CheckLine,
 	// CheckText): the API refuses them first, this is the second line of defence.

@@ -25,12 +25,15 @@ func TestRenderScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for _, want := range []string{"#!/bin/bash\n", "#SBATCH --job-name=mosaic-t1-1\n", "#SBATCH --partition=gpuA100\n",
+	if !strings.HasPrefix(s, "#!/bin/bash\n") { // sbatch runs the script with its #! interpreter: bash, for the env-script check and the command
+		t.Errorf("script does not start with #!/bin/bash:\n%s", s)
+	}
+	for _, want := range []string{"#SBATCH --job-name=mosaic-t1-1\n", "#SBATCH --partition=gpuA100\n",
 		"#SBATCH --account=rigacct\n", "#SBATCH --nodes=1\n", "#SBATCH --ntasks=1\n", "#SBATCH --cpus-per-task=8\n",
 		"#SBATCH --mem=32G\n", "#SBATCH --gres=gpu:a100:2\n", "#SBATCH --time=01:30:00\n",
 		"#SBATCH --output=/w/mosaic/mosaic-t1-1.out\n", "#SBATCH --error=/w/mosaic/mosaic-t1-1.err\n",
 		"#SBATCH --chdir=/scratch/u/mosaic\n", "export A=1\nexport B='it'\\''s $HOME'\n", "cd /scratch/u/mosaic || exit 1\n",
-		"source /etc/site-env.sh\n", "\necho \"$CUDA_VISIBLE_DEVICES\" && python train.py --lr 1e-3\n"} {
+		"\n. /etc/site-env.sh\n", "\necho \"$CUDA_VISIBLE_DEVICES\" && python train.py --lr 1e-3\n"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q:\n%s", want, s)
 		}
