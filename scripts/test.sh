@@ -76,4 +76,4 @@ RIG_PKGS='/test/e2e|/internal/provider/hpc$|/internal/campaign|/internal/transpo
 echo "== tests"
 go test -count=1 -timeout 15m "$@" $(go list ./... | grep -v -E "$RIG_PKGS")
 echo "== tests on the Slurm rig"
-go test -count=1 -timeout 15m -p 1 "$@" $(go list ./... | grep -E "$RIG_PKGS")
+go test -count=1 -timeout 20m -p 1 "$@" $(go list ./... | grep -E "$RIG_PKGS")

@@ -180,9 +180,12 @@ GresTypes=gpu
 ReturnToService=2
 EnforcePartLimits=ALL
 MinJobAge=300
-# walltime tests: kill at the limit, quickly
+# walltime tests: kill at the limit, quickly — but KillWait (SIGTERM to SIGKILL) stays
+# above spawn-site's 3 s grace for its agents' process groups, as Slurm's default (30 s)
+# does: with less, a cancelled campaign slice is SIGKILLed before it can kill what of
+# its agents ignored SIGTERM, and those escape proctrack/linuxproc once reparented.
 OverTimeLimit=0
-KillWait=2
+KillWait=5
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$DBD_PORT
