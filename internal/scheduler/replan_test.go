@@ -24,25 +24,25 @@ func TestReplanDecision(t *testing.T) {
 		streak   int
 		inReason string
 	}{
-		{name: "clear gain, confirmed", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 10 * time.Minute)}, Streak: 1, StreakTo: "Alpha:cpu"},
+		{name: "clear gain, confirmed", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 10*time.Minute)}, Streak: 1, StreakTo: "Alpha:cpu"},
 			move: true, to: "Alpha:cpu", streak: 2, inReason: "move Beta:cpu → Alpha:cpu"},
-		{name: "clear gain, first sighting waits for confirmation", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 10 * time.Minute)}},
+		{name: "clear gain, first sighting waits for confirmation", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 10*time.Minute)}},
 			to: "Alpha:cpu", streak: 1, inReason: "on 1 of the 2 consecutive checks"},
-		{name: "streak on another alternative restarts", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 10 * time.Minute)}, Streak: 5, StreakTo: "Gamma:cpu"},
+		{name: "streak on another alternative restarts", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 10*time.Minute)}, Streak: 5, StreakTo: "Gamma:cpu"},
 			to: "Alpha:cpu", streak: 1},
-		{name: "confirm 1 moves at once", cfg: ReplanConfig{Confirm: 1}, in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 10 * time.Minute)}},
+		{name: "confirm 1 moves at once", cfg: ReplanConfig{Confirm: 1}, in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 10*time.Minute)}},
 			move: true, to: "Alpha:cpu", streak: 1},
 		// Absolute threshold: 30% of 20m is 6m, but 10m is needed; 8m sooner is not enough.
-		{name: "below the absolute threshold", in: ReplanInput{Current: cur(20 * time.Minute), Alternatives: []ReplanOption{alt("Alpha", 12 * time.Minute)}, Streak: 1, StreakTo: "Alpha:cpu"},
+		{name: "below the absolute threshold", in: ReplanInput{Current: cur(20 * time.Minute), Alternatives: []ReplanOption{alt("Alpha", 12*time.Minute)}, Streak: 1, StreakTo: "Alpha:cpu"},
 			inReason: "no alternative clears them"},
 		// Relative threshold: 30% of 10h is 3h; 2h sooner is not enough.
-		{name: "below the relative threshold", in: ReplanInput{Current: cur(10 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 8 * time.Hour)}, Streak: 1, StreakTo: "Alpha:cpu"},
+		{name: "below the relative threshold", in: ReplanInput{Current: cur(10 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 8*time.Hour)}, Streak: 1, StreakTo: "Alpha:cpu"},
 			inReason: "= 3h"},
-		{name: "just at both thresholds moves", in: ReplanInput{Current: cur(time.Hour), Alternatives: []ReplanOption{alt("Alpha", 42 * time.Minute)}, Streak: 1, StreakTo: "Alpha:cpu"},
+		{name: "just at both thresholds moves", in: ReplanInput{Current: cur(time.Hour), Alternatives: []ReplanOption{alt("Alpha", 42*time.Minute)}, Streak: 1, StreakTo: "Alpha:cpu"},
 			move: true, to: "Alpha:cpu", streak: 2},
 		{name: "tie stays", in: ReplanInput{Current: cur(time.Hour), Alternatives: []ReplanOption{alt("Alpha", time.Hour)}, Streak: 1, StreakTo: "Alpha:cpu"},
 			inReason: "no alternative clears them"},
-		{name: "worse stays", in: ReplanInput{Current: cur(time.Hour), Alternatives: []ReplanOption{alt("Alpha", 3 * time.Hour)}, Streak: 1, StreakTo: "Alpha:cpu"}},
+		{name: "worse stays", in: ReplanInput{Current: cur(time.Hour), Alternatives: []ReplanOption{alt("Alpha", 3*time.Hour)}, Streak: 1, StreakTo: "Alpha:cpu"}},
 		{name: "equal gains: the ranker's first wins", in: ReplanInput{Current: cur(3 * time.Hour), Alternatives: []ReplanOption{alt("Gamma", 0), alt("Alpha", 0)}, Streak: 1, StreakTo: "Gamma:cpu"},
 			move: true, to: "Gamma:cpu", streak: 2},
 		{name: "the largest gain wins", in: ReplanInput{Current: cur(3 * time.Hour), Alternatives: []ReplanOption{alt("Gamma", time.Hour), alt("Alpha", 0)}, Streak: 1, StreakTo: "Alpha:cpu"},
@@ -60,13 +60,13 @@ func TestReplanDecision(t *testing.T) {
 		{name: "starts now: keep the place", in: ReplanInput{Current: cur(0), Alternatives: []ReplanOption{alt("Alpha", 0)}}, inReason: "keep its place"},
 		// Back to a system the task left: 2× the 36m needed for a 2h wait = 1h12m.
 		{name: "moving back needs a larger margin", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", time.Hour)}, Left: []string{"Alpha"}, Moves: 1, Streak: 1, StreakTo: "Alpha:cpu"}},
-		{name: "moving back with a large enough margin", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 30 * time.Minute)}, Left: []string{"Alpha"}, Moves: 1, Streak: 1, StreakTo: "Alpha:cpu"},
+		{name: "moving back with a large enough margin", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{alt("Alpha", 30*time.Minute)}, Left: []string{"Alpha"}, Moves: 1, Streak: 1, StreakTo: "Alpha:cpu"},
 			move: true, to: "Alpha:cpu", streak: 2},
 		{name: "the current placement itself is not an alternative", in: ReplanInput{Current: cur(2 * time.Hour), Alternatives: []ReplanOption{{System: "Beta", Partition: "cpu", Start: now, At: now}}}},
 		// At 60×, a 1-minute wall-clock wait is an hour of site time: thresholds apply in site time.
 		{name: "simulated clock", in: ReplanInput{Speed: 60, Current: cur(2 * time.Minute), Alternatives: []ReplanOption{alt("Alpha", 0)}, Streak: 1, StreakTo: "Alpha:cpu"},
 			move: true, to: "Alpha:cpu", streak: 2, inReason: "expected to start in 2h"},
-		{name: "simulated clock below threshold", in: ReplanInput{Speed: 60, Current: cur(20 * time.Second), Alternatives: []ReplanOption{alt("Alpha", 12 * time.Second)}, Streak: 1, StreakTo: "Alpha:cpu"}},
+		{name: "simulated clock below threshold", in: ReplanInput{Speed: 60, Current: cur(20 * time.Second), Alternatives: []ReplanOption{alt("Alpha", 12*time.Second)}, Streak: 1, StreakTo: "Alpha:cpu"}},
 		{name: "alternative already free counts from now", in: ReplanInput{Current: cur(time.Hour), Alternatives: []ReplanOption{alt("Alpha", -time.Hour)}, Streak: 1, StreakTo: "Alpha:cpu"},
 			move: true, to: "Alpha:cpu", streak: 2, inReason: "1h sooner"},
 	}
