@@ -129,6 +129,11 @@ func (e *Engine) prune(open map[string]bool) {
 			delete(e.estimated, tag)
 		}
 	}
+	for tag := range e.replans {
+		if !open[tag] {
+			delete(e.replans, tag)
+		}
+	}
 }
 
 // item is one attempt of a site's round with its task as read under the task's lock.
@@ -286,9 +291,13 @@ func (e *Engine) continueFinal(ctx context.Context, a *model.Attempt) error {
 	if err != nil {
 		return err
 	}
-	if len(atts) != a.N {
-		return nil // a later attempt exists: already handled
+	for _, later := range atts[min(a.N, len(atts)):] {
+		if !later.State.Final() {
+			return nil // a later attempt is open: already handled
+		}
 	}
+	// Every later attempt ended (a move that was refused or reverted): this attempt was
+	// the task's job, so its end is continued.
 	return e.continueAfter(ctx, t, atts[a.N-1], false)
 }
 
@@ -495,6 +504,7 @@ func (e *Engine) forget(tag string) {
 	delete(e.missing, tag)
 	delete(e.stays, tag)
 	delete(e.estimated, tag)
+	delete(e.replans, tag)
 }
 
 // replaced reports whether a later attempt of the task exists (the job was being
