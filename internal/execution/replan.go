@@ -87,10 +87,8 @@ func (e *Engine) replanInput(ctx context.Context, t *store.TaskRow, a *model.Att
 		start, err := p.EstimateStart(cctx, a.Spec)
 		cancel()
 		if err == nil && !start.IsZero() {
+			// Kept to this decision: the drift trigger has its own pace (reestimate_every).
 			cur.Start, cur.At = start.UTC(), e.now()
-			e.mu.Lock()
-			e.estimated[a.Tag] = reestimate{at: cur.At, start: cur.Start}
-			e.mu.Unlock()
 		}
 	}
 	h := historyOf(atts)
