@@ -85,6 +85,9 @@ func (e *Engine) startTick(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 	}
 	sort.Strings(systems)
+	for _, id := range e.duplicates(open) {
+		e.followUp(ctx, wg, id, func(ctx context.Context) error { return e.dedupe(ctx, id) })
+	}
 	snap := e.o.Snapshot()
 	for _, sys := range systems {
 		e.mu.Lock()

@@ -228,3 +228,82 @@ func (e *Engine) revertMove(ctx context.Context, old, na *model.Attempt, why str
 	}
 	return e.o.Store.UpdateTask(ctx, old.TaskID, store.TaskUpdate{State: ptr(model.TaskQueued)})
 }
+
+// duplicates lists the tasks with more than one live job (open, with a job id, not
+// being cancelled) from before this engine started: only a move cut short by a crash,
+// between the new job's acceptance and the old one's cancel, leaves that (a move in
+// this process finishes or reverts under the task's lock).
+func (e *Engine) duplicates(open []*model.Attempt) []string {
+	n := map[string]int{}
+	var out []string
+	for _, a := range open {
+		if a.JobID == "" || a.State == model.JobCancelling || a.State.Final() || !a.CreatedAt.Before(e.started) {
+			continue
+		}
+		if n[a.TaskID]++; n[a.TaskID] == 2 {
+			out = append(out, a.TaskID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// dedupe finishes a move a crash cut short (the caller holds the task's lock): a task
+// with two live jobs keeps the one that is running, else the newest, and cancels the
+// other queued ones, so its command runs once.
+func (e *Engine) dedupe(ctx context.Context, taskID string) error {
+	t, err := e.o.Store.Task(ctx, taskID)
+	if err != nil || t.State.Final() {
+		return err
+	}
+	atts, err := e.o.Store.Attempts(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	var live []*model.Attempt
+	keep := -1
+	for _, a := range atts {
+		if a.JobID == "" || a.State == model.JobCancelling || a.State.Final() || !a.CreatedAt.Before(e.started) {
+			continue
+		}
+		live = append(live, a)
+		if a.State != model.JobPending && a.State != model.JobRequeued {
+			keep = len(live) - 1 // it has started: it is the task's job
+		}
+	}
+	if len(live) < 2 {
+		return nil
+	}
+	// The store may be behind (the core was down): ask each site whether its job has
+	// started; a site that cannot say leaves the decision to a later tick.
+	for i, a := range live {
+		p, err := e.provider(a.System)
+		if err != nil {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+		sts, err := p.Status(cctx, []string{a.JobID})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("task %s has two live jobs; %s did not say whether job %s has started (the next tick asks again): %w", taskID, a.System, a.JobID, err)
+		}
+		if st, ok := sts[a.JobID]; ok && st.State != model.JobPending && st.State != model.JobRequeued {
+			a.State = st.State
+			keep = i
+		}
+	}
+	if keep < 0 {
+		keep = len(live) - 1 // the newest: the move's target
+	}
+	k := live[keep]
+	for i, a := range live {
+		if i == keep || (a.State != model.JobPending && a.State != model.JobRequeued) {
+			continue // a second job that has started too is left to run (killing it saves nothing)
+		}
+		why := fmt.Sprintf("the task has two live jobs (a move was cut short): job %s on %s (attempt %d) is its job, this one is cancelled so that only one runs", k.JobID, k.System, k.N)
+		if _, err := e.cancelJob(ctx, a, why); err != nil {
+			return err
+		}
+	}
+	return nil
+}

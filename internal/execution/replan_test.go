@@ -351,3 +351,70 @@ func TestReplanEngineAndReplayDecideAlike(t *testing.T) {
 		t.Fatalf("budget of the task's policy ignored: %s", d.Reason)
 	}
 }
+
+// TestACrashMidMoveLeavesOneJob: a core died between a move's new job being accepted and
+// the old one's cancel, leaving the task two queued jobs. The next engine keeps the new
+// one (or the one that has started) and cancels the other, so the command runs once.
+// The engine that made them does not touch them (its own moves finish under the lock).
+func TestACrashMidMoveLeavesOneJob(t *testing.T) {
+	for _, started := range []bool{false, true} {
+		t.Run(fmt.Sprintf("old started %v", started), func(t *testing.T) {
+			r := newReplanRig(t, nil, nil)
+			blockA := r.block(t, r.a, 4*time.Hour)
+			r.block(t, r.b, 4*time.Hour)
+			r.task(t, "cut", "sleep 2", 2)
+			if err := r.e.Dispatch(r.ctx, "cut", &Placement{System: "B", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: "echo hi"})}, "the move's new job"); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.e.Tick(r.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if atts := r.attempts(t, "cut"); atts[0].State != model.JobPending || atts[1].State != model.JobPending {
+				t.Fatalf("the engine that made them acted on its own two jobs: #1 %s, #2 %s", atts[0].State, atts[1].State)
+			}
+			if started {
+				if err := r.a.Cancel(r.ctx, blockA); err != nil {
+					t.Fatal(err)
+				}
+				old := r.attempts(t, "cut")[0].JobID
+				deadline := time.Now().Add(3 * time.Second)
+				for time.Now().Before(deadline) {
+					if sts, _ := r.a.Status(r.ctx, []string{old}); sts[old].State != model.JobPending {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+			r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true}) // the restarted core
+			gone, kept := 0, 1
+			if started {
+				gone, kept = 1, 0
+			}
+			if !r.tickUntil(t, 5*time.Second, func() bool {
+				s := r.attempts(t, "cut")[gone].State
+				return s == model.JobCancelling || s == model.JobCancelled
+			}) {
+				logEvents(t, r.events(t, "cut"))
+				t.Fatalf("attempt %d was not cancelled", gone+1)
+			}
+			atts := r.attempts(t, "cut")
+			if s := atts[kept].State; s == model.JobCancelling || s == model.JobCancelled {
+				t.Fatalf("attempt %d was cancelled too", kept+1)
+			}
+			evs := r.events(t, "cut")
+			if _, ok := findEvent(evs, "cancel requested for job "+atts[gone].JobID); !ok {
+				logEvents(t, evs)
+				t.Fatal("no cancel event for the duplicate")
+			}
+			found := false
+			for _, ev := range evs {
+				found = found || strings.Contains(ev.Rationale, "a move was cut short") && strings.Contains(ev.Rationale, "job "+atts[kept].JobID)
+			}
+			if !found {
+				logEvents(t, evs)
+				t.Fatal("no event says why the duplicate was cancelled")
+			}
+		})
+	}
+}
