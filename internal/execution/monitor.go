@@ -290,6 +290,9 @@ func (e *Engine) continueFinal(ctx context.Context, a *model.Attempt) error {
 	if err != nil || t.State.Final() {
 		return err
 	}
+	if a.State == model.JobCancelling {
+		return nil // Mosaic itself cancelled it (a move, a reverted move, the user)
+	}
 	atts, err := e.o.Store.Attempts(ctx, a.TaskID)
 	if err != nil {
 		return err

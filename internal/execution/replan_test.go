@@ -309,9 +309,9 @@ func (cancelFails) Cancel(context.Context, []string) error {
 // cancel the old one; the new one is cancelled and the old keeps its place in line.
 func TestReplanRevertsWhenTheOldJobCannotBeCancelled(t *testing.T) {
 	r := newReplanRig(t, func(a *simprov.Provider) provider.Provider { return cancelFails{a} }, nil)
-	r.block(t, r.a, 4*time.Hour)
+	blockA := r.block(t, r.a, 4*time.Hour)
 	r.block(t, r.b, 30*time.Minute)
-	r.task(t, "stuck", "echo hi", 2)
+	r.task(t, "stuck", "exit 3", 2)
 	if !r.tickUntil(t, 5*time.Second, func() bool {
 		atts := r.attempts(t, "stuck")
 		return len(atts) > 1 && atts[1].State.Final()
@@ -327,6 +327,24 @@ func TestReplanRevertsWhenTheOldJobCannotBeCancelled(t *testing.T) {
 	if rv, ok := findEvent(evs, "stay on A: move reverted"); !ok || !strings.Contains(rv.Rationale, "the cancel of job "+atts[0].JobID+" on A failed") {
 		logEvents(t, evs)
 		t.Fatal("no event says why the move was reverted")
+	}
+	// The old job is the task's job: when it fails, the task is continued (retried in
+	// place, then failed), although a later (reverted) attempt exists.
+	r.e.o.NoReplan = true
+	if err := r.a.Cancel(r.ctx, blockA); err != nil {
+		t.Fatal(err)
+	}
+	if !r.tickUntil(t, 10*time.Second, func() bool {
+		tr, _ := r.st.Task(r.ctx, "stuck")
+		return tr.State.Final()
+	}) {
+		logEvents(t, r.events(t, "stuck"))
+		t.Fatal("the task was not continued after its old job failed")
+	}
+	atts = r.attempts(t, "stuck")
+	if tr, _ := r.st.Task(r.ctx, "stuck"); tr.State != model.TaskFailed || len(atts) != 3 || atts[2].System != "A" {
+		logEvents(t, r.events(t, "stuck"))
+		t.Fatalf("task %s with %d attempts; want the failed job retried once on A, then failed", tr.State, len(atts))
 	}
 }
 
