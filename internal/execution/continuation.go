@@ -38,8 +38,9 @@ type History struct {
 	Retries    map[model.JobState]int // in-place retries per failure class
 }
 
-func historyOf(atts []*model.Attempt) History {
-	h := History{Attempts: len(atts), Retries: map[model.JobState]int{}}
+func historyOf(all []*model.Attempt) History {
+	h := History{Attempts: len(all), Retries: map[model.JobState]int{}}
+	atts := chain(all)
 	for i := 1; i < len(atts); i++ {
 		if atts[i].System != atts[i-1].System {
 			h.Migrations++
@@ -48,6 +49,30 @@ func historyOf(atts []*model.Attempt) History {
 		}
 	}
 	return h
+}
+
+// chain is the task's attempts without the moves that did not happen: a new job that
+// was refused, or cancelled again because the old one had to stay (its predecessor
+// outlived it). Migrations, retries and the systems left are counted on the chain;
+// every attempt still counts toward max_attempts.
+func chain(atts []*model.Attempt) []*model.Attempt {
+	out := make([]*model.Attempt, 0, len(atts))
+	for _, a := range atts {
+		if len(out) > 0 && aborted(out[len(out)-1], a) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// aborted reports whether attempt a was a move abandoned while prev, the job it was
+// to replace, went on.
+func aborted(prev, a *model.Attempt) bool {
+	if a.State != model.JobCancelled && a.State != model.JobSubmitError {
+		return false
+	}
+	return prev.EndedAt == nil || (a.EndedAt != nil && prev.EndedAt.After(*a.EndedAt))
 }
 
 // Decide is the continuation policy as a pure function: given the task's envelope and
@@ -226,7 +251,8 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 
 // excluded lists systems to avoid when migrating: the one that just failed, plus any
 // system an earlier attempt was migrated away from.
-func excluded(atts []*model.Attempt, current string) []string {
+func excluded(all []*model.Attempt, current string) []string {
+	atts := chain(all)
 	out := []string{current}
 	for i := 1; i < len(atts); i++ {
 		if atts[i].System != atts[i-1].System {

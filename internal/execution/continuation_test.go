@@ -107,6 +107,28 @@ func TestHistoryOf(t *testing.T) {
 	if ex := excluded(atts, "B"); len(ex) != 2 || ex[0] != "B" || ex[1] != "A" {
 		t.Fatalf("excluded %v", ex)
 	}
+	// Moves that did not happen (refused, or reverted while the old job went on) are
+	// neither migrations nor break a run of retries; they still count as attempts.
+	at := func(m int) *time.Time { x := time.Date(2026, 12, 1, 0, m, 0, 0, time.UTC); return &x }
+	atts = []*model.Attempt{
+		{System: "A", State: model.JobFailed, EndedAt: at(30)},
+		{System: "B", State: model.JobCancelled, EndedAt: at(5)},   // reverted: A's job outlived it
+		{System: "C", State: model.JobSubmitError, EndedAt: at(6)}, // refused move
+		{System: "A", State: model.JobFailed, EndedAt: at(40)},
+		{System: "B", State: model.JobPending},
+	}
+	h = historyOf(atts)
+	if h.Attempts != 5 || h.Migrations != 1 || h.Retries[model.JobFailed] != 1 {
+		t.Fatalf("with aborted moves: %+v", h)
+	}
+	if ex := excluded(atts, "B"); len(ex) != 2 || ex[1] != "A" {
+		t.Fatalf("excluded with aborted moves %v", ex)
+	}
+	// A real migration (the old job cancelled before the new one ended) is one.
+	atts = []*model.Attempt{{System: "A", State: model.JobCancelled, EndedAt: at(5)}, {System: "B", State: model.JobCancelled, EndedAt: at(20)}, {System: "C"}}
+	if h := historyOf(atts); h.Migrations != 2 {
+		t.Fatalf("two real migrations counted as %d", h.Migrations)
+	}
 }
 
 func TestKeepGrowth(t *testing.T) {

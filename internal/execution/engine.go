@@ -15,6 +15,7 @@ import (
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
@@ -69,6 +70,15 @@ type Options struct {
 	// CancelTimeout bounds one cancel call made on behalf of a user or a migration
 	// (default 20s); an unconfirmed cancel is asked again by the monitor.
 	CancelTimeout time.Duration
+	// Replan holds the thresholds of the replanning of waiting jobs (zero =
+	// scheduler.DefaultReplanConfig; the move budget is the task policy's
+	// max_migrations). ReplanEvery (site time, default 10m) is how often each pending
+	// job is weighed; ReplanPerRound (default 4) bounds the jobs weighed per site round.
+	// NoReplan turns replanning off (the overrun, drift and outage triggers remain).
+	Replan         scheduler.ReplanConfig
+	ReplanEvery    time.Duration
+	ReplanPerRound int
+	NoReplan       bool
 }
 
 // Engine runs tasks. Mutations of one task are serialised by that task's own lock, so
@@ -97,6 +107,8 @@ type Engine struct {
 	// estimated is when the site was last asked for a pending job's start (by tag), and
 	// what it said.
 	estimated map[string]reestimate
+	// replans is replanning's memory per attempt tag (when weighed, hysteresis).
+	replans map[string]replanNote
 }
 
 // New makes an engine.
@@ -119,11 +131,17 @@ func New(o Options) *Engine {
 	if o.CancelTimeout <= 0 {
 		o.CancelTimeout = 20 * time.Second
 	}
+	if o.ReplanEvery <= 0 {
+		o.ReplanEvery = DefaultReplanEvery
+	}
+	if o.ReplanPerRound <= 0 {
+		o.ReplanPerRound = DefaultReplanPerRound
+	}
 	if o.Snapshot == nil {
 		o.Snapshot = func() *model.ResourceSnapshot { return nil }
 	}
 	return &Engine{o: o, started: o.Clock().UTC(), tasks: taskLocks{m: map[string]*taskLock{}}, missing: map[string]time.Time{}, rounds: map[string]bool{},
-		busy: map[string]bool{}, stays: map[string]stayNote{}, estimated: map[string]reestimate{}}
+		busy: map[string]bool{}, stays: map[string]stayNote{}, estimated: map[string]reestimate{}, replans: map[string]replanNote{}}
 }
 
 // taskLocks hands out one lock per task id; entries live only while someone holds or

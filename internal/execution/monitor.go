@@ -85,6 +85,9 @@ func (e *Engine) startTick(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 	}
 	sort.Strings(systems)
+	for _, id := range e.duplicates(open) {
+		e.followUp(ctx, wg, id, func(ctx context.Context) error { return e.dedupe(ctx, id) })
+	}
 	snap := e.o.Snapshot()
 	for _, sys := range systems {
 		e.mu.Lock()
@@ -127,6 +130,11 @@ func (e *Engine) prune(open map[string]bool) {
 	for tag := range e.estimated {
 		if !open[tag] {
 			delete(e.estimated, tag)
+		}
+	}
+	for tag := range e.replans {
+		if !open[tag] {
+			delete(e.replans, tag)
 		}
 	}
 }
@@ -282,13 +290,20 @@ func (e *Engine) continueFinal(ctx context.Context, a *model.Attempt) error {
 	if err != nil || t.State.Final() {
 		return err
 	}
+	if a.State == model.JobCancelling {
+		return nil // Mosaic itself cancelled it (a move, a reverted move, the user)
+	}
 	atts, err := e.o.Store.Attempts(ctx, a.TaskID)
 	if err != nil {
 		return err
 	}
-	if len(atts) != a.N {
-		return nil // a later attempt exists: already handled
+	for _, later := range atts[min(a.N, len(atts)):] {
+		if !later.State.Final() {
+			return nil // a later attempt is open: already handled
+		}
 	}
+	// Every later attempt ended (a move that was refused or reverted): this attempt was
+	// the task's job, so its end is continued.
 	return e.continueAfter(ctx, t, atts[a.N-1], false)
 }
 
@@ -495,6 +510,7 @@ func (e *Engine) forget(tag string) {
 	delete(e.missing, tag)
 	delete(e.stays, tag)
 	delete(e.estimated, tag)
+	delete(e.replans, tag)
 }
 
 // replaced reports whether a later attempt of the task exists (the job was being

@@ -101,6 +101,12 @@ func (e *Engine) triggers(ctx context.Context, wg *sync.WaitGroup, snap *model.R
 		h, known = snap.System(sys)
 	}
 	now := e.now()
+	weighed := map[string]bool{}
+	defer func() {
+		if !e.o.NoReplan && (!known || h.Health.Usable()) {
+			e.startReplans(ctx, wg, items, weighed)
+		}
+	}()
 	for _, it := range items {
 		a, t := it.a, it.t
 		pol := policyOf(t)
@@ -117,7 +123,11 @@ func (e *Engine) triggers(ctx context.Context, wg *sync.WaitGroup, snap *model.R
 		default:
 			tr = e.waitTrigger(t, a, pol, now)
 		}
-		if tr == nil || !e.dueForWeighing(a, tr.kind, pol, now) {
+		if tr == nil {
+			continue
+		}
+		weighed[a.Tag] = true // a trigger's weighing, not replanning, looks at it
+		if !e.dueForWeighing(a, tr.kind, pol, now) {
 			continue
 		}
 		a, fire := a, *tr

@@ -9,8 +9,8 @@
 // policies see only what a real probe would see at that moment, and the site's own
 // start estimate (the model's EstimateStart, like sbatch --test-only) when they ask.
 // Placement goes through internal/scheduler (rule chain, sizing, heuristic ranker),
-// the same code path as the live core; the mosaic policy also migrates jobs whose queue
-// wait overruns its estimate, mirroring internal/execution's continuation policy.
+// the same code path as the live core; the mosaic policy also replans waiting jobs with
+// scheduler.Replan, the decision internal/execution's replanning takes.
 //
 // Every partition of a site is its own sim.Cluster (the model's partitions share no
 // nodes; each keeps the random stream it has inside a whole-system model). That keeps

@@ -30,7 +30,7 @@ type Result struct {
 	MeanBSLD float64 `json:"mean_bounded_slowdown"`
 	// Makespan is the last end − the first arrival.
 	Makespan float64 `json:"makespan_s"`
-	// Migrations made by continuation; Shrunk jobs ran below their maximum size.
+	// Migrations made by replanning; Shrunk jobs ran below their maximum size.
 	Migrations int `json:"migrations"`
 	Shrunk     int `json:"shrunk"`
 	// Refused counts submissions a site refused (limits, outages); the job retried.

@@ -38,7 +38,8 @@ type Policy interface {
 	// Moldable: the policy may shrink a moldable job within its envelope (mosaic,
 	// clairvoyant-greedy); the others submit the trace job at its full size, as users do today.
 	Moldable() bool
-	// Continuation: pending jobs whose wait overruns their estimate are migrated.
+	// Continuation: waiting jobs are replanned (scheduler.Replan): moved when another
+	// site would clearly start them sooner.
 	Continuation() bool
 	choose(r *runner, js *jobState, snap *model.ResourceSnapshot) (*placement, error)
 }
@@ -209,7 +210,7 @@ func (r *runner) sysIndex(name string) int {
 }
 
 // mosaicPolicy is the production path: rule chain, sizing within the envelope, the
-// heuristic ranker with site estimates, and continuation (migration on wait overrun).
+// heuristic ranker with site estimates, and replanning of waiting jobs.
 type mosaicPolicy struct{}
 
 func (mosaicPolicy) Name() string       { return PolicyMosaic }

@@ -45,7 +45,20 @@ type Config struct {
 	// Preload are other users' jobs submitted at fixed times (hand-made scenarios;
 	// trace-driven background load comes from the federation file).
 	Preload []Preload
+	// Replan holds the thresholds of the mosaic policy's replanning of waiting jobs
+	// (scheduler.Replan; zero = scheduler.DefaultReplanConfig).
+	Replan scheduler.ReplanConfig
+	// ReplanEvery is how often each waiting job is weighed again (default 10 min);
+	// ReplanPerRound bounds the jobs weighed per decision tick (default 8).
+	ReplanEvery    time.Duration
+	ReplanPerRound int
 }
+
+// Defaults of the replay's replanning (measured: docs/PLACEMENT.md, "Replanning").
+const (
+	DefaultReplanEvery    = 10 * time.Minute
+	DefaultReplanPerRound = 8
+)
 
 // Preload is another user's job submitted at At (after Epoch) to System/Partition.
 type Preload struct {
@@ -89,6 +102,13 @@ func (c *Config) defaults() error {
 	if c.Horizon <= 0 {
 		c.Horizon = DefaultHorizon
 	}
+	c.Replan = c.Replan.WithDefaults()
+	if c.ReplanEvery <= 0 {
+		c.ReplanEvery = DefaultReplanEvery
+	}
+	if c.ReplanPerRound <= 0 {
+		c.ReplanPerRound = DefaultReplanPerRound
+	}
 	return nil
 }
 
@@ -101,7 +121,9 @@ type jobState struct {
 	simID      int64
 	submitAt   time.Time
 	est        time.Time // the placement's estimated start (zero = unknown)
-	recheck    time.Duration
+	nextCheck  time.Time // when replanning weighs the waiting job again
+	streak     int       // replanning's hysteresis: consecutive checks streakTo was better
+	streakTo   string
 	attempts   int
 	migrations int
 	left       []string // systems a migration moved it away from
@@ -388,26 +410,25 @@ func (r *runner) submit(js *jobState, pl *placement) bool {
 		return false
 	}
 	js.unit, js.simID, js.submitAt, js.est = pl.unit, id, r.w.now, pl.est
-	js.cores, js.run, js.recheck = cores, run, 0
+	js.cores, js.run = cores, run
+	js.nextCheck, js.streak, js.streakTo = r.w.now.Add(r.cfg.ReplanEvery), 0, ""
 	pl.unit.owner[id] = js
 	r.queued[js] = true
 	return true
 }
 
-// overrunAt is when a queued job's wait overruns WaitFactor × its estimated wait
-// (internal/execution's checkWait), or false when no estimate is known or the
-// policy's migrations are used up.
+// overrunAt is when replanning next weighs a queued job (every ReplanEvery while it
+// waits), or false when the job has started or its move budget is used up.
 func (r *runner) overrunAt(js *jobState) (time.Time, bool) {
 	pol := model.DefaultPolicy()
-	if js.est.IsZero() || js.started || js.migrations >= pol.MaxMigrations || js.attempts >= pol.MaxAttempts {
+	if js.started || js.migrations >= r.cfg.Replan.MaxMoves || js.attempts >= pol.MaxAttempts {
 		return time.Time{}, false
 	}
-	est := max(js.est.Sub(js.submitAt), time.Minute)
-	d := time.Duration(pol.WaitFactor * float64(est))
-	d = max(d, js.recheck)
-	return js.submitAt.Add(d).Add(time.Nanosecond), true
+	return js.nextCheck, true
 }
 
+// overrunJobs are the queued jobs due for replanning now: the longest unchecked first,
+// at most ReplanPerRound per tick (each weighing asks sites for estimates).
 func (r *runner) overrunJobs() []*jobState {
 	if !r.policy.Continuation() {
 		return nil
@@ -418,44 +439,74 @@ func (r *runner) overrunJobs() []*jobState {
 			out = append(out, js)
 		}
 	}
-	slices.SortFunc(out, func(a, b *jobState) int { return a.idx - b.idx })
-	return out
+	slices.SortFunc(out, func(a, b *jobState) int {
+		if c := a.nextCheck.Compare(b.nextCheck); c != 0 {
+			return c
+		}
+		return a.idx - b.idx
+	})
+	return out[:min(len(out), r.cfg.ReplanPerRound)]
 }
 
-// migrate mirrors internal/execution's migratePending: place again without the
-// current and previously left systems; move only if the alternative is expected to
-// start sooner than the current attempt's estimated wait would have let it from now;
-// submit the new job first and cancel the old one only once it is accepted.
+// replanInput gathers scheduler.Replan's inputs the way the live engine does: the
+// current site's refreshed estimate of the queued job's start (in its place in line,
+// squeue --start), and for the best-ranked feasible candidate of every other system
+// (rule chain and ranker, as at placement) that site's own estimate for a new job.
+func (r *runner) replanInput(js *jobState, snap *model.ResourceSnapshot) (scheduler.ReplanInput, map[string]*scheduler.Candidate) {
+	now := r.w.now
+	cur := scheduler.ReplanOption{System: js.unit.sys.Name, Partition: js.unit.part.Name, Source: js.unit.sys.Name + "'s own estimate"}
+	if t, err := js.unit.c.PlannedStart(js.simID); err == nil {
+		cur.Start, cur.At = t, now
+	}
+	in := scheduler.ReplanInput{Now: now, Current: cur, Moves: js.migrations, Left: js.left, Streak: js.streak, StreakTo: js.streakTo}
+	d, err := r.sched.Place(r.ctx, &js.task, snap, scheduler.PlaceOptions{Exclude: []string{cur.System}, NoLLM: true})
+	if err != nil {
+		return in, nil
+	}
+	cands := map[string]*scheduler.Candidate{}
+	est := estimator{r.w}
+	for _, c := range bySystem(d.Feasible()) {
+		o := scheduler.ReplanOption{System: c.System, Partition: c.Partition, Source: c.System + "'s own estimate"}
+		if t, err := est.EstimateStart(r.ctx, c.System, *c.Sizing); err == nil {
+			o.Start, o.At = t, now
+		}
+		in.Alternatives = append(in.Alternatives, o)
+		cands[o.Key()] = c
+	}
+	return in, cands
+}
+
+// migrate weighs a waiting job with scheduler.Replan (the live engine's decision) and
+// carries out a move as the engine does: submit the new job first, cancel the old one
+// only once it is accepted. (In the replay nothing happens between the two calls, so
+// the old job cannot start meanwhile.)
 func (r *runner) migrate(js *jobState, snap *model.ResourceSnapshot) error {
-	exclude := append(slices.Clone(js.left), js.unit.sys.Name)
-	d, err := r.sched.Place(r.ctx, &js.task, snap, scheduler.PlaceOptions{Exclude: exclude, NoLLM: true})
-	stay := func() error {
-		// The live monitor re-checks every tick; the replay backs off (2× the waited
-		// time) so long replays stay fast.
-		js.recheck = 2 * r.w.now.Sub(js.submitAt)
+	in, cands := r.replanInput(js, snap)
+	dec := scheduler.Replan(in, r.cfg.Replan)
+	js.nextCheck = r.w.now.Add(r.cfg.ReplanEvery)
+	js.streak, js.streakTo = dec.Streak, ""
+	if dec.To != nil {
+		js.streakTo = dec.To.Key()
+	}
+	if !dec.Move {
 		return nil
 	}
-	if err != nil {
-		return stay()
-	}
-	pl, err := r.fromCandidate(js, d.ChosenCandidate())
+	pl, err := r.fromCandidate(js, cands[dec.To.Key()])
 	if err != nil {
 		return err
 	}
-	oldWait := max(js.est.Sub(js.submitAt), 0)
-	if !pl.est.IsZero() && pl.est.Sub(r.w.now) > oldWait {
-		return stay()
-	}
+	pl.est = dec.To.Start
 	oldUnit, oldID, oldSys := js.unit, js.simID, js.unit.sys.Name
+	migrations, left := js.migrations, js.left
 	if !r.submit(js, pl) {
-		return stay()
+		return nil // refused: the old job keeps its place
 	}
 	delete(oldUnit.owner, oldID)
 	if err := oldUnit.cancel(r.w.now, oldID); err != nil {
 		return fmt.Errorf("migrate %s: cancel job %d on %s: %w", js.ID, oldID, oldSys, err)
 	}
-	js.migrations++
-	js.left = append(js.left, oldSys)
+	js.migrations = migrations + 1
+	js.left = append(left, oldSys)
 	return nil
 }
 

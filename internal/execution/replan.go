@@ -1,0 +1,309 @@
+package execution
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// Replanning of waiting jobs: every ReplanEvery (site time) each pending job that no
+// other trigger is weighing is looked at again, at most ReplanPerRound per site round:
+// the current site is asked again when the job would start, the placer finds the best
+// placement elsewhere and that site gives its own estimate, and scheduler.Replan (the
+// decision the trace replay takes too) says stay or move. A move submits the new job
+// first and cancels the old one only once the new one is accepted and the old one is
+// confirmed still queued; otherwise the new one is cancelled: nothing runs twice.
+
+// Defaults of the live replanning.
+const (
+	DefaultReplanEvery    = 10 * time.Minute // site time
+	DefaultReplanPerRound = 4
+)
+
+// replanNote is replanning's memory of an attempt: when it was last weighed, and the
+// hysteresis streak.
+type replanNote struct {
+	checked  time.Time
+	streak   int
+	streakTo string
+}
+
+// replanDue picks the pending jobs of a site's round due for replanning (weighed
+// longest ago first), at most ReplanPerRound.
+func (e *Engine) replanDue(items []item, skip map[string]bool, now time.Time) []item {
+	type due struct {
+		it   item
+		last time.Time
+	}
+	var dues []due
+	e.mu.Lock()
+	for _, it := range items {
+		a, t := it.a, it.t
+		pol := policyOf(t)
+		if skip[a.Tag] || a.State != model.JobPending || a.JobID == "" || t.Target != nil || t.CampaignRun != "" || !*pol.MigrateOnWait || t.UnstoredEnv {
+			continue
+		}
+		last := e.replans[a.Tag].checked
+		if last.IsZero() {
+			last = a.CreatedAt
+		}
+		if now.Sub(last) >= e.wallOf(a.System, e.o.ReplanEvery) {
+			dues = append(dues, due{it, last})
+		}
+	}
+	e.mu.Unlock()
+	sort.SliceStable(dues, func(i, j int) bool { return dues[i].last.Before(dues[j].last) })
+	out := make([]item, 0, min(len(dues), e.o.ReplanPerRound))
+	for _, d := range dues[:min(len(dues), e.o.ReplanPerRound)] {
+		out = append(out, d.it)
+	}
+	return out
+}
+
+// startReplans runs replanning as follow-ups of the tasks due (a busy task is skipped:
+// something else is acting on it).
+func (e *Engine) startReplans(ctx context.Context, wg *sync.WaitGroup, items []item, skip map[string]bool) {
+	for _, it := range e.replanDue(items, skip, e.now()) {
+		a := it.a
+		e.followUp(ctx, wg, a.TaskID, func(ctx context.Context) error { return e.replanPending(ctx, a) })
+	}
+}
+
+// replanInput gathers scheduler.Replan's inputs for a pending attempt: the current
+// site's refreshed estimate, the placer's best placement elsewhere with that site's own
+// estimate, and the task's moves so far.
+func (e *Engine) replanInput(ctx context.Context, t *store.TaskRow, a *model.Attempt, atts []*model.Attempt) (scheduler.ReplanInput, *Placement) {
+	now := e.now()
+	sys := a.System
+	cur := scheduler.ReplanOption{System: sys, Partition: a.Partition, Source: sys + "'s own estimate"}
+	if p, err := e.provider(sys); err == nil {
+		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+		start, err := p.EstimateStart(cctx, a.Spec)
+		cancel()
+		if err == nil && !start.IsZero() {
+			// Kept to this decision: the drift trigger has its own pace (reestimate_every).
+			cur.Start, cur.At = start.UTC(), e.now()
+		}
+	}
+	h := historyOf(atts)
+	ex := excluded(atts, sys)
+	e.mu.Lock()
+	n := e.replans[a.Tag]
+	e.mu.Unlock()
+	in := scheduler.ReplanInput{Now: now, Current: cur, Moves: h.Migrations, Left: ex[1:], Streak: n.streak, StreakTo: n.streakTo, Speed: e.speed(sys)}
+	pl, err := e.o.Placer.Place(ctx, keepGrowth(&t.Task, a), []string{sys})
+	if err != nil {
+		return in, nil
+	}
+	alt := scheduler.ReplanOption{System: pl.System, Partition: pl.Partition}
+	start, note := e.altEstimate(ctx, t, len(atts)+1, pl)
+	if !start.IsZero() {
+		alt.Start, alt.At = start, e.now()
+		alt.Source = trimNote(note)
+	}
+	in.Alternatives = []scheduler.ReplanOption{alt}
+	return in, pl
+}
+
+func trimNote(s string) string {
+	if len(s) > 3 && s[0] == ' ' && s[1] == '(' && s[len(s)-1] == ')' {
+		return s[2 : len(s)-1]
+	}
+	return s
+}
+
+// replanConfig is the engine's thresholds with the task's move budget.
+func (e *Engine) replanConfig(pol model.Policy) scheduler.ReplanConfig {
+	c := e.o.Replan
+	c.MaxMoves = pol.MaxMigrations
+	return c.WithDefaults()
+}
+
+// replanPending weighs one pending job (the caller holds the task's lock) and moves it when
+// scheduler.Replan says so.
+func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
+	t, a, ok := e.reread(ctx, seen)
+	if !ok || a.State != model.JobPending || t.State.Final() || t.Target != nil {
+		return nil
+	}
+	pol := policyOf(t)
+	atts, err := e.o.Store.Attempts(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	if len(atts) >= pol.MaxAttempts {
+		e.noteReplan(a.Tag, scheduler.ReplanDecision{})
+		return nil
+	}
+	in, pl := e.replanInput(ctx, t, a, atts)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	dec := scheduler.Replan(in, e.replanConfig(pol))
+	e.noteReplan(a.Tag, dec)
+	if !dec.Move || pl == nil {
+		e.o.Logger.Debug("replan: stay", "task", t.ID, "tag", a.Tag, "why", dec.Reason)
+		return nil
+	}
+	why := dec.Reason + "; candidates: " + dec.TableText(in.Now, in.Speed) + e.clockNote(a.System)
+	if err := e.o.Store.AppendEventsErr(ctx, ev(t.ID, a.N, a.System, "continuation",
+		fmt.Sprintf("replan: move pending job %s: %s → %s:%s", a.JobID, a.System, pl.System, pl.Partition), why, model.ActorRules)); err != nil {
+		return err
+	}
+	return e.moveFirst(ctx, t, a, len(atts)+1, pl, why)
+}
+
+// noteReplan keeps the decision's streak for the next check.
+func (e *Engine) noteReplan(tag string, dec scheduler.ReplanDecision) {
+	n := replanNote{checked: e.now(), streak: dec.Streak}
+	if dec.To != nil {
+		n.streakTo = dec.To.Key()
+	}
+	if dec.Move {
+		n.streak, n.streakTo = 0, ""
+	}
+	e.mu.Lock()
+	e.replans[tag] = n
+	e.mu.Unlock()
+}
+
+// moveFirst moves a pending job without ever letting two run: attempt n is persisted
+// and submitted (dispatch), and only once the site has accepted it is the old job
+// checked to be still queued and cancelled. If the new submission's outcome is
+// unknown, the old job has started meanwhile, its state cannot be read, or its cancel
+// fails, the new job is cancelled instead and the old one keeps its place.
+func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Attempt, n int, pl *Placement, why string) error {
+	na, err := e.dispatch(ctx, t, n, pl, why+"; "+pl.Rationale)
+	if err != nil || na == nil || na.State == model.JobSubmitError {
+		return err // refused: continueAfter logged that the old job stays
+	}
+	if na.JobID == "" {
+		return e.revertMove(ctx, old, na, fmt.Sprintf("the new job's submit outcome on %s is unknown", pl.System))
+	}
+	p, err := e.provider(old.System)
+	if err != nil {
+		return e.revertMove(ctx, old, na, err.Error())
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+	sts, err := p.Status(cctx, []string{old.JobID})
+	cancel()
+	if err != nil {
+		return e.revertMove(ctx, old, na, fmt.Sprintf("%s did not say whether job %s is still queued: %v", old.System, old.JobID, err))
+	}
+	st, found := sts[old.JobID]
+	if !found || st.State != model.JobPending {
+		state := "gone from the queue"
+		if found {
+			state = string(st.State)
+		}
+		return e.revertMove(ctx, old, na, fmt.Sprintf("job %s on %s started meanwhile (%s)", old.JobID, old.System, state))
+	}
+	cctx, cancel = context.WithTimeout(ctx, e.o.CancelTimeout)
+	err = p.Cancel(cctx, []string{old.JobID})
+	cancel()
+	if err != nil {
+		return e.revertMove(ctx, old, na, fmt.Sprintf("the cancel of job %s on %s failed: %v", old.JobID, old.System, err))
+	}
+	reason := fmt.Sprintf("replanned to %s as attempt %d", pl.System, na.N)
+	return e.o.Store.UpdateAttempt(ctx, old.TaskID, old.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &reason},
+		ev(old.TaskID, old.N, old.System, "transition", fmt.Sprintf("cancel requested for job %s", old.JobID), reason, model.ActorSystem))
+}
+
+// revertMove cancels the new attempt of a move that must not go ahead; the old job
+// stays where it is.
+func (e *Engine) revertMove(ctx context.Context, old, na *model.Attempt, why string) error {
+	if err := e.o.Store.AppendEventsErr(ctx, ev(old.TaskID, old.N, old.System, "continuation",
+		fmt.Sprintf("stay on %s: move reverted, attempt %d cancelled", old.System, na.N),
+		why+"; job "+old.JobID+" keeps its place, and the new job is cancelled so that only one runs", model.ActorRules)); err != nil {
+		return err
+	}
+	if _, err := e.cancelJob(ctx, na, "move reverted: "+why); err != nil {
+		return err
+	}
+	return e.o.Store.UpdateTask(ctx, old.TaskID, store.TaskUpdate{State: ptr(model.TaskQueued)})
+}
+
+// duplicates lists the tasks with more than one live job (open, with a job id, not
+// being cancelled) from before this engine started: only a move cut short by a crash,
+// between the new job's acceptance and the old one's cancel, leaves that (a move in
+// this process finishes or reverts under the task's lock).
+func (e *Engine) duplicates(open []*model.Attempt) []string {
+	n := map[string]int{}
+	var out []string
+	for _, a := range open {
+		if a.JobID == "" || a.State == model.JobCancelling || a.State.Final() || !a.CreatedAt.Before(e.started) {
+			continue
+		}
+		if n[a.TaskID]++; n[a.TaskID] == 2 {
+			out = append(out, a.TaskID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// dedupe finishes a move a crash cut short (the caller holds the task's lock): a task
+// with two live jobs keeps the one that is running, else the newest, and cancels the
+// other queued ones, so its command runs once.
+func (e *Engine) dedupe(ctx context.Context, taskID string) error {
+	t, err := e.o.Store.Task(ctx, taskID)
+	if err != nil || t.State.Final() {
+		return err
+	}
+	atts, err := e.o.Store.Attempts(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	var live []*model.Attempt
+	keep := -1
+	for _, a := range atts {
+		if a.JobID == "" || a.State == model.JobCancelling || a.State.Final() || !a.CreatedAt.Before(e.started) {
+			continue
+		}
+		live = append(live, a)
+		if a.State != model.JobPending && a.State != model.JobRequeued {
+			keep = len(live) - 1 // it has started: it is the task's job
+		}
+	}
+	if len(live) < 2 {
+		return nil
+	}
+	// The store may be behind (the core was down): ask each site whether its job has
+	// started; a site that cannot say leaves the decision to a later tick.
+	for i, a := range live {
+		p, err := e.provider(a.System)
+		if err != nil {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+		sts, err := p.Status(cctx, []string{a.JobID})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("task %s has two live jobs; %s did not say whether job %s has started (the next tick asks again): %w", taskID, a.System, a.JobID, err)
+		}
+		if st, ok := sts[a.JobID]; ok && st.State != model.JobPending && st.State != model.JobRequeued {
+			a.State = st.State
+			keep = i
+		}
+	}
+	if keep < 0 {
+		keep = len(live) - 1 // the newest: the move's target
+	}
+	k := live[keep]
+	for i, a := range live {
+		if i == keep || (a.State != model.JobPending && a.State != model.JobRequeued) {
+			continue // a second job that has started too is left to run (killing it saves nothing)
+		}
+		why := fmt.Sprintf("the task has two live jobs (a move was cut short): job %s on %s (attempt %d) is its job, this one is cancelled so that only one runs", k.JobID, k.System, k.N)
+		if _, err := e.cancelJob(ctx, a, why); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,438 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+)
+
+// replanRig is two simulated sites (60×, 2 nodes of 8 cores each) and an engine whose
+// placer proposes B, else A; replanning weighs each pending job every 6 site-seconds
+// (0.1 s of wall clock) so a test sees several checks per second.
+type replanRig struct {
+	ctx  context.Context
+	a, b *simprov.Provider
+	st   *store.Store
+	e    *Engine
+}
+
+func newReplanRig(t *testing.T, wrapA, wrapB func(*simprov.Provider) provider.Provider) *replanRig {
+	t.Helper()
+	ctx := context.Background()
+	r := &replanRig{ctx: ctx, a: newSimSite(t, "A"), b: newSimSite(t, "B")}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r.st = st
+	provs := provMap{"A": r.a, "B": r.b}
+	if wrapA != nil {
+		provs["A"] = wrapA(r.a)
+	}
+	if wrapB != nil {
+		provs["B"] = wrapB(r.b)
+	}
+	r.e = New(Options{Store: st, Providers: provs, Placer: orderedPlacer{"B", "A"}, ReplanEvery: 6 * time.Second})
+	return r
+}
+
+// orderedPlacer places on the first of its systems not excluded.
+type orderedPlacer []string
+
+func (o orderedPlacer) Place(ctx context.Context, t *model.Task, exclude []string) (*Placement, error) {
+	for _, s := range o {
+		if !slices.Contains(exclude, s) {
+			return fixedPlacer{s}.Place(ctx, t, exclude)
+		}
+	}
+	return nil, errors.New("no other system")
+}
+
+// block fills both nodes of p with 8-core jobs asking for wall of walltime.
+func (r *replanRig) block(t *testing.T, p *simprov.Provider, wall time.Duration) []string {
+	t.Helper()
+	var ids []string
+	for i := range 2 {
+		id, err := p.Submit(r.ctx, model.JobSpec{Tag: fmt.Sprintf("blocker-%d", i), Name: "blocker", Partition: "cpu", Account: "acct", Nodes: 1, NTasks: 1,
+			CPUsPerTask: 8, Walltime: model.Duration(wall), Command: "sleep 300"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// task creates a task with the given move budget and dispatches it to A.
+func (r *replanRig) task(t *testing.T, id, command string, maxMigrations int) {
+	t.Helper()
+	pol, _ := json.Marshal(model.Policy{MaxMigrations: maxMigrations})
+	now := time.Now().UTC()
+	if err := r.st.CreateTask(r.ctx, &store.TaskRow{Task: model.Task{ID: id, Name: id, Command: command, State: model.TaskPlaced,
+		Envelope:  model.Envelope{CPUCores: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(time.Hour)}},
+		CreatedAt: now, UpdatedAt: now}, Policy: pol}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.Dispatch(r.ctx, id, &Placement{System: "A", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: command})}, "test"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tickUntil ticks the engine until cond holds or d passes; it reports whether cond held.
+func (r *replanRig) tickUntil(t *testing.T, d time.Duration, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := r.e.Tick(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if cond() {
+			return true
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	return cond()
+}
+
+func (r *replanRig) attempts(t *testing.T, id string) []*model.Attempt {
+	t.Helper()
+	atts, err := r.st.Attempts(r.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return atts
+}
+
+func (r *replanRig) events(t *testing.T, id string) []model.Event {
+	t.Helper()
+	evs, err := r.st.Events(r.ctx, store.EventQuery{TaskID: id, Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func logEvents(t *testing.T, evs []model.Event) {
+	t.Helper()
+	for i := len(evs) - 1; i >= 0; i-- {
+		t.Logf("%s | %s | %s", evs[i].Kind, evs[i].Message, evs[i].Rationale)
+	}
+}
+
+func findEvent(evs []model.Event, prefix string) (model.Event, bool) {
+	for _, ev := range evs {
+		if strings.HasPrefix(ev.Message, prefix) {
+			return ev, true
+		}
+	}
+	return model.Event{}, false
+}
+
+// TestReplanMovesAPendingJobWhenAnotherSiteFreesUp: a job waits on A (full for 4h); B
+// is as full at first, so it stays; once B's queue is much shorter (1h) it moves there,
+// new job first, with the numbers in the event. Then A frees up completely, but the
+// task's move budget (1) is used up: it does not move back. With a budget of 2 the same
+// picture moves it back (the budget, not the thresholds, kept it).
+func TestReplanMovesAPendingJobWhenAnotherSiteFreesUp(t *testing.T) {
+	for _, budget := range []int{1, 2} {
+		t.Run(fmt.Sprintf("budget %d", budget), func(t *testing.T) {
+			r := newReplanRig(t, nil, nil)
+			blockA := r.block(t, r.a, 4*time.Hour)
+			blockB := r.block(t, r.b, 4*time.Hour)
+			r.task(t, "mover", "echo hi", budget)
+			if r.tickUntil(t, 600*time.Millisecond, func() bool { return len(r.attempts(t, "mover")) > 1 }) {
+				logEvents(t, r.events(t, "mover"))
+				t.Fatal("moved although B was as full as A")
+			}
+			// B frees up: its blockers go, shorter ones (1h) come.
+			if err := r.b.Cancel(r.ctx, blockB); err != nil {
+				t.Fatal(err)
+			}
+			r.block(t, r.b, time.Hour)
+			if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "mover")) > 1 }) {
+				logEvents(t, r.events(t, "mover"))
+				t.Fatal("the job did not move to B once B's queue was 3h shorter")
+			}
+			atts := r.attempts(t, "mover")
+			if atts[1].System != "B" || atts[1].JobID == "" || atts[1].State != model.JobPending {
+				t.Fatalf("attempt 2: %s %s job %q, want pending on B", atts[1].System, atts[1].State, atts[1].JobID)
+			}
+			if atts[0].State != model.JobCancelling && atts[0].State != model.JobCancelled {
+				t.Fatalf("attempt 1 on A is %s, want cancelled after the move", atts[0].State)
+			}
+			evs := r.events(t, "mover")
+			mv, ok := findEvent(evs, "replan: move pending job "+atts[0].JobID+": A → B:cpu")
+			if !ok {
+				logEvents(t, evs)
+				t.Fatal("no replan event")
+			}
+			for _, want := range []string{"move A:cpu → B:cpu", "A:cpu expected to start in", "(A's own estimate)", "B:cpu in", "(B's own estimate)",
+				"thresholds max(10m, 30% of", "on 2 consecutive checks", fmt.Sprintf("move 1 of %d", budget), "candidates: A:cpu in", "clears the", "(simulated time, 60× the wall clock)"} {
+				if !strings.Contains(mv.Rationale, want) {
+					t.Errorf("the move's rationale lacks %q: %s", want, mv.Rationale)
+				}
+			}
+			t.Logf("event: %s — %s", mv.Message, mv.Rationale)
+			// A frees up completely: moving back would gain about 1h.
+			if err := r.a.Cancel(r.ctx, blockA); err != nil {
+				t.Fatal(err)
+			}
+			moved := r.tickUntil(t, 1500*time.Millisecond, func() bool { return len(r.attempts(t, "mover")) > 2 })
+			if budget == 1 && moved {
+				logEvents(t, r.events(t, "mover"))
+				t.Fatal("moved a second time beyond the move budget of 1")
+			}
+			if budget == 2 && !moved {
+				logEvents(t, r.events(t, "mover"))
+				t.Fatal("with a budget of 2 the job should move back to the now empty A (the test would not show the budget at work)")
+			}
+		})
+	}
+}
+
+// racingSite is B, whose Submit lets A's queue clear while the new job is being
+// submitted, and returns only once A has started the old job: the race a move must lose
+// gracefully.
+type racingSite struct {
+	*simprov.Provider
+	before func(spec model.JobSpec) // called before the real submit
+	after  func()                   // called after it
+}
+
+func (s racingSite) Submit(ctx context.Context, spec model.JobSpec) (string, error) {
+	if s.before != nil {
+		s.before(spec)
+	}
+	id, err := s.Provider.Submit(ctx, spec)
+	if s.after != nil {
+		s.after()
+	}
+	return id, err
+}
+
+// TestReplanRevertsWhenTheOldJobStartsMeanwhile: the old job starts on A while the new
+// one is being submitted to B. The new attempt was persisted before B was called; once
+// B accepts it, the engine sees the old job running and cancels the new one instead:
+// the command runs once, on A.
+func TestReplanRevertsWhenTheOldJobStartsMeanwhile(t *testing.T) {
+	var r *replanRig
+	var blockA []string
+	count := filepath.Join(t.TempDir(), "ran")
+	var persisted error = errors.New("B's submit was never called")
+	r = newReplanRig(t, nil, func(b *simprov.Provider) provider.Provider {
+		return racingSite{Provider: b,
+			before: func(spec model.JobSpec) {
+				// Persist before acting: attempt 2 exists, submitting, before B hears of it.
+				atts, err := r.st.Attempts(r.ctx, "racer")
+				switch {
+				case err != nil:
+					persisted = err
+				case len(atts) != 2 || atts[1].State != model.JobSubmitting || atts[1].Tag != spec.Tag:
+					persisted = fmt.Errorf("at B's submit the store holds %d attempts (want 2, the last submitting with tag %s)", len(atts), spec.Tag)
+				default:
+					persisted = nil
+				}
+			},
+			after: func() {
+				if err := r.a.Cancel(r.ctx, blockA); err != nil {
+					t.Error(err)
+				}
+				old := r.attempts(t, "racer")[0].JobID
+				deadline := time.Now().Add(3 * time.Second)
+				for time.Now().Before(deadline) {
+					sts, _ := r.a.Status(r.ctx, []string{old})
+					if sts[old].State == model.JobRunning || sts[old].State.Final() {
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				t.Error("the old job did not start on A after its blockers went")
+			}}
+	})
+	blockA = r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute) // B's new job cannot start at once either
+	r.task(t, "racer", "echo ran >> "+count+"; sleep 1", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "racer")) > 1 }) {
+		logEvents(t, r.events(t, "racer"))
+		t.Fatal("no move was tried")
+	}
+	if persisted != nil {
+		t.Fatal(persisted)
+	}
+	if !r.tickUntil(t, 10*time.Second, func() bool {
+		tr, _ := r.st.Task(r.ctx, "racer")
+		return tr.State == model.TaskSucceeded
+	}) {
+		logEvents(t, r.events(t, "racer"))
+		t.Fatal("the task did not succeed on A")
+	}
+	atts := r.attempts(t, "racer")
+	if len(atts) != 2 || atts[0].State != model.JobSucceeded || atts[1].State != model.JobCancelled {
+		logEvents(t, r.events(t, "racer"))
+		t.Fatalf("attempts: %d, #1 %s, #2 %s; want #1 succeeded on A, #2 cancelled on B", len(atts), atts[0].State, atts[1].State)
+	}
+	evs := r.events(t, "racer")
+	rv, ok := findEvent(evs, "stay on A: move reverted, attempt 2 cancelled")
+	if !ok || !strings.Contains(rv.Rationale, "started meanwhile (running)") {
+		logEvents(t, evs)
+		t.Fatal("no event says the move was reverted because the old job started")
+	}
+	b, err := os.ReadFile(count)
+	if err != nil || strings.Count(string(b), "ran") != 1 {
+		t.Fatalf("the command ran %d times (%v), want once", strings.Count(string(b), "ran"), err)
+	}
+}
+
+// cancelFails is A, whose scheduler refuses to cancel (scancel on a controller that
+// errors).
+type cancelFails struct{ *simprov.Provider }
+
+func (cancelFails) Cancel(context.Context, []string) error {
+	return errors.New("scancel: error: Kill job error on job id 1: Unable to contact slurm controller (connect failure)")
+}
+
+// TestReplanRevertsWhenTheOldJobCannotBeCancelled: B accepts the new job but A cannot
+// cancel the old one; the new one is cancelled and the old keeps its place in line.
+func TestReplanRevertsWhenTheOldJobCannotBeCancelled(t *testing.T) {
+	r := newReplanRig(t, func(a *simprov.Provider) provider.Provider { return cancelFails{a} }, nil)
+	blockA := r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute)
+	r.task(t, "stuck", "exit 3", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool {
+		atts := r.attempts(t, "stuck")
+		return len(atts) > 1 && atts[1].State.Final()
+	}) {
+		logEvents(t, r.events(t, "stuck"))
+		t.Fatal("the new job was not cancelled after the old one's cancel failed")
+	}
+	atts := r.attempts(t, "stuck")
+	if atts[0].State != model.JobPending || atts[1].State != model.JobCancelled {
+		t.Fatalf("#1 %s, #2 %s: want the old job still pending, the new one cancelled", atts[0].State, atts[1].State)
+	}
+	evs := r.events(t, "stuck")
+	if rv, ok := findEvent(evs, "stay on A: move reverted"); !ok || !strings.Contains(rv.Rationale, "the cancel of job "+atts[0].JobID+" on A failed") {
+		logEvents(t, evs)
+		t.Fatal("no event says why the move was reverted")
+	}
+	// The old job is the task's job: when it fails, the task is continued (retried in
+	// place, then failed), although a later (reverted) attempt exists.
+	r.e.o.NoReplan = true
+	if err := r.a.Cancel(r.ctx, blockA); err != nil {
+		t.Fatal(err)
+	}
+	if !r.tickUntil(t, 10*time.Second, func() bool {
+		tr, _ := r.st.Task(r.ctx, "stuck")
+		return tr.State.Final()
+	}) {
+		logEvents(t, r.events(t, "stuck"))
+		t.Fatal("the task was not continued after its old job failed")
+	}
+	atts = r.attempts(t, "stuck")
+	if tr, _ := r.st.Task(r.ctx, "stuck"); tr.State != model.TaskFailed || len(atts) != 3 || atts[2].System != "A" {
+		logEvents(t, r.events(t, "stuck"))
+		t.Fatalf("task %s with %d attempts; want the failed job retried once on A, then failed", tr.State, len(atts))
+	}
+}
+
+// TestReplanEngineAndReplayDecideAlike: the engine takes scheduler.Replan's decision
+// with its thresholds (the replay's test TestReplayReplansWithTheSchedulerDecision
+// checks the replay's side): given the same inputs the engine's config yields the same
+// decision as the scheduler's defaults with the task's budget.
+func TestReplanEngineAndReplayDecideAlike(t *testing.T) {
+	e := New(Options{})
+	now := time.Now()
+	in := scheduler.ReplanInput{Now: now, Current: scheduler.ReplanOption{System: "A", Partition: "cpu", Start: now.Add(4 * time.Hour), At: now},
+		Alternatives: []scheduler.ReplanOption{{System: "B", Partition: "cpu", Start: now.Add(time.Hour), At: now}}, Streak: 1, StreakTo: "B:cpu"}
+	pol := model.DefaultPolicy()
+	got := scheduler.Replan(in, e.replanConfig(pol))
+	want := scheduler.Replan(in, scheduler.DefaultReplanConfig())
+	if got.Move != want.Move || got.Reason != want.Reason || !got.Move {
+		t.Fatalf("engine: %v %q; scheduler defaults: %v %q", got.Move, got.Reason, want.Move, want.Reason)
+	}
+	pol.MaxMigrations = 0
+	in.Moves = 2
+	if d := scheduler.Replan(in, e.replanConfig(pol.WithDefaults())); d.Move {
+		t.Fatalf("budget of the task's policy ignored: %s", d.Reason)
+	}
+}
+
+// TestACrashMidMoveLeavesOneJob: a core died between a move's new job being accepted and
+// the old one's cancel, leaving the task two queued jobs. The next engine keeps the new
+// one (or the one that has started) and cancels the other, so the command runs once.
+// The engine that made them does not touch them (its own moves finish under the lock).
+func TestACrashMidMoveLeavesOneJob(t *testing.T) {
+	for _, started := range []bool{false, true} {
+		t.Run(fmt.Sprintf("old started %v", started), func(t *testing.T) {
+			r := newReplanRig(t, nil, nil)
+			blockA := r.block(t, r.a, 4*time.Hour)
+			r.block(t, r.b, 4*time.Hour)
+			r.task(t, "cut", "sleep 2", 2)
+			if err := r.e.Dispatch(r.ctx, "cut", &Placement{System: "B", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: "echo hi"})}, "the move's new job"); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.e.Tick(r.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if atts := r.attempts(t, "cut"); atts[0].State != model.JobPending || atts[1].State != model.JobPending {
+				t.Fatalf("the engine that made them acted on its own two jobs: #1 %s, #2 %s", atts[0].State, atts[1].State)
+			}
+			if started {
+				if err := r.a.Cancel(r.ctx, blockA); err != nil {
+					t.Fatal(err)
+				}
+				old := r.attempts(t, "cut")[0].JobID
+				deadline := time.Now().Add(3 * time.Second)
+				for time.Now().Before(deadline) {
+					if sts, _ := r.a.Status(r.ctx, []string{old}); sts[old].State != model.JobPending {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+			r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true}) // the restarted core
+			gone, kept := 0, 1
+			if started {
+				gone, kept = 1, 0
+			}
+			if !r.tickUntil(t, 5*time.Second, func() bool {
+				s := r.attempts(t, "cut")[gone].State
+				return s == model.JobCancelling || s == model.JobCancelled
+			}) {
+				logEvents(t, r.events(t, "cut"))
+				t.Fatalf("attempt %d was not cancelled", gone+1)
+			}
+			atts := r.attempts(t, "cut")
+			if s := atts[kept].State; s == model.JobCancelling || s == model.JobCancelled {
+				t.Fatalf("attempt %d was cancelled too", kept+1)
+			}
+			evs := r.events(t, "cut")
+			if _, ok := findEvent(evs, "cancel requested for job "+atts[gone].JobID); !ok {
+				logEvents(t, evs)
+				t.Fatal("no cancel event for the duplicate")
+			}
+			found := false
+			for _, ev := range evs {
+				found = found || strings.Contains(ev.Rationale, "a move was cut short") && strings.Contains(ev.Rationale, "job "+atts[kept].JobID)
+			}
+			if !found {
+				logEvents(t, evs)
+				t.Fatal("no event says why the duplicate was cancelled")
+			}
+		})
+	}
+}
