@@ -470,6 +470,17 @@ func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		}
 		empty(a)
 		empty(b)
+		// Nobody can pre-empt another sender's message by using its tag first: c
+		// sends with a tag a will use; a's message still arrives (src is in the key,
+		// and the exchange checks src against the credential: SendAsAnotherAgent).
+		future := uuid.New()
+		squat := academyMsg(c, b, KindRequest, future, `{"kind":"ping-request"}`)
+		genuine := academyMsg(a, b, KindRequest, future, `{"kind":"ping-request"}`)
+		h.send(h.tokA, squat, 200)
+		h.send(h.tokA, genuine, 200)
+		if r1, r2 := h.recv(h.tokA, b, 1), h.recv(h.tokA, b, 1); r1 != squat || r2 != genuine {
+			t.Errorf("b received %s, %s; want both", r1, r2)
+		}
 		// A server restarted on the same backend still recognises the retry.
 		h2 := newHarness(t, be, Config{Now: clock, DedupeWindow: time.Minute})
 		h2.send(h2.tokA, otherSrc, 200)
@@ -480,8 +491,8 @@ func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		if got := h.recv(h.tokA, b, 1); got != req {
 			t.Errorf("after the window: received %s, want the message again", got)
 		}
-		if tl := h.srv.Timeline("run-a"); len(tl) != 5 {
-			t.Errorf("timeline has %d records, want 5", len(tl))
+		if tl := h.srv.Timeline("run-a"); len(tl) != 7 {
+			t.Errorf("timeline has %d records, want 7", len(tl))
 		}
 
 		// Quotas: a duplicate of the message that filled the queue is a success, a new
