@@ -85,8 +85,8 @@ func (c *Client) retryReport(ctx context.Context, retryable func(error) bool, ca
 // exchangeDown reports whether err means the exchange was not there to answer: no
 // connection (refused, reset, unreachable, timed out dialling, DNS), a connection
 // closed before the answer (an ssh tunnel's listener whose exchange is gone accepts
-// and then closes), a broken stream, or a gateway in front of it saying so. Answers of the exchange itself (4xx, 500)
-// are not: retrying cannot change them.
+// and then closes), a broken stream, or a gateway in front of it saying so. Answers
+// of the exchange itself (4xx, 500) are not: retrying cannot change them.
 func exchangeDown(err error) bool {
 	var se *StatusError
 	if errors.As(err, &se) {

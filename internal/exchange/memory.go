@@ -191,7 +191,7 @@ func (m *Memory) Put(_ context.Context, msg Message, rec MessageRecord, lim Limi
 	id := dedupeID(msg.Header)
 	if lim.DedupeWindow > 0 {
 		b.forget(rec.Time, lim)
-		if _, dup := b.seen[id]; dup {
+		if at, dup := b.seen[id]; dup && rec.Time.Sub(at) < lim.DedupeWindow {
 			return nil // accepted before: a sender's retry
 		}
 	}
