@@ -564,12 +564,15 @@ func TestServeBoundsAndGuardsActions(t *testing.T) {
 	} else if _, err := m.Result(); !errors.As(err, &ae) || !strings.Contains(ae.Text, "busy") {
 		t.Errorf("third request: %v, want busy", err)
 	}
-	// The same tag as a running request: refused, the running one untouched.
-	dup := reqs[0]
+	// The same tag as a running request: refused, the running one untouched. (From
+	// another sender: the exchange itself drops the same sender's repeat of a message,
+	// same tag and kind, as a retry; see TestSendRetryAfterALostAnswerIsDeduplicated.)
+	dup, _ := agent.NewActionRequest(intruder, me, "wait", nil, nil)
+	dup.Header.Tag = reqs[0].Header.Tag
 	if err := c.Send(ctx, dup); err != nil {
 		t.Fatal(err)
 	}
-	if m := answer(op); m.Header.Tag != dup.Header.Tag {
+	if m := answer(intruder); m.Header.Tag != dup.Header.Tag {
 		t.Errorf("answer to %s", m.Header.Tag)
 	} else if _, err := m.Result(); !errors.As(err, &ae) || !strings.Contains(ae.Text, "already running a request with tag") {
 		t.Errorf("duplicate tag: %v", err)

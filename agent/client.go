@@ -29,6 +29,13 @@ const (
 	EnvSite          = "MOSAIC_SITE"
 )
 
+// DedupeHeader is the response header (value "1") with which an exchange says it
+// de-duplicates PUT /message: the same message sent twice (same sender,
+// destination, tag and kind) within its window is queued once. A Mosaic exchange
+// sends it on every answer (a Mosaic extension; Academy's exchanges do not), and a
+// Client that saw it retries a Send whose answer was lost (see WithReconnect).
+const DedupeHeader = "Mosaic-Exchange-Dedupe"
+
 // Status of a mailbox.
 type Status string
 
@@ -62,6 +69,7 @@ type Client struct {
 	reconnectFor time.Duration
 	onReconnect  func(after time.Duration)
 	contacted    atomic.Bool // the exchange answered once (reconnects only then)
+	dedupe       atomic.Bool // the exchange's last own answer carried DedupeHeader
 }
 
 // Option configures a Client.
@@ -185,6 +193,14 @@ func (c *Client) open(ctx context.Context, op, method, path string, body any, hd
 		return nil, fmt.Errorf("exchange %s at %s: %w (is the exchange running and %s right?)", op, c.base, err, EnvExchangeURL)
 	}
 	c.contacted.Store(true)
+	switch {
+	case resp.Header.Get(DedupeHeader) == "1":
+		c.dedupe.Store(true)
+	case resp.StatusCode != http.StatusBadGateway && resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusGatewayTimeout:
+		// An answer of the exchange itself without the header (a gateway's 502-504
+		// while it is away says nothing about it).
+		c.dedupe.Store(false)
+	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -230,13 +246,15 @@ func (c *Client) Terminate(ctx context.Context, id EntityID) error {
 	return err
 }
 
-// Send delivers m to its destination mailbox.
+// Send delivers m to its destination mailbox. While the exchange is away it retries
+// (see WithReconnect); to an exchange that de-duplicates (DedupeHeader) it retries
+// even when the request may have arrived, since the exchange queues m only once.
 func (c *Client) Send(ctx context.Context, m Message) error {
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("exchange send: encode message: %w", err)
 	}
-	return c.retry(ctx, notDelivered, func() error {
+	return c.retry(ctx, c.sendRetryable, func() error {
 		_, err := c.do(ctx, "send", http.MethodPut, "/message", map[string]any{"message": string(raw)})
 		return err
 	})

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -25,10 +26,18 @@ const (
 // answering — connection refused or reset, a stream that broke, 502/503/504 — before
 // returning the error (0 disables retrying; default DefaultReconnectFor), and a
 // function told, once the exchange answers again, how long it was away (nil: none).
-// Listen and Receive re-check their mailbox after a reconnect and resume; Send
-// and Receive retry only when the request cannot have been delivered (no connection,
-// or a gateway's 503), so a message is never sent twice or taken and dropped. Only a
-// client that has reached the exchange once retries: a wrong URL fails at once.
+// Listen and Receive re-check their mailbox after a reconnect and resume. Receive
+// retries only when the request cannot have been delivered (no connection, or a
+// gateway's 503), so a message is never taken off the queue and dropped. Send retries
+// on every sign of the exchange being away — also a connection closed or reset after
+// the request was written, a broken stream, a 502 or 504, where the exchange may have
+// queued the message — when the exchange advertises de-duplication (DedupeHeader, on
+// its last own answer; Mosaic's exchange does): it queues a message sent again within
+// its window (15 min by default, longer than DefaultReconnectFor) only once, so the
+// message arrives exactly once. Against an exchange that does not advertise it
+// (Academy's), Send retries only when the request cannot have been delivered, so a
+// message is never sent twice, and an ambiguous failure is returned. Only a client
+// that has reached the exchange once retries: a wrong URL fails at once.
 func WithReconnect(maxOutage time.Duration, onReconnect func(after time.Duration)) Option {
 	return func(c *Client) {
 		c.reconnectFor = maxOutage
@@ -74,9 +83,10 @@ func (c *Client) retryReport(ctx context.Context, retryable func(error) bool, ca
 }
 
 // exchangeDown reports whether err means the exchange was not there to answer: no
-// connection (refused, reset, unreachable, timed out dialling, DNS), a broken stream,
-// or a gateway in front of it saying so. Answers of the exchange itself (4xx, 500)
-// are not: retrying cannot change them.
+// connection (refused, reset, unreachable, timed out dialling, DNS), a connection
+// closed before the answer (an ssh tunnel's listener whose exchange is gone accepts
+// and then closes), a broken stream, or a gateway in front of it saying so. Answers
+// of the exchange itself (4xx, 500) are not: retrying cannot change them.
 func exchangeDown(err error) bool {
 	var se *StatusError
 	if errors.As(err, &se) {
@@ -85,7 +95,8 @@ func exchangeDown(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	if errors.Is(err, errStreamBroken) || errors.Is(err, errStaleConn) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+	if errors.Is(err, errStreamBroken) || errors.Is(err, errStaleConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH) {
 		return true
 	}
@@ -109,6 +120,12 @@ func notDelivered(err error) bool {
 	}
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// sendRetryable is Send's retry rule: notDelivered, or any exchangeDown error when
+// the exchange de-duplicates (a repeat of a message it queued is not queued again).
+func (c *Client) sendRetryable(err error) bool {
+	return notDelivered(err) || (c.dedupe.Load() && exchangeDown(err))
 }
 
 // errStreamBroken marks a listen stream that ended mid-way (the exchange went away).

@@ -69,7 +69,9 @@ func New(t globusfake.TB, g *globusfake.Server, rs string) *Exchange {
 	}
 	x := &Exchange{ResourceServer: rs, authURL: g.URL, secret: "academy-exchange-secret", hc: &http.Client{Timeout: 10 * time.Second}}
 	g.AddClient(rs, x.secret)
-	x.Inner = exchange.NewServer(exchange.Config{AnonymousRun: Namespace, Logger: slog.New(slog.DiscardHandler)})
+	// DedupeWindow -1: Academy's hosted exchange neither de-duplicates sends nor
+	// sends Mosaic-Exchange-Dedupe, so Mosaic's SDK keeps its conservative retries.
+	x.Inner = exchange.NewServer(exchange.Config{AnonymousRun: Namespace, Logger: slog.New(slog.DiscardHandler), DedupeWindow: -1})
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", http.StripPrefix("/v1", http.HandlerFunc(x.serve)))
 	x.Server = httptest.NewServer(mux)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mosaic-hpc/mosaic/agent"
 	"github.com/mosaic-hpc/mosaic/internal/academyfake"
 	"github.com/mosaic-hpc/mosaic/internal/auth"
 	"github.com/mosaic-hpc/mosaic/internal/globusfake"
@@ -52,6 +53,9 @@ func TestFrontDoor(t *testing.T) {
 		n, _ := resp.Body.Read(buf)
 		b.Write(buf[:n])
 		resp.Body.Close()
+		if v := resp.Header.Get(agent.DedupeHeader); v != "" {
+			t.Errorf("%s: %s=%q: Academy's exchange does not de-duplicate sends", name, agent.DedupeHeader, v)
+		}
 		if resp.StatusCode != c.code || !strings.Contains(b.String(), c.text) {
 			t.Errorf("%s: HTTP %d %q, want %d with %q", name, resp.StatusCode, b.String(), c.code, c.text)
 		}

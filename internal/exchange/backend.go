@@ -68,13 +68,26 @@ func (h Holder) String() string {
 	return s
 }
 
-// Limits are the quotas a backend enforces on Create and Put (<= 0: none).
+// Limits are the quotas a backend enforces on Create and Put (<= 0: none), and
+// how Put de-duplicates (DedupeWindow <= 0: it does not).
 type Limits struct {
 	MaxQueuedMessages  int64 // per mailbox: queued messages, and unanswered requests
 	MaxQueuedBytes     int64 // per mailbox: bytes of queued messages
 	MaxMailboxesPerRun int64 // mailboxes (any status) of one run
 	MaxTotalBytes      int64 // bytes of queued messages in the whole backend
+	// DedupeWindow is how long Put remembers a message it accepted, so that the
+	// same message put again (a sender's retry) is not queued twice; DedupeEntries
+	// bounds the messages remembered per mailbox (the oldest are forgotten first).
+	DedupeWindow  time.Duration
+	DedupeEntries int64
 }
+
+// dedupeID is what makes a message the same message for Put: its sender, tag and
+// kind (a request and its response share the tag but differ in kind, and in sender
+// and destination). With the destination mailbox (run and uid) it is the dedupe key.
+// The sender is part of it so that nobody can suppress another sender's message by
+// putting one with its tag first: the exchange checks src against the credential.
+func dedupeID(h Header) string { return h.Src.UID.String() + ":" + h.Tag.String() + ":" + h.Kind }
 
 // QuotaError is a refusal by a quota; Status is 429 for counts and 413 for
 // sizes.
@@ -131,6 +144,16 @@ type Backend interface {
 	// request/response pairs, marks the sender active at rec.Time and appends
 	// rec to rec.Run's timeline, all or nothing: a message is in the timeline
 	// iff it was delivered. A *QuotaError when a limit of lim would be passed.
+	//
+	// Put is idempotent within lim.DedupeWindow (when > 0): a message with the
+	// dedupe key (run, dest uid, src uid, tag, kind) of one accepted at most that
+	// long before (by rec.Time) and still among the last lim.DedupeEntries
+	// remembered for dest is answered with success and not queued, tracked or
+	// recorded again — before any quota check, so a retry is not refused by the
+	// queue its first copy filled. The key is remembered iff the message was
+	// queued, in the same atomic step. Later than the window (or beyond the
+	// entries) the same message is delivered again. A terminated destination
+	// still refuses it (ErrTerminated).
 	Put(ctx context.Context, m Message, rec MessageRecord, lim Limits) error
 	// Get marks the mailbox active and pops its next message, waiting up to
 	// wait (wait < 0: until ctx ends).

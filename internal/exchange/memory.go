@@ -39,6 +39,29 @@ type memBox struct {
 	completed  int64
 	lastActive time.Time
 	holder     Holder
+	seen       map[string]time.Time // dedupeID -> when accepted (Limits.DedupeWindow)
+	seenOrder  []seenEntry          // the same, oldest first: expiry and the count bound
+}
+
+type seenEntry struct {
+	id string
+	at time.Time
+}
+
+// forget drops remembered messages older than the window (at now) and beyond
+// the count bound.
+func (b *memBox) forget(now time.Time, lim Limits) {
+	for len(b.seenOrder) > 0 {
+		e := b.seenOrder[0]
+		if now.Sub(e.at) < lim.DedupeWindow && (lim.DedupeEntries <= 0 || int64(len(b.seenOrder)) <= lim.DedupeEntries) {
+			return
+		}
+		if b.seen[e.id].Equal(e.at) {
+			delete(b.seen, e.id)
+		}
+		b.seenOrder[0] = seenEntry{}
+		b.seenOrder = b.seenOrder[1:] // append reallocates with the live part only: bounded
+	}
 }
 
 // NewMemory returns an empty in-memory backend.
@@ -165,6 +188,13 @@ func (m *Memory) Put(_ context.Context, msg Message, rec MessageRecord, lim Limi
 	if b.rec.Status == StatusTerminated {
 		return fmt.Errorf("%w: %s", ErrTerminated, dest)
 	}
+	id := dedupeID(msg.Header)
+	if lim.DedupeWindow > 0 {
+		b.forget(rec.Time, lim)
+		if at, dup := b.seen[id]; dup && rec.Time.Sub(at) < lim.DedupeWindow {
+			return nil // accepted before: a sender's retry
+		}
+	}
 	size := int64(len(msg.Raw))
 	switch {
 	case lim.MaxQueuedMessages > 0 && int64(len(b.queue)) >= lim.MaxQueuedMessages:
@@ -175,6 +205,14 @@ func (m *Memory) Put(_ context.Context, msg Message, rec MessageRecord, lim Limi
 		return quotaSize("MaxQueuedBytes", "max-queued-bytes", lim.MaxQueuedBytes, fmt.Sprintf("mailbox %s holds %d bytes, the message has %d", dest, b.bytes, size))
 	case lim.MaxTotalBytes > 0 && m.held+size > lim.MaxTotalBytes:
 		return quotaSize("MaxTotalBytes", "max-total-bytes", lim.MaxTotalBytes, fmt.Sprintf("the exchange holds %d bytes, the message has %d", m.held, size))
+	}
+	if lim.DedupeWindow > 0 {
+		if b.seen == nil {
+			b.seen = map[string]time.Time{}
+		}
+		b.seen[id] = rec.Time
+		b.seenOrder = append(b.seenOrder, seenEntry{id, rec.Time})
+		b.forget(rec.Time, lim)
 	}
 	b.queue = append(b.queue, msg.Raw)
 	b.bytes += size

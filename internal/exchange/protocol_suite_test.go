@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/mosaic-hpc/mosaic/agent"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -406,6 +410,139 @@ func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("stream did not end when the mailbox was terminated")
+		}
+	})
+
+	// Dedupe: PUT /message is idempotent within the window (a sender's retry after a
+	// lost answer): the same message (run, dest, src, tag, kind) twice is queued,
+	// tracked and recorded once; a different kind, sender or destination with the
+	// same tag is another message; after the window (or beyond the entries kept per
+	// mailbox) it is delivered again; a duplicate is not refused by the quota its
+	// first copy filled; a server restarted on the same backend still knows it; every
+	// answer advertises it, and a server with de-duplication off neither advertises
+	// nor de-duplicates.
+	t.Run("Dedupe", func(t *testing.T) {
+		var mu sync.Mutex
+		now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+		be := newBackend(t)
+		h := newHarness(t, be, Config{Now: clock, DedupeWindow: time.Minute})
+		a, b, c := ent("a", RoleAgent), ent("b", RoleAgent), ent("c", RoleAgent)
+		for _, id := range []EntityID{a, b, c} {
+			h.register(h.tokA, id, "")
+		}
+		empty := func(id EntityID) {
+			t.Helper()
+			if code, text := h.call("GET", "/message", h.tokA, map[string]any{"mailbox": id.Encode(), "timeout": 0.05}); code != 408 {
+				t.Errorf("mailbox %s not empty: %d %s", id.NameOr(""), code, text)
+			}
+		}
+		req, tag := pingReq(a, b)
+		h.send(h.tokA, req, 200)
+		advance(30 * time.Second)
+		h.send(h.tokA, req, 200) // the retry: success, not queued again
+		if got := h.recv(h.tokA, b, 1); got != req {
+			t.Fatalf("received %s", got)
+		}
+		empty(b)
+		if tl := h.srv.Timeline("run-a"); len(tl) != 1 {
+			t.Errorf("timeline has %d records for one message sent twice, want 1: %+v", len(tl), tl)
+		}
+		var st AgentStats
+		_ = json.Unmarshal([]byte(h.expect("GET", "/mailbox/stats", h.tokA, map[string]any{"mailbox": a.Encode()}, 200)), &st)
+		if st.Outgoing != 1 {
+			t.Errorf("sender's stats %+v: the duplicate counted as a second request", st)
+		}
+		// Same tag, another message: the response (other kind, src and dest), the same
+		// sender's response to b (other kind only), another sender's request to b.
+		resp := academyMsg(b, a, KindResponse, tag, `{"kind":"success-response"}`)
+		sameTagResp := academyMsg(a, b, KindResponse, tag, `{"kind":"success-response"}`)
+		otherSrc := academyMsg(c, b, KindRequest, tag, `{"kind":"ping-request"}`)
+		for _, m := range []string{resp, sameTagResp, otherSrc, resp, sameTagResp, otherSrc} {
+			h.send(h.tokA, m, 200)
+		}
+		if got := h.recv(h.tokA, a, 1); got != resp {
+			t.Errorf("a received %s, want the response", got)
+		}
+		if r1, r2 := h.recv(h.tokA, b, 1), h.recv(h.tokA, b, 1); r1 != sameTagResp || r2 != otherSrc {
+			t.Errorf("b received %s, %s; want the same-tag response and the other sender's request", r1, r2)
+		}
+		empty(a)
+		empty(b)
+		// Nobody can pre-empt another sender's message by using its tag first: c
+		// sends with a tag a will use; a's message still arrives (src is in the key,
+		// and the exchange checks src against the credential: SendAsAnotherAgent).
+		future := uuid.New()
+		squat := academyMsg(c, b, KindRequest, future, `{"kind":"ping-request"}`)
+		genuine := academyMsg(a, b, KindRequest, future, `{"kind":"ping-request"}`)
+		h.send(h.tokA, squat, 200)
+		h.send(h.tokA, genuine, 200)
+		if r1, r2 := h.recv(h.tokA, b, 1), h.recv(h.tokA, b, 1); r1 != squat || r2 != genuine {
+			t.Errorf("b received %s, %s; want both", r1, r2)
+		}
+		// A server restarted on the same backend still recognises the retry.
+		h2 := newHarness(t, be, Config{Now: clock, DedupeWindow: time.Minute})
+		h2.send(h2.tokA, otherSrc, 200)
+		empty(b)
+		// After the window the same message is a new one (documented).
+		advance(61 * time.Second)
+		h.send(h.tokA, req, 200)
+		if got := h.recv(h.tokA, b, 1); got != req {
+			t.Errorf("after the window: received %s, want the message again", got)
+		}
+		if tl := h.srv.Timeline("run-a"); len(tl) != 7 {
+			t.Errorf("timeline has %d records, want 7", len(tl))
+		}
+
+		// Quotas: a duplicate of the message that filled the queue is a success, a new
+		// message is refused; beyond DedupeEntries the oldest is forgotten.
+		hq := newHarness(t, newBackend(t), Config{Now: clock, MaxQueuedMessages: 2, DedupeEntries: 2})
+		hq.register(hq.tokA, a, "")
+		hq.register(hq.tokA, b, "")
+		// (responses: unanswered requests would count against the quota too)
+		m1 := academyMsg(a, b, KindResponse, uuid.New(), `{"kind":"success-response"}`)
+		m2 := academyMsg(a, b, KindResponse, uuid.New(), `{"kind":"success-response"}`)
+		m3 := academyMsg(a, b, KindResponse, uuid.New(), `{"kind":"success-response"}`)
+		// (the clock moves between sends: "oldest" is by the time accepted)
+		send := func(m string, want int) { t.Helper(); advance(time.Second); hq.send(hq.tokA, m, want) }
+		send(m1, 200)
+		send(m2, 200)
+		send(m2, 200) // the queue is full, but this one is in it already
+		send(m3, 429)
+		if r1, r2 := hq.recv(hq.tokA, b, 1), hq.recv(hq.tokA, b, 1); r1 != m1 || r2 != m2 {
+			t.Errorf("received %s, %s", r1, r2)
+		}
+		send(m3, 200) // remembered: m2, m3
+		send(m1, 200) // m1 was forgotten (2 entries per mailbox): queued again
+		send(m3, 200) // still remembered
+		if r1, r2 := hq.recv(hq.tokA, b, 1), hq.recv(hq.tokA, b, 1); r1 != m3 || r2 != m1 {
+			t.Errorf("received %s, %s; want m3 then m1 again", r1, r2)
+		}
+
+		// Advertised on every answer, also refusals; not by a server with it off.
+		for _, tc := range []struct {
+			h    *harness
+			tok  string
+			want string
+		}{{h, h.tokA, "1"}, {h, "", "1"}, {h, "not-a-token", "1"}} {
+			resp := tc.h.open(context.Background(), "GET", "/mailbox", tc.tok, map[string]any{"mailbox": a.Encode()})
+			resp.Body.Close()
+			if got := resp.Header.Get(agent.DedupeHeader); got != tc.want {
+				t.Errorf("answer %d with token %q: %s=%q, want %q", resp.StatusCode, tc.tok, agent.DedupeHeader, got, tc.want)
+			}
+		}
+		off := newHarness(t, newBackend(t), Config{DedupeWindow: -1})
+		off.register(off.tokA, a, "")
+		off.register(off.tokA, b, "")
+		r := off.open(context.Background(), "PUT", "/message", off.tokA, map[string]any{"message": req})
+		r.Body.Close()
+		if r.StatusCode != 200 || r.Header.Get(agent.DedupeHeader) != "" {
+			t.Errorf("de-duplication off: %d with %s=%q, want 200 and no header", r.StatusCode, agent.DedupeHeader, r.Header.Get(agent.DedupeHeader))
+		}
+		off.send(off.tokA, req, 200)
+		if r1, r2 := off.recv(off.tokA, b, 1), off.recv(off.tokA, b, 1); r1 != req || r2 != req {
+			t.Errorf("de-duplication off: received %s, %s; want the message twice", r1, r2)
 		}
 	})
 

@@ -25,6 +25,8 @@ import (
 //	run:<run>        set of uids            tl:<run>         list of MessageRecord JSON
 //	pol:<run>        RunPolicy JSON         tok:<sha256>     TokenInfo JSON (or a bare run)
 //	held             bytes queued in every mailbox (MaxTotalBytes)
+//	dd:<run>:<uid>   sorted set "src:tag:kind" -> ms accepted: messages Put de-duplicates
+//	                 (Limits.DedupeWindow; expires when idle for the window)
 //
 // Mailbox keys carry the run, so runs never share a mailbox.
 //
@@ -262,6 +264,11 @@ var putScript = redis.NewScript(`
 local st = redis.call('GET', KEYS[1])
 if not st then return {-1} end
 if st ~= 'ACTIVE' then return {-2} end
+local window = tonumber(ARGV[12])
+if window > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[12], '-inf', tonumber(ARGV[11]) - window)
+  if redis.call('ZSCORE', KEYS[12], ARGV[14]) then return {0} end
+end
 local size = string.len(ARGV[1])
 local qlen = redis.call('LLEN', KEYS[2])
 if qlen >= tonumber(ARGV[8]) then return {-3, qlen} end
@@ -284,11 +291,18 @@ if ARGV[2] == 'request' then
 elseif ARGV[2] == 'response' then
   if redis.call('HDEL', KEYS[5], ARGV[3]) == 1 then redis.call('INCR', KEYS[6]) end
 end
+if window > 0 then
+  redis.call('ZADD', KEYS[12], tonumber(ARGV[11]), ARGV[14])
+  local n = redis.call('ZCARD', KEYS[12])
+  if n > tonumber(ARGV[13]) then redis.call('ZREMRANGEBYRANK', KEYS[12], 0, n - tonumber(ARGV[13]) - 1) end
+  redis.call('PEXPIRE', KEYS[12], window)
+end
 return {1}
 `)
 
-// Put implements Backend in one atomic script (status check, quotas, enqueue,
-// request tracking, sender heartbeat, timeline).
+// Put implements Backend in one atomic script (status check, de-duplication,
+// quotas, enqueue, request tracking, sender heartbeat, timeline, remembering the
+// message for de-duplication): the dedupe entry exists iff the message was queued.
 func (r *Redis) Put(ctx context.Context, m Message, rec MessageRecord, lim Limits) error {
 	dest, src, run := m.Header.Dest.UID, m.Header.Src.UID, rec.Run
 	hdr, _ := json.Marshal(m.Header)
@@ -297,9 +311,15 @@ func (r *Redis) Put(ctx context.Context, m Message, rec MessageRecord, lim Limit
 		return err
 	}
 	keys := []string{r.bk("st", run, dest), r.bk("q", run, dest), r.bk("req", run, dest), r.bk("out", run, src), r.bk("req", run, src),
-		r.bk("done", run, src), r.bk("hb", run, src), r.k("tl", run), r.bk("st", run, src), r.bk("qb", run, dest), r.k("held", "all")}
+		r.bk("done", run, src), r.bk("hb", run, src), r.k("tl", run), r.bk("st", run, src), r.bk("qb", run, dest), r.k("held", "all"),
+		r.bk("dd", run, dest)}
+	window := max(lim.DedupeWindow.Milliseconds(), 0)
+	if lim.DedupeWindow > 0 {
+		window = max(window, 1)
+	}
 	res, err := putScript.Run(ctx, r.c, keys, m.Raw, m.Header.Kind, m.Header.Tag.String(), hdr, recJSON, rec.Time.UnixNano(), r.tlCap,
-		unlimited(lim.MaxQueuedMessages), unlimited(lim.MaxQueuedBytes), unlimited(lim.MaxTotalBytes)).Int64Slice()
+		unlimited(lim.MaxQueuedMessages), unlimited(lim.MaxQueuedBytes), unlimited(lim.MaxTotalBytes),
+		rec.Time.UnixMilli(), window, unlimited(lim.DedupeEntries), dedupeID(m.Header)).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("redis put message: %w", err)
 	}

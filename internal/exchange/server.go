@@ -29,7 +29,12 @@ const (
 	DefaultLeaseTTL           = 90 * time.Second
 	DefaultBodyReadTimeout    = 30 * time.Second
 	DefaultMaxPendingAuth     = 256
-	maxControlBody            = 64 << 10 // bodies of routes other than PUT /message
+	// DefaultDedupeWindow outlasts the agent SDK's reconnect window
+	// (agent.DefaultReconnectFor, 10 min) plus its backoff: a sender's retry of a
+	// message the exchange accepted before it went away is always recognised.
+	DefaultDedupeWindow  = 15 * time.Minute
+	DefaultDedupeEntries = 4096     // per mailbox
+	maxControlBody       = 64 << 10 // bodies of routes other than PUT /message
 )
 
 // Config configures a Server. The zero value is usable: in-memory backend,
@@ -67,6 +72,13 @@ type Config struct {
 	// Authorization header (for loopback development with stock Academy
 	// clients); they act as that run's operator. Leave empty to require a token.
 	AnonymousRun string
+	// DedupeWindow is how long a message accepted by PUT /message is remembered
+	// so that the same message sent again (same sender, destination, tag and kind:
+	// a retry after a lost answer) is answered 200 without being queued twice;
+	// 0 = 15 min, < 0 = no de-duplication (and none advertised). DedupeEntries
+	// bounds the messages remembered per mailbox; 0 = 4,096.
+	DedupeWindow  time.Duration
+	DedupeEntries int64
 	// Logger receives one line per mailbox lifecycle event; nil = slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; nil = time.Now.
@@ -122,6 +134,8 @@ func NewServer(cfg Config) *Server {
 		MaxQueuedBytes:     orDefault(s.cfg.MaxQueuedBytes, DefaultMaxQueuedBytes),
 		MaxMailboxesPerRun: orDefault(s.cfg.MaxMailboxesPerRun, DefaultMaxMailboxesPerRun),
 		MaxTotalBytes:      orDefault(s.cfg.MaxTotalBytes, DefaultMaxTotalBytes),
+		DedupeWindow:       orDefault(s.cfg.DedupeWindow, DefaultDedupeWindow),
+		DedupeEntries:      orDefault(s.cfg.DedupeEntries, DefaultDedupeEntries),
 	}
 	s.auths = make(chan struct{}, s.cfg.MaxPendingAuth)
 	if s.log == nil {
@@ -159,7 +173,13 @@ func (s *Server) Limits() Limits { return s.lim }
 // unauthenticated requests: otherwise net/http would read (discard) up to
 // 256 KiB of its body, without deadline, before answering, so a stranger
 // could hold connections outside MaxPendingAuth and BodyReadTimeout.
+//
+// Every answer carries agent.DedupeHeader when the server de-duplicates sends
+// (Config.DedupeWindow): the agent SDK then retries a send whose answer it lost.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.lim.DedupeWindow > 0 {
+		w.Header().Set(agent.DedupeHeader, "1")
+	}
 	h, pattern := s.mux.Handler(r)
 	if _, path, _ := strings.Cut(pattern, " "); path == "" || path != r.URL.EscapedPath() {
 		closeUnread(w)
