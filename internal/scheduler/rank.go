@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -40,8 +41,13 @@ type HeuristicRanker struct {
 	AvgJobRuntime time.Duration
 	// MaxEstimates bounds the Estimator calls per placement (each may be a remote
 	// sbatch --test-only): only the candidates with the shortest history/queue-model
-	// wait are asked (default 8).
+	// wait are asked (default 8). With a BatchEstimator it bounds the candidates of
+	// each system asked in that system's one batch instead (default
+	// DefaultSiteBatch), those with the shortest such wait first.
 	MaxEstimates int
+	// Waits, optional, corrects every site estimate by the partition's history of
+	// them (see WaitModel); the corrected wait is what the candidate is scored on.
+	Waits WaitModel
 	// WalltimeProbes bounds the extra Estimator calls per placement that ask whether
 	// walltime.min would start materially sooner than the walltime sizing chose (the
 	// envelope's maximum): default 2, negative for none. See ShorterWalltimeGain.
@@ -137,6 +143,9 @@ type row struct {
 	note   uint8   // sizingNotes code
 	src    uint8   // waitSources code
 	over   bool    // wait over the envelope's max_queue_wait
+	// learned: wait is Waits' correction of the site's estimate raw.
+	learned bool
+	raw     model.Duration
 }
 
 // Where an estimated wait came from, by code.
@@ -172,6 +181,7 @@ func (h *HeuristicRanker) Rank(ctx context.Context, r *Request, feasible []*Cand
 	for pos, k := range order {
 		w, c := &rows[k], feasible[k]
 		c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
+		c.SiteWait = w.siteWait()
 		c.WalltimeNote = probeNote(probes, w.rec)
 		if c.Sizing != nil && c.Sizing.Walltime != w.size.wall {
 			c.Sizing.Walltime = w.size.wall // a probe chose walltime.min
@@ -208,6 +218,7 @@ func (h *HeuristicRanker) rank(ctx context.Context, r *Request, recs []model.Res
 				}
 			}
 		}
+		h.correctWaits(recs, rows)
 	}
 	mqw := r.Envelope.MaxQueueWait
 	for i := range rows {
@@ -401,9 +412,42 @@ func roundHalfAway(x float64) float64 {
 	return t
 }
 
+// siteWait is the site's own estimate when the ranker's wait is a learned correction
+// of it (Candidate.SiteWait), else nil.
+func (w *row) siteWait() *model.Duration {
+	if !w.learned {
+		return nil
+	}
+	d := w.raw
+	return &d
+}
+
+// correctWaits replaces every site estimate with Waits' correction of it (the site's
+// own answer stays in raw, for the trace and the attempt's record).
+func (h *HeuristicRanker) correctWaits(recs []model.ResourceRecord, rows []row) {
+	if h.Waits == nil {
+		return
+	}
+	for i := range rows {
+		w := &rows[i]
+		if w.src != srcSite {
+			continue
+		}
+		rec := &recs[w.rec]
+		c := model.Duration(min(max(h.Waits.Correct(rec.System, rec.Partition, w.wait.D()), 0), maxWait).Round(time.Second))
+		w.raw, w.learned, w.wait = w.wait, true, c
+	}
+}
+
 // siteEstimates replaces the waits of the most promising candidates with the site's own
-// start estimate, the most trusted source; failures keep the earlier estimate.
+// start estimate, the most trusted source; failures keep the earlier estimate. With a
+// BatchEstimator every candidate is asked (up to MaxEstimates per system), one batch
+// per system, the systems concurrently.
 func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) {
+	if be, ok := h.Estimator.(BatchEstimator); ok {
+		h.batchEstimates(ctx, be, r, recs, rows)
+		return
+	}
 	n := h.MaxEstimates
 	if n <= 0 {
 		n = 8
@@ -442,6 +486,79 @@ func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []
 			a.w.wait, a.w.src = model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second)), srcSite
 		}
 	}
+}
+
+// batchEstimates is siteEstimates with a BatchEstimator: per system, its candidates
+// with the shortest history/queue-model wait first, at most MaxEstimates (default
+// DefaultSiteBatch) of them, in one call.
+func (h *HeuristicRanker) batchEstimates(ctx context.Context, be BatchEstimator, r *Request, recs []model.ResourceRecord, rows []row) {
+	per := h.MaxEstimates
+	if per <= 0 {
+		per = DefaultSiteBatch
+	}
+	order := make([]uint32, len(rows))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int {
+		wa, wb := &rows[a], &rows[b]
+		if wa.wait != wb.wait {
+			if wa.wait < wb.wait {
+				return -1
+			}
+			return 1
+		}
+		return compareRecordKeys(&recs[wa.rec], &recs[wb.rec])
+	})
+	type batch struct {
+		system string
+		rows   []uint32
+		specs  []model.JobSpec
+	}
+	var batches []*batch
+	bySys := map[string]*batch{}
+	tag := estimateTag(r)
+	for _, i := range order {
+		rec := &recs[rows[i].rec]
+		b := bySys[rec.System]
+		if b == nil {
+			b = &batch{system: rec.System}
+			bySys[rec.System] = b
+			batches = append(batches, b)
+		}
+		if len(b.rows) >= per {
+			continue
+		}
+		var spec model.JobSpec
+		rows[i].size.specInto(r, rec, &spec)
+		spec.Tag = tag
+		b.rows, b.specs = append(b.rows, i), append(b.specs, spec)
+	}
+	ask := func(b *batch) {
+		res, err := be.EstimateStarts(ctx, b.system, b.specs)
+		if err != nil || len(res) != len(b.rows) {
+			return // the queue model's (or history's) waits stand
+		}
+		for k, i := range b.rows {
+			if t := res[k].Start; res[k].Err == nil && !t.IsZero() {
+				w := &rows[i]
+				w.wait, w.src = model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second)), srcSite
+			}
+		}
+	}
+	if len(batches) == 1 {
+		ask(batches[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, b := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ask(b)
+		}()
+	}
+	wg.Wait()
 }
 
 // walltimeProbes asks the site, for at most WalltimeProbes candidates, whether

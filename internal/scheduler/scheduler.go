@@ -60,9 +60,14 @@ func (e *PlacementError) Unwrap() error { return ErrNoFeasible }
 
 // Options configure a Scheduler. Every field is optional.
 type Options struct {
-	Rules        []Rule    // nil = DefaultRules()
-	Estimator    Estimator // site start estimates for the heuristic ranker
-	MaxEstimates int       // Estimator calls per placement (default 8)
+	Rules     []Rule    // nil = DefaultRules()
+	Estimator Estimator // site start estimates for the heuristic ranker (a BatchEstimator asks every candidate)
+	// MaxEstimates: Estimator calls per placement (default 8); with a BatchEstimator,
+	// candidates asked per system in its one batch (default DefaultSiteBatch).
+	MaxEstimates int
+	// Waits corrects site estimates by each partition's history of them (optional;
+	// see WaitModel and internal/waits).
+	Waits WaitModel
 	// WalltimeProbes: extra Estimator calls per placement asking whether walltime.min
 	// starts materially sooner (default 2, negative for none; see ShorterWalltimeGain).
 	WalltimeProbes int
@@ -89,7 +94,8 @@ type Scheduler struct {
 func New(opts Options) *Scheduler {
 	s := &Scheduler{
 		rules: opts.Rules,
-		heur:  &HeuristicRanker{Estimator: opts.Estimator, History: opts.History, MaxEstimates: opts.MaxEstimates, WalltimeProbes: opts.WalltimeProbes},
+		heur: &HeuristicRanker{Estimator: opts.Estimator, History: opts.History, MaxEstimates: opts.MaxEstimates,
+			WalltimeProbes: opts.WalltimeProbes, Waits: opts.Waits},
 		llm:   opts.LLM,
 		llmTO: opts.LLMTimeout,
 		now:   opts.Now,
@@ -384,6 +390,10 @@ func rationale(d *Decision, c *Candidate, nFeasible, nAll int) string {
 	buf = append(buf, c.EstWait.String()...)
 	buf = append(buf, " ("...)
 	buf = append(buf, c.WaitSource...)
+	if c.SiteWait != nil {
+		buf = append(buf, ", learned from the site's "...)
+		buf = append(buf, c.SiteWait.String()...)
+	}
 	buf = append(buf, "), "...)
 	buf = strconv.AppendFloat(buf, c.CostSU, 'f', 1, 64)
 	buf = append(buf, " SU, score "...)
