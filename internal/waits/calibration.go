@@ -19,7 +19,12 @@ type Calibration struct {
 	parts map[key]*calib
 }
 
-type calib struct{ raw, corrected []float64 } // log-errors
+// calib is one partition's: the log-errors of the jobs the site expected to wait
+// (estimate ≥ Bins[0]), and the count of those it expected to start at once.
+type calib struct {
+	raw, corrected []float64
+	now, nowLate   int
+}
 
 // NewCalibration collects ratios (observed+slack)/(predicted+slack); slack ≤ 0 means
 // DefaultSlack.
@@ -31,8 +36,11 @@ func NewCalibration(slack time.Duration) *Calibration {
 }
 
 // Add records one job: the site's estimated wait raw, the corrected estimate the
-// ranker used, and the wait observed. Beyond 65,536 jobs per partition, or with an
-// empty system or partition, it records nothing.
+// ranker used, and the wait observed. A job the site expected to start at once (raw
+// under Bins[0], a minute) is only counted, with whether it waited longer than that:
+// such estimates are nearly always exact and would drown the quantiles of the others.
+// Beyond 65,536 jobs per partition, or with an empty system or partition, it records
+// nothing.
 func (c *Calibration) Add(system, partition string, raw, corrected, observed time.Duration) {
 	if c == nil || system == "" || partition == "" {
 		return
@@ -45,7 +53,14 @@ func (c *Calibration) Add(system, partition string, raw, corrected, observed tim
 		p = &calib{}
 		c.parts[k] = p
 	}
-	if len(p.raw) >= maxCalibrationSamples {
+	if len(p.raw)+p.now >= maxCalibrationSamples {
+		return
+	}
+	if clampWait(raw) < Bins[0] {
+		p.now++
+		if observed > Bins[0] {
+			p.nowLate++
+		}
 		return
 	}
 	p.raw = append(p.raw, LogError(raw, observed, c.slack))
@@ -64,11 +79,16 @@ type Quantiles struct {
 	Within2x float64 `json:"within_2x"`
 }
 
-// CalibrationRow is one partition's calibration ("*" for all partitions together).
+// CalibrationRow is one partition's calibration ("*" for all partitions together):
+// of its Jobs, Now were expected by the site to start within a minute (NowLate of
+// them waited longer); the quantiles are over the other Waiting ones.
 type CalibrationRow struct {
 	System    string    `json:"system"`
 	Partition string    `json:"partition"`
 	Jobs      int       `json:"jobs"`
+	Now       int       `json:"site_said_now"`
+	NowLate   int       `json:"site_said_now_waited_longer"`
+	Waiting   int       `json:"site_said_wait"`
 	Raw       Quantiles `json:"site_estimate"`
 	Corrected Quantiles `json:"corrected"`
 }
@@ -102,11 +122,13 @@ func (c *Calibration) Rows() []CalibrationRow {
 	defer c.mu.Unlock()
 	var out []CalibrationRow
 	var allRaw, allCor []float64
+	all := CalibrationRow{System: "*", Partition: "*"}
 	for k, p := range c.parts {
-		out = append(out, CalibrationRow{System: k.system, Partition: k.partition, Jobs: len(p.raw),
-			Raw: summarize(p.raw), Corrected: summarize(p.corrected)})
+		out = append(out, CalibrationRow{System: k.system, Partition: k.partition, Jobs: len(p.raw) + p.now, Now: p.now,
+			NowLate: p.nowLate, Waiting: len(p.raw), Raw: summarize(p.raw), Corrected: summarize(p.corrected)})
 		allRaw = append(allRaw, p.raw...)
 		allCor = append(allCor, p.corrected...)
+		all.Jobs, all.Now, all.NowLate, all.Waiting = all.Jobs+len(p.raw)+p.now, all.Now+p.now, all.NowLate+p.nowLate, all.Waiting+len(p.raw)
 	}
 	slices.SortFunc(out, func(a, b CalibrationRow) int {
 		if a.System != b.System {
@@ -115,7 +137,8 @@ func (c *Calibration) Rows() []CalibrationRow {
 		return cmpStr(a.Partition, b.Partition)
 	})
 	if len(out) > 0 {
-		out = append(out, CalibrationRow{System: "*", Partition: "*", Jobs: len(allRaw), Raw: summarize(allRaw), Corrected: summarize(allCor)})
+		all.Raw, all.Corrected = summarize(allRaw), summarize(allCor)
+		out = append(out, all)
 	}
 	return out
 }

@@ -9,21 +9,28 @@
 //
 //	e = ln((observed + Slack) / (predicted + Slack))
 //
-// (predicted: the site's estimated wait at placement; observed: the real wait) and
-// corrects a new estimate by the empirical Quantile q of e, in the spirit of QBETS
-// (Nurmi, Brevik, Wolski: binomial quantile bounds on batch-queue delay):
+// (predicted: the site's estimated wait at placement; observed: the real wait) in
+// each of a few classes of the predicted wait (Bins: under a minute, to 10 minutes, to
+// an hour, to 6 hours, longer), and corrects a new estimate by the empirical Quantile
+// q of e in its class, in the spirit of QBETS (Nurmi, Brevik, Wolski: binomial
+// quantile bounds on batch-queue delay, with jobs clustered by what they ask):
 //
 //	corrected = (est + Slack) · exp(q(e)) − Slack
 //
-// With fewer than MinSamples observations the prior holds: no correction. Slack keeps
-// the ratio finite when the site says "now" and bounds the correction of short waits.
-// The median (q = 0.5) is the default: it minimises the absolute log-error, which is
-// what ranking candidates by wait needs; a higher quantile gives QBETS-style
-// conservative bounds.
+// The classes matter: a site that says "now" is nearly always right (the job fits the
+// idle nodes), while a site that says "in 3 hours" is typically 2-4× pessimistic,
+// because the running jobs it plans around end before their walltime. A class with
+// fewer than MinSamples observations borrows the pooled quantile of every class from a
+// minute up (when that has MinSamples); else the prior holds: no correction. Slack
+// keeps the ratio finite when the site says "now". The median (q = 0.5) is the
+// default: it minimises the absolute log-error, which is what ranking candidates by
+// wait needs; a higher quantile gives QBETS-style conservative bounds. Corrections never
+// decrease as the estimate grows (across a class boundary the correction is at least
+// what the class below gives at its edge).
 //
-// Memory is bounded: Window float64s per partition and at most MaxPartitions
-// partitions (observations of further partitions are dropped). A Learner is safe for
-// concurrent use.
+// Memory is bounded: Window float64s per class and partition and at most
+// MaxPartitions partitions (observations of further partitions are dropped). A
+// Learner is safe for concurrent use.
 package waits
 
 import (
@@ -39,16 +46,33 @@ const MaxWait = 14 * 24 * time.Hour
 
 // Defaults of Options.
 const (
-	DefaultWindow        = 256
-	DefaultMinSamples    = 16
+	DefaultWindow        = 128
+	DefaultMinSamples    = 8
 	DefaultQuantile      = 0.5
-	DefaultSlack         = 5 * time.Minute
+	DefaultSlack         = time.Minute
 	DefaultMaxPartitions = 4096
 )
 
+// Bins are the upper edges of the classes of predicted wait the learner keeps apart;
+// the last class is open.
+var Bins = [...]time.Duration{time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour}
+
+// nBins is the number of classes.
+const nBins = len(Bins) + 1
+
+// binOf is the class of a predicted wait.
+func binOf(d time.Duration) int {
+	for i, e := range Bins {
+		if d < e {
+			return i
+		}
+	}
+	return len(Bins)
+}
+
 // Options configure a Learner; zero (or out-of-range, NaN) fields take the defaults.
 type Options struct {
-	Window        int           // observations kept per partition (a ring)
+	Window        int           // observations kept per class of predicted wait and partition (a ring)
 	MinSamples    int           // observations before any correction (the prior: none)
 	Quantile      float64       // of the log-error, in (0, 1)
 	Slack         time.Duration // added to both waits of a ratio
@@ -77,7 +101,14 @@ func (o Options) norm() Options {
 
 type key struct{ system, partition string }
 
-// ring is one partition's last observations of the log-error.
+// part is one partition's rings: one per class, and the pooled one of every class
+// from a minute up.
+type part struct {
+	bins   [nBins]ring
+	pooled ring
+}
+
+// ring is the last observations of the log-error of one class.
 type ring struct {
 	v     []float64 // len ≤ Window
 	next  int       // where the next observation goes once v is full
@@ -91,12 +122,12 @@ type ring struct {
 type Learner struct {
 	opts  Options
 	mu    sync.Mutex
-	parts map[key]*ring
+	parts map[key]*part
 }
 
 // New returns a Learner with no observations (every correction the identity).
 func New(opts Options) *Learner {
-	return &Learner{opts: opts.norm(), parts: map[key]*ring{}}
+	return &Learner{opts: opts.norm(), parts: map[key]*part{}}
 }
 
 // Options returns the learner's options after defaults.
@@ -124,23 +155,47 @@ func (l *Learner) Observe(system, partition string, predicted, observed time.Dur
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := key{system, partition}
-	r := l.parts[k]
-	if r == nil {
+	p := l.parts[k]
+	if p == nil {
 		if len(l.parts) >= l.opts.MaxPartitions {
 			return false
 		}
-		r = &ring{v: make([]float64, 0, min(l.opts.Window, 64))}
-		l.parts[k] = r
+		p = &part{}
+		l.parts[k] = p
 	}
-	if len(r.v) < l.opts.Window {
+	b := binOf(clampWait(predicted))
+	p.bins[b].add(e, l.opts.Window)
+	if b > 0 {
+		p.pooled.add(e, l.opts.Window)
+	}
+	return true
+}
+
+func (r *ring) add(e float64, window int) {
+	if len(r.v) < window {
+		if r.v == nil {
+			r.v = make([]float64, 0, min(window, 16))
+		}
 		r.v = append(r.v, e)
 	} else {
 		r.v[r.next] = e
-		r.next = (r.next + 1) % l.opts.Window
+		r.next = (r.next + 1) % window
 	}
 	r.total++
 	r.stale = true
-	return true
+}
+
+// quantileOf is r's cached Quantile, and whether r has MinSamples observations.
+func (l *Learner) quantileOf(r *ring) (float64, bool) {
+	if len(r.v) < l.opts.MinSamples {
+		return 0, false
+	}
+	if r.stale {
+		s := slices.Clone(r.v)
+		slices.Sort(s)
+		r.q, r.stale = quantile(s, l.opts.Quantile), false
+	}
+	return r.q, true
 }
 
 // quantile is the q-quantile of sorted xs (linear interpolation between order
@@ -158,27 +213,30 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[lo] + f*(sorted[lo+1]-sorted[lo])
 }
 
-// factorLocked is the partition's correction factor exp(q(e)), and whether it has
-// enough observations.
-func (l *Learner) factorLocked(k key) (float64, bool) {
-	r := l.parts[k]
-	if r == nil || len(r.v) < l.opts.MinSamples {
+// factorLocked is the correction factor exp(q(e)) of class b of partition k (its own
+// or, from a minute up, the pooled one), and whether it is learned.
+func (l *Learner) factorLocked(k key, b int) (float64, bool) {
+	p := l.parts[k]
+	if p == nil {
 		return 1, false
 	}
-	if r.stale {
-		s := slices.Clone(r.v)
-		slices.Sort(s)
-		r.q, r.stale = quantile(s, l.opts.Quantile), false
+	if q, ok := l.quantileOf(&p.bins[b]); ok {
+		return math.Exp(q), true
 	}
-	return math.Exp(r.q), true
+	if b > 0 {
+		if q, ok := l.quantileOf(&p.pooled); ok {
+			return math.Exp(q), true
+		}
+	}
+	return 1, false
 }
 
-// Factor is system/partition's learned correction factor of est+Slack (1 and false
-// before MinSamples observations).
-func (l *Learner) Factor(system, partition string) (float64, bool) {
+// Factor is system/partition's learned correction factor of est+Slack for an
+// estimate est (1 and false while there is too little history).
+func (l *Learner) Factor(system, partition string, est time.Duration) (float64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.factorLocked(key{system, partition})
+	return l.factorLocked(key{system, partition}, binOf(clampWait(est)))
 }
 
 // Correct returns the site's estimated wait est corrected by what system/partition's
@@ -187,11 +245,21 @@ func (l *Learner) Factor(system, partition string) (float64, bool) {
 // is in [0, MaxWait] and does not decrease as est grows. It implements
 // scheduler.WaitModel.
 func (l *Learner) Correct(system, partition string, est time.Duration) time.Duration {
-	f, ok := l.Factor(system, partition)
-	if !ok {
-		return clampWait(est)
+	est = clampWait(est)
+	k := key{system, partition}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.parts[k] == nil {
+		return est
 	}
-	return apply(est, f, l.opts.Slack)
+	b := binOf(est)
+	f, _ := l.factorLocked(k, b)
+	c := apply(est, f, l.opts.Slack)
+	for j := range b { // monotone across class edges
+		fj, _ := l.factorLocked(k, j)
+		c = max(c, apply(Bins[j], fj, l.opts.Slack))
+	}
+	return c
 }
 
 // apply corrects est by factor f: (est+slack)·f − slack, rounded to the second and
@@ -210,10 +278,10 @@ func apply(est time.Duration, f float64, slack time.Duration) time.Duration {
 // Stat is one partition's state, for reports.
 type Stat struct {
 	System, Partition string
-	Kept              int     // observations in the window
-	Total             int64   // observations ever made
-	Factor            float64 // the correction factor in use (1 before MinSamples)
-	Learned           bool    // Kept ≥ MinSamples
+	Kept              int            // observations in the windows
+	Total             int64          // observations ever made
+	Factors           [nBins]float64 // the correction factor in use per class (1: none)
+	Learned           [nBins]bool    // the class's factor is learned (its own or pooled)
 }
 
 // Stats lists every partition's state, by system then partition.
@@ -221,9 +289,14 @@ func (l *Learner) Stats() []Stat {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]Stat, 0, len(l.parts))
-	for k, r := range l.parts {
-		f, ok := l.factorLocked(k)
-		out = append(out, Stat{System: k.system, Partition: k.partition, Kept: len(r.v), Total: r.total, Factor: f, Learned: ok})
+	for k, p := range l.parts {
+		st := Stat{System: k.system, Partition: k.partition}
+		for b := range p.bins {
+			st.Kept += len(p.bins[b].v)
+			st.Total += p.bins[b].total
+			st.Factors[b], st.Learned[b] = l.factorLocked(k, b)
+		}
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b Stat) int {
 		if a.System != b.System {

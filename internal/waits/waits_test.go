@@ -20,7 +20,7 @@ func TestColdStartIsIdentity(t *testing.T) {
 	if got := l.Correct("a", "p", time.Hour); got != time.Hour {
 		t.Errorf("9 of 10 samples: Correct = %s, want the prior (no correction)", got)
 	}
-	if f, ok := l.Factor("a", "p"); ok || f != 1 {
+	if f, ok := l.Factor("a", "p", time.Hour); ok || f != 1 {
 		t.Errorf("Factor before MinSamples = %v %v, want 1 false", f, ok)
 	}
 	// Another partition's history does not leak.
@@ -42,7 +42,8 @@ func TestConvergesOnBiasedEstimator(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		bias float64
-	}{{"optimistic 3x", 3}, {"pessimistic 4x", 0.25}, {"unbiased", 1}} {
+		at   time.Duration // a typical estimate
+	}{{"optimistic 3x", 3, 40 * time.Minute}, {"pessimistic 4x", 0.25, 8 * time.Hour}, {"unbiased", 1, 2 * time.Hour}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			l := New(Options{Slack: time.Minute})
@@ -55,8 +56,8 @@ func TestConvergesOnBiasedEstimator(t *testing.T) {
 				p, o := truth()
 				l.Observe("s", "p", p, o)
 			}
-			f, ok := l.Factor("s", "p")
-			if !ok || math.Abs(math.Log(f/tc.bias)) > 0.05 {
+			f, ok := l.Factor("s", "p", tc.at)
+			if !ok || math.Abs(math.Log(f/tc.bias)) > 0.1 {
 				t.Fatalf("factor %.3f (ok %v), want about %.3f", f, ok, tc.bias)
 			}
 			var rawErr, corErr float64
@@ -83,16 +84,17 @@ func TestBoundedMemoryAndForgetting(t *testing.T) {
 		l.Observe("s", "p", 9*time.Minute, 59*time.Minute) // (59+1)/(9+1) = 6
 	}
 	st := l.Stats()
-	if len(st) != 1 || st[0].Kept != 32 || st[0].Total != 1000 || cap(l.parts[key{"s", "p"}].v) > 64 {
-		t.Fatalf("stats %+v, cap %d: want 32 kept of 1000", st, cap(l.parts[key{"s", "p"}].v))
+	p := l.parts[key{"s", "p"}]
+	if len(st) != 1 || st[0].Kept != 32 || st[0].Total != 1000 || cap(p.bins[1].v) > 64 || cap(p.pooled.v) > 64 {
+		t.Fatalf("stats %+v, caps %d %d: want 32 kept of 1000", st, cap(p.bins[1].v), cap(p.pooled.v))
 	}
-	if f, _ := l.Factor("s", "p"); math.Abs(f-6) > 1e-9 {
+	if f, _ := l.Factor("s", "p", 9*time.Minute); math.Abs(f-6) > 1e-9 {
 		t.Fatalf("factor %v, want 6", f)
 	}
 	for range 32 {
 		l.Observe("s", "p", 9*time.Minute, 9*time.Minute)
 	}
-	if f, _ := l.Factor("s", "p"); math.Abs(f-1) > 1e-9 {
+	if f, _ := l.Factor("s", "p", 9*time.Minute); math.Abs(f-1) > 1e-9 {
 		t.Errorf("after 32 exact estimates the factor is %v, want 1 (the old bias forgotten)", f)
 	}
 	// At most MaxPartitions partitions.
@@ -118,9 +120,9 @@ func TestMalformedInputs(t *testing.T) {
 	}{
 		{"empty system", "", "p", time.Minute, time.Minute, false, 1},
 		{"empty partition", "s", "", time.Minute, time.Minute, false, 1},
-		{"negative observed (clock skew) counts as 0", "s", "p", 55 * time.Minute, -time.Hour, true, 5.0 / 60},
-		{"negative predicted counts as 0", "s", "p", -time.Hour, 55 * time.Minute, true, 12},
-		{"huge observed is capped", "s", "p", 0, math.MaxInt64, true, float64(MaxWait+5*time.Minute) / float64(5*time.Minute)},
+		{"negative observed (clock skew) counts as 0", "s", "p", 55 * time.Minute, -time.Hour, true, 1.0 / 56},
+		{"negative predicted counts as 0", "s", "p", -time.Hour, 55 * time.Minute, true, 56},
+		{"huge observed is capped", "s", "p", 0, math.MaxInt64, true, float64(MaxWait+time.Minute) / float64(time.Minute)},
 		{"min int64 both", "s", "p", math.MinInt64, math.MinInt64, true, 1},
 		{"both huge", "s", "p", math.MaxInt64, math.MaxInt64, true, 1},
 	} {
@@ -131,7 +133,7 @@ func TestMalformedInputs(t *testing.T) {
 					t.Fatalf("Observe kept %v, want %v", got, tc.kept)
 				}
 			}
-			f, _ := l.Factor(tc.sys, tc.part)
+			f, _ := l.Factor(tc.sys, tc.part, tc.pred)
 			if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(math.Log(f/tc.wantFactorNear)) > 1e-9 {
 				t.Errorf("factor %v, want %v", f, tc.wantFactorNear)
 			}
@@ -142,6 +144,57 @@ func TestMalformedInputs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A site that is exact when it says "now" and 3× pessimistic when it says "hours":
+// each class of estimate keeps its own correction.
+func TestClassesOfEstimate(t *testing.T) {
+	l := New(Options{})
+	for i := range 40 {
+		l.Observe("s", "p", 0, 0)
+		pred := time.Duration(2+i%3) * time.Hour
+		l.Observe("s", "p", pred, (pred+time.Minute)/3-time.Minute)
+	}
+	if got := l.Correct("s", "p", 0); got != 0 {
+		t.Errorf("site says now: corrected to %s, want now", got)
+	}
+	if got := l.Correct("s", "p", 3*time.Hour); got < 59*time.Minute || got > 61*time.Minute {
+		t.Errorf("site says 3h: corrected to %s, want about 1h", got)
+	}
+	// Classes with no history of their own borrow the pooled factor (≥ 1 min)...
+	if got := l.Correct("s", "p", 30*time.Minute); got < 9*time.Minute || got > 11*time.Minute {
+		t.Errorf("site says 30m (no history in that class): corrected to %s, want about 10m (pooled 1/3)", got)
+	}
+	// ...but "now" never does.
+	l = New(Options{})
+	for range 20 {
+		l.Observe("s", "p", 3*time.Hour, time.Hour)
+	}
+	if got := l.Correct("s", "p", 20*time.Second); got != 20*time.Second {
+		t.Errorf("under a minute with no history under a minute: corrected to %s", got)
+	}
+}
+
+// Across a class edge the correction does not drop: a class below that corrects up
+// bounds the class above from below.
+func TestMonotoneAcrossClasses(t *testing.T) {
+	l := New(Options{})
+	for range 10 {
+		l.Observe("s", "p", 5*time.Minute, 50*time.Minute) // [1m,10m): ×~8.5
+		l.Observe("s", "p", 30*time.Minute, time.Minute)   // [10m,1h): ×~0.06
+	}
+	below, above := l.Correct("s", "p", 10*time.Minute-time.Second), l.Correct("s", "p", 10*time.Minute)
+	if above < below {
+		t.Errorf("Correct(9m59s) = %s > Correct(10m) = %s", below, above)
+	}
+	prev := time.Duration(0)
+	for est := time.Duration(0); est < 8*time.Hour; est += 17 * time.Second {
+		c := l.Correct("s", "p", est)
+		if c < prev {
+			t.Fatalf("Correct(%s) = %s < %s", est, c, prev)
+		}
+		prev = c
 	}
 }
 
@@ -187,8 +240,11 @@ func TestCalibrationRows(t *testing.T) {
 		c.Add("s", "p", (w+time.Minute)/3-time.Minute, w, w) // site 3× optimistic, corrected exact
 	}
 	c.Add("", "p", 0, 0, 0)
+	c.Add("s", "p", 0, 0, 0)
+	c.Add("s", "p", 30*time.Second, 0, 2*time.Minute)
 	rows := c.Rows()
-	if len(rows) != 2 || rows[0].Jobs != 10 || rows[1].System != "*" || rows[1].Jobs != 10 {
+	if len(rows) != 2 || rows[0].Jobs != 12 || rows[0].Now != 2 || rows[0].NowLate != 1 || rows[0].Waiting != 10 ||
+		rows[1].System != "*" || rows[1].Jobs != 12 || rows[1].Waiting != 10 {
 		t.Fatalf("rows %+v", rows)
 	}
 	if r := rows[0]; math.Abs(r.Raw.P50-3) > 0.01 || r.Corrected.P50 != 1 || r.Corrected.MAE != 0 || r.Corrected.Within2x != 1 || r.Raw.Within2x != 0 {
@@ -214,8 +270,10 @@ func FuzzObserve(f *testing.F) {
 			l.Observe(sys, part, time.Duration(pred)+time.Duration(i), time.Duration(obs))
 		}
 		for _, s := range l.Stats() {
-			if s.Kept > 8 || math.IsNaN(s.Factor) || math.IsInf(s.Factor, 0) || s.Factor <= 0 {
-				t.Fatalf("stat %+v", s)
+			for _, f := range s.Factors {
+				if s.Kept > 8*nBins || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+					t.Fatalf("stat %+v", s)
+				}
 			}
 		}
 		a, b := time.Duration(min(e1, e2)), time.Duration(max(e1, e2))
