@@ -69,6 +69,10 @@ type Options struct {
 	// CancelTimeout bounds one cancel call made on behalf of a user or a migration
 	// (default 20s); an unconfirmed cancel is asked again by the monitor.
 	CancelTimeout time.Duration
+	// OnStart, optional, is told of every attempt the monitor sees starting (with
+	// its start time), after the start is stored: the core's learner of site-estimate
+	// errors is fed this way. It must not block.
+	OnStart func(a *model.Attempt, started time.Time)
 }
 
 // Engine runs tasks. Mutations of one task are serialised by that task's own lock, so

@@ -73,7 +73,7 @@ type Candidate struct {
 	EstWait    model.Duration `json:"est_wait"`
 	WaitSource string         `json:"wait_source,omitempty"` // site | history | queue
 	// SiteWait is the site's own estimate when EstWait is the learned correction of it
-	// (Options.Waits); nil otherwise.
+	// (Options.Waits) and differs from it; nil otherwise.
 	SiteWait *model.Duration `json:"site_wait,omitempty"`
 	CostSU   float64         `json:"cost_su"`
 	OverWait bool            `json:"over_max_queue_wait,omitempty"`

@@ -422,8 +422,8 @@ func (w *row) siteWait() *model.Duration {
 	return &d
 }
 
-// correctWaits replaces every site estimate with Waits' correction of it (the site's
-// own answer stays in raw, for the trace and the attempt's record).
+// correctWaits replaces every site estimate with Waits' correction of it where that
+// differs (the site's own answer stays in raw, for the trace and the attempt's record).
 func (h *HeuristicRanker) correctWaits(recs []model.ResourceRecord, rows []row) {
 	if h.Waits == nil {
 		return
@@ -435,7 +435,9 @@ func (h *HeuristicRanker) correctWaits(recs []model.ResourceRecord, rows []row) 
 		}
 		rec := &recs[w.rec]
 		c := model.Duration(min(max(h.Waits.Correct(rec.System, rec.Partition, w.wait.D()), 0), maxWait).Round(time.Second))
-		w.raw, w.learned, w.wait = w.wait, true, c
+		if c != w.wait { // no history (or an exact site) leaves the site's answer as it is
+			w.raw, w.learned, w.wait = w.wait, true, c
+		}
 	}
 }
 

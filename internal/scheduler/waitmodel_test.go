@@ -158,7 +158,7 @@ func TestWaitModelReordersSiteEstimates(t *testing.T) {
 	if err != nil || !strings.HasPrefix(d.Chosen, "site-00/") {
 		t.Fatalf("without a wait model: chose %s (%v), want site-00", d.Chosen, err)
 	}
-	d, err = newTestScheduler(Options{Estimator: est, Waits: scaled{"site-00": 4}}).Place(context.Background(), a100Task(), snap, PlaceOptions{})
+	d, err = newTestScheduler(Options{Estimator: est, Waits: scaled{"site-00": 4, "site-01": 1.5}}).Place(context.Background(), a100Task(), snap, PlaceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,13 +173,24 @@ func TestWaitModelReordersSiteEstimates(t *testing.T) {
 	if c0.EstWait != model.Duration(4*time.Hour) || c0.SiteWait == nil || *c0.SiteWait != model.Duration(time.Hour) || c0.WaitSource != "site" {
 		t.Errorf("site-00: est %s site %v source %s; want 4h learned from the site's 1h", c0.EstWait, c0.SiteWait, c0.WaitSource)
 	}
-	if c1.EstWait != model.Duration(2*time.Hour) || c1.SiteWait == nil || *c1.SiteWait != model.Duration(2*time.Hour) {
-		t.Errorf("site-01: est %s site %v; want 2h (no correction, still recorded)", c1.EstWait, c1.SiteWait)
+	if c1.EstWait != model.Duration(3*time.Hour) || c1.SiteWait == nil || *c1.SiteWait != model.Duration(2*time.Hour) {
+		t.Errorf("site-01: est %s site %v; want 3h learned from 2h", c1.EstWait, c1.SiteWait)
 	}
 	if !strings.Contains(d.Rationale, "learned from the site's 2h") {
 		t.Errorf("rationale does not say the wait is learned: %s", d.Rationale)
 	}
 	sameJSON(t, "learned waits", d)
+
+	// A correction that changes nothing is not recorded as one.
+	d, err = newTestScheduler(Options{Estimator: est, Waits: scaled{}}).Place(context.Background(), a100Task(), snap, PlaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Feasible() {
+		if c.SiteWait != nil || strings.Contains(d.Rationale, "learned") {
+			t.Errorf("%s: identity correction recorded: site wait %v, rationale %s", c.Key(), c.SiteWait, d.Rationale)
+		}
+	}
 }
 
 // History and queue-model waits are not site estimates: the wait model leaves them.
