@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,5 +107,85 @@ func TestCoreLearnsSiteEstimateErrors(t *testing.T) {
 	if got := total(); got != 11 {
 		td, _ := c.Task(ctx, res.Task.ID)
 		t.Fatalf("learner has %d observations of Alpha/gpu, want 11 (10 from the store, 1 from the new attempt); attempts %+v", got, td.Attempts)
+	}
+}
+
+// countingSim counts the start-estimate calls the core makes of a simulated system.
+type countingSim struct {
+	*simprov.Provider
+	mu      sync.Mutex
+	single  int
+	batches []int
+}
+
+func (c *countingSim) EstimateStart(ctx context.Context, spec model.JobSpec) (time.Time, error) {
+	c.mu.Lock()
+	c.single++
+	c.mu.Unlock()
+	return c.Provider.EstimateStart(ctx, spec)
+}
+
+func (c *countingSim) EstimateStarts(ctx context.Context, specs []model.JobSpec) ([]provider.Estimate, error) {
+	c.mu.Lock()
+	c.batches = append(c.batches, len(specs))
+	c.mu.Unlock()
+	return c.Provider.EstimateStarts(ctx, specs)
+}
+
+// A placement asks every feasible candidate's site in one batch per system: with 12
+// partitions on each of two systems, two calls of 12 specs (before, 8 single calls in
+// all, and 16 of the 24 candidates ranked on the queue model).
+func TestCoreBatchesSiteEstimatesPerSystem(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("systems:\n")
+	for _, sys := range []string{"Alpha", "Beta"} {
+		fmt.Fprintf(&b, "  - name: %s\n    kind: sim\n    accounts: [acct]\n    arch: x86_64\n    partitions:\n", sys)
+		for i := range 12 {
+			fmt.Fprintf(&b, "      - {name: gpu%02d, nodes: 1, cpu_cores: 64, memory_gb: 256, gpus: 4, gpu_model: A100, gpu_memory_gb: 40, max_walltime: 12h}\n", i)
+		}
+	}
+	cat, err := site.Parse("sites.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var provs []provider.Provider
+	counts := map[string]*countingSim{}
+	for _, sys := range cat.Systems {
+		p, err := simprov.New(sys, site.SimGlobal{Seed: 3}, simprov.Options{Speed: 60, WorkDir: filepath.Join(dir, sys.Name),
+			Tick: 20 * time.Millisecond, Configure: func(c *sim.Config) { c.WarmUp = -1 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Start()
+		t.Cleanup(func() { p.Close() })
+		cs := &countingSim{Provider: p}
+		counts[sys.Name] = cs
+		provs = append(provs, cs)
+	}
+	c, err := New(Options{Catalog: cat, Providers: provs, Tick: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.Refresh(context.Background())
+	env := model.Envelope{GPUs: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(time.Hour)}}
+	res, err := c.SubmitTask(context.Background(), SubmitRequest{Name: "b", Command: "true", Envelope: &env, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feasible := res.Decision.Feasible()
+	if len(feasible) != 24 {
+		t.Fatalf("%d feasible candidates, want 24", len(feasible))
+	}
+	for _, c := range feasible {
+		if c.WaitSource != "site" {
+			t.Errorf("%s: wait source %q, want every candidate estimated by its site", c.Key(), c.WaitSource)
+		}
+	}
+	for name, cs := range counts {
+		if cs.single != 0 || len(cs.batches) != 1 || cs.batches[0] != 12 {
+			t.Errorf("%s: %d single estimates, batches %v; want one batch of 12", name, cs.single, cs.batches)
+		}
 	}
 }
