@@ -129,7 +129,7 @@ const maxWait = 14 * 24 * time.Hour
 
 // row is one feasible candidate during a placement: its record (an index into the
 // placement's records), sizing and the heuristic ranker's results. It holds no
-// pointers, so a placement's 64-byte rows are one block the garbage collector never
+// pointers, so a placement's 72-byte rows are one block the garbage collector never
 // scans; Decision builds the Candidates from them when they are asked for (and the
 // score components with them: a row keeps only the total the order needs).
 type row struct {
