@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -90,7 +91,7 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, specs []mod
 			continue
 		}
 		if dir == "" {
-			dir = files.Script[:strings.LastIndexByte(files.Script, '/')]
+			dir = path.Dir(files.Script)
 		}
 		items = append(items, item{i, files.Script, body})
 	}
