@@ -60,14 +60,9 @@ func (e *PlacementError) Unwrap() error { return ErrNoFeasible }
 
 // Options configure a Scheduler. Every field is optional.
 type Options struct {
-	Rules     []Rule    // nil = DefaultRules()
-	Estimator Estimator // site start estimates for the heuristic ranker (a BatchEstimator asks every candidate)
-	// MaxEstimates: Estimator calls per placement (default 8); with a BatchEstimator,
-	// candidates asked per system in its one batch (default DefaultSiteBatch).
-	MaxEstimates int
-	// Waits corrects site estimates by each partition's history of them (optional;
-	// see WaitModel and internal/waits).
-	Waits WaitModel
+	Rules        []Rule    // nil = DefaultRules()
+	Estimator    Estimator // site start estimates for the heuristic ranker (a BatchEstimator: every candidate)
+	MaxEstimates int       // Estimator calls per placement (default 8; per system with a BatchEstimator, default 32)
 	// WalltimeProbes: extra Estimator calls per placement asking whether walltime.min
 	// starts materially sooner (default 2, negative for none; see ShorterWalltimeGain).
 	WalltimeProbes int
@@ -76,6 +71,10 @@ type Options struct {
 	LLMTimeout     time.Duration // per placement; default 20s
 	Now            func() time.Time
 	Logger         *slog.Logger
+
+	// Waits corrects site estimates by each partition's history of them (optional;
+	// see WaitModel and internal/waits).
+	Waits WaitModel
 }
 
 // Scheduler places tasks. It is safe for concurrent use.
@@ -94,13 +93,13 @@ type Scheduler struct {
 func New(opts Options) *Scheduler {
 	s := &Scheduler{
 		rules: opts.Rules,
-		heur: &HeuristicRanker{Estimator: opts.Estimator, History: opts.History, MaxEstimates: opts.MaxEstimates,
-			WalltimeProbes: opts.WalltimeProbes, Waits: opts.Waits},
+		heur:  &HeuristicRanker{Estimator: opts.Estimator, History: opts.History, MaxEstimates: opts.MaxEstimates, WalltimeProbes: opts.WalltimeProbes},
 		llm:   opts.LLM,
 		llmTO: opts.LLMTimeout,
 		now:   opts.Now,
 		log:   opts.Logger,
 	}
+	s.heur.Waits = opts.Waits
 	if s.rules == nil {
 		s.rules = DefaultRules()
 	}
