@@ -39,8 +39,8 @@ type Config struct {
 	// Horizon: the replay gives up on jobs not finished this long after the last
 	// arrival (they count as unfinished); default 60 days.
 	Horizon time.Duration
-	// MaxEstimates bounds site estimates per placement for the mosaic ranker (the
-	// scheduler's default, 8, when 0).
+	// MaxEstimates bounds site estimates per system and placement for the ranker (the
+	// replay's estimator batches; scheduler.DefaultSiteBatch when 0).
 	MaxEstimates int
 	// Preload are other users' jobs submitted at fixed times (hand-made scenarios;
 	// trace-driven background load comes from the federation file).
