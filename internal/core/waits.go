@@ -49,6 +49,10 @@ func (c *Core) learnStart(system, partition string, created, est, started time.T
 	c.waits.Observe(system, partition, site(est.Sub(created)), site(started.Sub(created)))
 }
 
+// ConcurrentBatches implements scheduler.ConcurrentEstimator: the systems are
+// separate sites (separate connections), asked at the same time.
+func (estimator) ConcurrentBatches() bool { return true }
+
 // estimatorBudget is how many single estimates the core's estimator asks of a
 // provider that cannot batch them, per system and placement (the old MaxEstimates).
 const estimatorBudget = 8

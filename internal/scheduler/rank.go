@@ -492,76 +492,105 @@ func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []
 
 // batchEstimates is siteEstimates with a BatchEstimator: per system, its candidates
 // with the shortest history/queue-model wait first, at most MaxEstimates (default
-// DefaultSiteBatch) of them, in one call.
+// DefaultSiteBatch) of them, in one call; the systems concurrently when the estimator
+// says its systems are independent remote sites (ConcurrentEstimator).
 func (h *HeuristicRanker) batchEstimates(ctx context.Context, be BatchEstimator, r *Request, recs []model.ResourceRecord, rows []row) {
 	per := h.MaxEstimates
 	if per <= 0 {
 		per = DefaultSiteBatch
 	}
+	// By system, then the shortest preliminary wait, then key: each system's asks are
+	// one run of order.
 	order := make([]uint32, len(rows))
 	for i := range order {
 		order[i] = uint32(i)
 	}
 	slices.SortFunc(order, func(a, b uint32) int {
 		wa, wb := &rows[a], &rows[b]
+		ra, rb := &recs[wa.rec], &recs[wb.rec]
+		if c := strings.Compare(ra.System, rb.System); c != 0 {
+			return c
+		}
 		if wa.wait != wb.wait {
 			if wa.wait < wb.wait {
 				return -1
 			}
 			return 1
 		}
-		return compareRecordKeys(&recs[wa.rec], &recs[wb.rec])
+		return compareRecordKeys(ra, rb)
 	})
 	type batch struct {
-		system string
-		rows   []uint32
-		specs  []model.JobSpec
+		system     string
+		start, end int // of specs and asked
+		res        []EstimateResult
+		err        error
 	}
-	var batches []*batch
-	bySys := map[string]*batch{}
+	sp := specPool.Get().(*[]model.JobSpec)
+	defer func() {
+		clear(*sp) // drop the strings they point to
+		*sp = (*sp)[:0]
+		specPool.Put(sp)
+	}()
+	specs := (*sp)[:0]
+	asked := make([]uint32, 0, len(rows))
+	batches := make([]batch, 0, min(len(rows), 16))
 	tag := estimateTag(r)
-	for _, i := range order {
-		rec := &recs[rows[i].rec]
-		b := bySys[rec.System]
-		if b == nil {
-			b = &batch{system: rec.System}
-			bySys[rec.System] = b
-			batches = append(batches, b)
+	for lo := 0; lo < len(order); {
+		sys := recs[rows[order[lo]].rec].System
+		hi := lo + 1
+		for hi < len(order) && recs[rows[order[hi]].rec].System == sys {
+			hi++
 		}
-		if len(b.rows) >= per {
-			continue
+		b := batch{system: sys, start: len(specs)}
+		for _, i := range order[lo:min(hi, lo+per)] {
+			rec := &recs[rows[i].rec]
+			specs = append(specs, model.JobSpec{})
+			s := &specs[len(specs)-1]
+			rows[i].size.specInto(r, rec, s)
+			s.Tag = tag
+			asked = append(asked, i)
 		}
-		var spec model.JobSpec
-		rows[i].size.specInto(r, rec, &spec)
-		spec.Tag = tag
-		b.rows, b.specs = append(b.rows, i), append(b.specs, spec)
+		b.end = len(specs)
+		batches = append(batches, b)
+		lo = hi
 	}
-	ask := func(b *batch) {
-		res, err := be.EstimateStarts(ctx, b.system, b.specs)
-		if err != nil || len(res) != len(b.rows) {
-			return // the queue model's (or history's) waits stand
+	*sp = specs // keep the grown buffer for the pool
+	ask := func(b *batch) { b.res, b.err = be.EstimateStarts(ctx, b.system, specs[b.start:b.end:b.end]) }
+	if ce, ok := be.(ConcurrentEstimator); ok && ce.ConcurrentBatches() && len(batches) > 1 {
+		var wg sync.WaitGroup
+		for k := range batches {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ask(&batches[k])
+			}()
 		}
-		for k, i := range b.rows {
-			if t := res[k].Start; res[k].Err == nil && !t.IsZero() {
+		wg.Wait()
+	} else {
+		for k := range batches {
+			if ctx.Err() != nil {
+				return
+			}
+			ask(&batches[k])
+		}
+	}
+	for k := range batches {
+		b := &batches[k]
+		if b.err != nil || len(b.res) != b.end-b.start {
+			continue // the queue model's (or history's) waits stand
+		}
+		for j, i := range asked[b.start:b.end] {
+			if t := b.res[j].Start; b.res[j].Err == nil && !t.IsZero() {
 				w := &rows[i]
 				w.wait, w.src = model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second)), srcSite
 			}
 		}
 	}
-	if len(batches) == 1 {
-		ask(batches[0])
-		return
-	}
-	var wg sync.WaitGroup
-	for _, b := range batches {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ask(b)
-		}()
-	}
-	wg.Wait()
 }
+
+// specPool holds batchEstimates' job-spec buffers: a spec is large and holds
+// pointers, and a replay places a job every few microseconds.
+var specPool = sync.Pool{New: func() any { s := make([]model.JobSpec, 0, 16); return &s }}
 
 // walltimeProbes asks the site, for at most WalltimeProbes candidates, whether
 // walltime.min would start materially sooner than the walltime sizing chose, and takes

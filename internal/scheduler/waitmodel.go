@@ -30,8 +30,17 @@ type EstimateResult struct {
 type BatchEstimator interface {
 	Estimator
 	// EstimateStarts returns one result per spec, in order (len(specs) results, or the
-	// whole batch failed: the error is then every spec's).
+	// whole batch failed: the error is then every spec's). It must not keep specs
+	// after it returns (the ranker reuses them).
 	EstimateStarts(ctx context.Context, system string, specs []model.JobSpec) ([]EstimateResult, error)
+}
+
+// ConcurrentEstimator is a BatchEstimator whose systems are independent remote sites:
+// the ranker asks them at the same time (one goroutine per system). An in-process
+// estimator (the replay's models) is asked one system after another.
+type ConcurrentEstimator interface {
+	BatchEstimator
+	ConcurrentBatches() bool
 }
 
 // DefaultSiteBatch is how many candidates of one system a batched estimate asks

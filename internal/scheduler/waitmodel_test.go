@@ -79,11 +79,27 @@ func TestBatchEstimatesReachBeyondTheTop8(t *testing.T) {
 	if plain.single != 8 || strings.HasPrefix(d.Chosen, "site-10/") {
 		t.Fatalf("plain estimator: %d calls, chose %s; want 8 calls and site-10 never asked", plain.single, d.Chosen)
 	}
-	b := batchAnswers{&siteAnswers{now: map[string]bool{"site-10": true}}}
-	d, err = newTestScheduler(Options{Estimator: b, WalltimeProbes: -1}).Place(context.Background(), task, twelveSites(), PlaceOptions{})
-	if err != nil {
-		t.Fatal(err)
+	for _, concurrent := range []bool{false, true} {
+		b := batchAnswers{&siteAnswers{now: map[string]bool{"site-10": true}}}
+		var est Estimator = b
+		if concurrent {
+			est = concurrentAnswers{b}
+		}
+		d, err = newTestScheduler(Options{Estimator: est, WalltimeProbes: -1}).Place(context.Background(), task, twelveSites(), PlaceOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBatched(t, d, b)
 	}
+}
+
+// concurrentAnswers asks its systems at the same time.
+type concurrentAnswers struct{ batchAnswers }
+
+func (concurrentAnswers) ConcurrentBatches() bool { return true }
+
+func checkBatched(t *testing.T, d *Decision, b batchAnswers) {
+	t.Helper()
 	if !strings.HasPrefix(d.Chosen, "site-10/") {
 		t.Errorf("batched: chose %s, want site-10 (the site says it starts now)", d.Chosen)
 	}

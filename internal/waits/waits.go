@@ -108,14 +108,13 @@ type part struct {
 	pooled ring
 }
 
-// ring is the last observations of the log-error of one class.
+// ring is the last observations of the log-error of one class, in arrival order (v)
+// and sorted (for the quantile, kept sorted as observations come and go).
 type ring struct {
-	v     []float64 // len ≤ Window
-	next  int       // where the next observation goes once v is full
-	total int64     // observations ever made
-	// q is the cached quantile of v; stale after an observation.
-	q     float64
-	stale bool
+	v      []float64 // len ≤ Window
+	sorted []float64 // v's values, ascending
+	next   int       // where the next observation goes once v is full
+	total  int64     // observations ever made
 }
 
 // Learner is a per-partition correction of site start estimates.
@@ -174,28 +173,28 @@ func (l *Learner) Observe(system, partition string, predicted, observed time.Dur
 func (r *ring) add(e float64, window int) {
 	if len(r.v) < window {
 		if r.v == nil {
-			r.v = make([]float64, 0, min(window, 16))
+			r.v, r.sorted = make([]float64, 0, min(window, 16)), make([]float64, 0, min(window, 16))
 		}
 		r.v = append(r.v, e)
 	} else {
+		old := r.v[r.next]
 		r.v[r.next] = e
 		r.next = (r.next + 1) % window
+		if i, ok := slices.BinarySearch(r.sorted, old); ok {
+			r.sorted = slices.Delete(r.sorted, i, i+1)
+		}
 	}
+	i, _ := slices.BinarySearch(r.sorted, e)
+	r.sorted = slices.Insert(r.sorted, i, e)
 	r.total++
-	r.stale = true
 }
 
-// quantileOf is r's cached Quantile, and whether r has MinSamples observations.
+// quantileOf is r's Quantile, and whether r has MinSamples observations.
 func (l *Learner) quantileOf(r *ring) (float64, bool) {
 	if len(r.v) < l.opts.MinSamples {
 		return 0, false
 	}
-	if r.stale {
-		s := slices.Clone(r.v)
-		slices.Sort(s)
-		r.q, r.stale = quantile(s, l.opts.Quantile), false
-	}
-	return r.q, true
+	return quantile(r.sorted, l.opts.Quantile), true
 }
 
 // quantile is the q-quantile of sorted xs (linear interpolation between order

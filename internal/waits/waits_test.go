@@ -3,6 +3,7 @@ package waits
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -85,7 +86,7 @@ func TestBoundedMemoryAndForgetting(t *testing.T) {
 	}
 	st := l.Stats()
 	p := l.parts[key{"s", "p"}]
-	if len(st) != 1 || st[0].Kept != 32 || st[0].Total != 1000 || cap(p.bins[1].v) > 64 || cap(p.pooled.v) > 64 {
+	if len(st) != 1 || st[0].Kept != 32 || st[0].Total != 1000 || cap(p.bins[1].v) > 64 || cap(p.pooled.v) > 64 || cap(p.bins[1].sorted) > 64 {
 		t.Fatalf("stats %+v, caps %d %d: want 32 kept of 1000", st, cap(p.bins[1].v), cap(p.pooled.v))
 	}
 	if f, _ := l.Factor("s", "p", 9*time.Minute); math.Abs(f-6) > 1e-9 {
@@ -273,6 +274,17 @@ func FuzzObserve(f *testing.F) {
 			for _, f := range s.Factors {
 				if s.Kept > 8*nBins || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
 					t.Fatalf("stat %+v", s)
+				}
+			}
+		}
+		for _, p := range l.parts {
+			for _, r := range append(p.bins[:], p.pooled) {
+				if len(r.sorted) != len(r.v) || !slices.IsSorted(r.sorted) {
+					t.Fatalf("ring %+v: sorted copy out of step", r)
+				}
+				want := slices.Sorted(slices.Values(r.v))
+				if !slices.Equal(want, r.sorted) {
+					t.Fatalf("sorted %v, want %v", r.sorted, want)
 				}
 			}
 		}
