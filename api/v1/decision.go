@@ -59,13 +59,16 @@ type Candidate struct {
 	Scores       Scores    `json:"scores"`
 	EstWait      Duration  `json:"est_wait"`
 	// WaitSource is where EstWait came from: site, history or queue.
-	WaitSource    string  `json:"wait_source,omitempty"`
-	CostSU        float64 `json:"cost_su"`
-	OverWait      bool    `json:"over_max_queue_wait,omitempty"`
-	HeuristicRank int     `json:"heuristic_rank,omitempty"` // 1-based among feasible
-	AIRank        int     `json:"ai_rank,omitempty"`        // 1-based; 0 if the LLM did not rank
-	AIReason      string  `json:"ai_reason,omitempty"`
-	Rank          int     `json:"rank,omitempty"` // final 1-based rank among feasible
+	WaitSource string `json:"wait_source,omitempty"`
+	// SiteWait is the site's own estimate when EstWait is Mosaic's learned
+	// correction of it (the partition's history of its estimates).
+	SiteWait      *Duration `json:"site_wait,omitempty"`
+	CostSU        float64   `json:"cost_su"`
+	OverWait      bool      `json:"over_max_queue_wait,omitempty"`
+	HeuristicRank int       `json:"heuristic_rank,omitempty"` // 1-based among feasible
+	AIRank        int       `json:"ai_rank,omitempty"`        // 1-based; 0 if the LLM did not rank
+	AIReason      string    `json:"ai_reason,omitempty"`
+	Rank          int       `json:"rank,omitempty"` // final 1-based rank among feasible
 }
 
 // Key is "system/partition/account", the candidate's identity in traces.

@@ -29,7 +29,7 @@ func newSimReplayCmd() *cobra.Command {
 		jobs                                            int
 		load, sizeScale                                 float64
 		tick                                            time.Duration
-		rigid, optimum                                  bool
+		rigid, optimum, calibration, noLearned          bool
 		js                                              jsonFlag
 	)
 	cmd := &cobra.Command{
@@ -89,7 +89,8 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 			ctx, cancel := signalContext()
 			defer cancel()
 			opts := replay.Options{Federation: fed, Trace: tr, TraceName: tracePath, Policies: pols,
-				Seed: seed, Jobs: jobs, Home: home, Load: load, SizeScale: sizeScale, Rigid: rigid, Tick: tick, Optimum: optimum}
+				Seed: seed, Jobs: jobs, Home: home, Load: load, SizeScale: sizeScale, Rigid: rigid, Tick: tick, Optimum: optimum,
+				NoLearnedWaits: noLearned}
 			out := cmd.OutOrStdout()
 			if seedList != nil {
 				sr, err := replay.CompareSeeds(ctx, opts, seedList)
@@ -119,7 +120,14 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 			}
 			fmt.Fprintf(out, "federation %s (home %s), trace %s: %d jobs (%d moldable), seed %d, tick %s\n\n",
 				rep.Federation, rep.Home, rep.Trace, rep.Jobs, rep.Moldable, rep.Seed, time.Duration(rep.TickS*float64(time.Second)))
-			return rep.WriteTable(out)
+			if err := rep.WriteTable(out); err != nil {
+				return err
+			}
+			if calibration {
+				fmt.Fprintln(out)
+				return rep.WriteCalibration(out)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -135,6 +143,8 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 	f.BoolVar(&rigid, "rigid", false, "no moldable jobs: every job asks for exactly its trace size")
 	f.BoolVar(&optimum, "optimum", false, "also search every assignment of jobs to systems for the lowest mean wait (small --jobs only)")
 	f.DurationVar(&tick, "tick", replay.DefaultTick, "decision tick (simulated): jobs are placed at the next tick after they arrive")
+	f.BoolVar(&calibration, "calibration", false, "also print how observed waits compare with the site estimates and their learned correction, per partition (JSON: results[].calibration)")
+	f.BoolVar(&noLearned, "no-learned-waits", false, "mosaic ranks by the sites' own estimates, without the learned per-partition correction")
 	f.StringVar(&plot, "plot", "", "write the wait-time CDF of every policy as SVG to this file")
 	addJSONFlag(cmd, &js, replay.Report{}, replay.SeedReport{})
 	return cmd

@@ -24,6 +24,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/scheduler/llm"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/store"
+	"github.com/mosaic-hpc/mosaic/internal/waits"
 )
 
 // ErrNotFound marks lookups of unknown systems, tasks or runs.
@@ -62,6 +63,7 @@ type Core struct {
 	started   time.Time
 
 	sched   *scheduler.Scheduler
+	waits   *waits.Learner // per-partition correction of site start estimates (waits.go)
 	drafter *draft.Drafter
 	engine  *execution.Engine
 	monitor time.Duration
@@ -108,7 +110,9 @@ func New(opts Options) (*Core, error) {
 			return nil, fmt.Errorf("LLM configuration: %w", err)
 		}
 	}
-	so := scheduler.Options{Estimator: estimator{c}, Logger: opts.Logger, Now: opts.Clock}
+	c.waits = newWaitLearner()
+	c.loadWaitHistory(context.Background())
+	so := scheduler.Options{Estimator: estimator{c}, Waits: c.waits, Logger: opts.Logger, Now: opts.Clock}
 	if llmClient != nil {
 		so.LLM = scheduler.NewLLMRanker(llmClient)
 	}
@@ -120,7 +124,7 @@ func New(opts Options) (*Core, error) {
 	}
 	if opts.Store != nil {
 		c.engine = execution.New(execution.Options{Store: opts.Store, Providers: col, Placer: placer{c},
-			Snapshot: col.Snapshot, Clock: opts.Clock, Logger: opts.Logger})
+			Snapshot: col.Snapshot, Clock: opts.Clock, Logger: opts.Logger, OnStart: c.observeStart})
 	}
 	return c, nil
 }

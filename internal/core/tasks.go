@@ -252,7 +252,14 @@ func (c *Core) placementOf(d *scheduler.Decision) *execution.Placement {
 		if p, ok := c.collector.Provider(ch.System); ok {
 			speed = speedOf(p)
 		}
-		pl.EstimatedStart = c.clock().Add(time.Duration(float64(ch.EstWait.D()) / speed))
+		wait := ch.EstWait.D()
+		if ch.SiteWait != nil {
+			// The site's own estimate, not its learned correction: the learner is fed
+			// from what the site said (waits.go), and the monitor's overrun trigger
+			// keeps its yardstick.
+			wait = ch.SiteWait.D()
+		}
+		pl.EstimatedStart = c.clock().Add(time.Duration(float64(wait) / speed))
 	}
 	return pl
 }

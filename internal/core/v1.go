@@ -150,6 +150,10 @@ func v1Candidate(c *scheduler.Candidate) *v1.Candidate {
 		Feasible: c.Feasible, Sizing: v1SpecPtr(c.Sizing), SizingNote: c.SizingNote, WalltimeNote: c.WalltimeNote,
 		Scores: v1.Scores(c.Scores), EstWait: v1.Duration(c.EstWait), WaitSource: c.WaitSource, CostSU: c.CostSU,
 		OverWait: c.OverWait, HeuristicRank: c.HeuristicRank, AIRank: c.AIRank, AIReason: c.AIReason, Rank: c.Rank}
+	if c.SiteWait != nil {
+		sw := v1.Duration(*c.SiteWait)
+		out.SiteWait = &sw
+	}
 	if c.Verdicts != nil {
 		out.Verdicts = make([]v1.Verdict, len(c.Verdicts))
 		for i, v := range c.Verdicts {

@@ -79,6 +79,10 @@ type Options struct {
 	ReplanEvery    time.Duration
 	ReplanPerRound int
 	NoReplan       bool
+	// OnStart, optional, is told of every attempt the monitor sees starting (with
+	// its start time), after the start is stored: the core's learner of site-estimate
+	// errors is fed this way. It must not block.
+	OnStart func(a *model.Attempt, started time.Time)
 }
 
 // Engine runs tasks. Mutations of one task are serialised by that task's own lock, so

@@ -459,6 +459,9 @@ func (e *Engine) observe(ctx context.Context, t *store.TaskRow, a *model.Attempt
 		return false, false, err
 	}
 	a.State, a.RawState, a.Reason = st.State, st.RawState, st.Reason
+	if u.Started != nil && e.o.OnStart != nil {
+		e.o.OnStart(a, *u.Started) // the core learns how good the site's estimate was
+	}
 	if st.State.Final() {
 		e.forget(a.Tag)
 		if hasCode {

@@ -30,6 +30,8 @@ type Options struct {
 	// Optimum adds the exhaustive optimum over all static assignments as a row named
 	// "optimum" (small instances only: systems^jobs ≤ MaxAssignments).
 	Optimum bool
+	// NoLearnedWaits: see Config.NoLearnedWaits.
+	NoLearnedWaits bool
 }
 
 // DefaultJobs is the default number of federated jobs.
@@ -44,7 +46,7 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 	if len(o.Policies) == 0 {
 		return nil, fmt.Errorf("replay: no policy given")
 	}
-	cfg := Config{Federation: o.Federation, Home: o.Home, Seed: o.Seed, Tick: o.Tick}
+	cfg := Config{Federation: o.Federation, Home: o.Home, Seed: o.Seed, Tick: o.Tick, NoLearnedWaits: o.NoLearnedWaits}
 	if err := cfg.defaultsNoJobs(); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/waits"
 )
 
 // SlowdownBound is the runtime floor of the bounded slowdown (10 s), so very short
@@ -44,11 +46,15 @@ type Result struct {
 	Outcomes []Outcome `json:"-"`
 	// Waits are the sorted waits (seconds) of the started jobs, for the CDF plot.
 	Waits []float64 `json:"-"`
+	// Calibration compares, per partition, the observed waits of the jobs placed on a
+	// site estimate with that estimate and with its learned correction (see
+	// WriteCalibration).
+	Calibration []waits.CalibrationRow `json:"calibration,omitempty"`
 }
 
 func (r *runner) result() *Result {
 	res := &Result{Policy: r.policy.Name(), Jobs: len(r.jobs), Utilisation: map[string]float64{}, Placed: map[string]int{},
-		Refused: r.errs}
+		Refused: r.errs, Calibration: r.w.calib.Rows()}
 	var first, last time.Time
 	var bsld float64
 	for i, js := range r.jobs {

@@ -39,8 +39,8 @@ type Config struct {
 	// Horizon: the replay gives up on jobs not finished this long after the last
 	// arrival (they count as unfinished); default 60 days.
 	Horizon time.Duration
-	// MaxEstimates bounds site estimates per placement for the mosaic ranker (the
-	// scheduler's default, 8, when 0).
+	// MaxEstimates bounds site estimates per system and placement for the ranker (the
+	// replay's estimator batches; scheduler.DefaultSiteBatch when 0).
 	MaxEstimates int
 	// Preload are other users' jobs submitted at fixed times (hand-made scenarios;
 	// trace-driven background load comes from the federation file).
@@ -52,6 +52,9 @@ type Config struct {
 	// ReplanPerRound bounds the jobs weighed per decision tick (default 8).
 	ReplanEvery    time.Duration
 	ReplanPerRound int
+	// NoLearnedWaits turns off the mosaic policy's learned correction of site
+	// estimates (internal/waits), for comparisons.
+	NoLearnedWaits bool
 }
 
 // Defaults of the replay's replanning (measured: docs/PLACEMENT.md, "Replanning").
@@ -120,9 +123,10 @@ type jobState struct {
 	unit       *unit // current attempt's partition
 	simID      int64
 	submitAt   time.Time
-	est        time.Time // the placement's estimated start (zero = unknown)
-	nextCheck  time.Time // when replanning weighs the waiting job again
-	streak     int       // replanning's hysteresis: consecutive checks streakTo was better
+	est        time.Time   // the placement's estimated start (zero = unknown)
+	pred       *prediction // the placement's site-estimated wait, for the learner
+	nextCheck  time.Time   // when replanning weighs the waiting job again
+	streak     int         // replanning's hysteresis: consecutive checks streakTo was better
 	streakTo   string
 	attempts   int
 	migrations int
@@ -142,6 +146,7 @@ type placement struct {
 	unit *unit
 	spec model.JobSpec
 	est  time.Time
+	pred *prediction
 }
 
 // runner holds one replay's state.
@@ -178,7 +183,7 @@ func run(ctx context.Context, cfg Config, p Policy, fixed []string) (*Result, er
 	r := &runner{cfg: &cfg, w: w, policy: p, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7a9d0)),
 		fixed: fixed, ctx: ctx, queued: map[*jobState]bool{}, nextS: Epoch}
 	r.sched = scheduler.New(scheduler.Options{Estimator: estimator{w}, MaxEstimates: cfg.MaxEstimates,
-		Now: func() time.Time { return w.now }})
+		Waits: w.useLearnedWaits(p, &cfg), Now: func() time.Time { return w.now }})
 	jobs := slices.Clone(cfg.Jobs)
 	slices.SortStableFunc(jobs, func(a, b Job) int { return int(a.Arrival - b.Arrival) })
 	for i, j := range jobs {
@@ -334,6 +339,7 @@ func (r *runner) collect(t time.Time) {
 			case sim.JobStarted:
 				if !js.started {
 					js.started, js.start = true, ev.Time
+					r.w.observeStart(js.unit, js.pred, ev.Time.Sub(js.submitAt))
 				}
 				delete(r.queued, js)
 			case sim.JobEnded:
@@ -409,7 +415,7 @@ func (r *runner) submit(js *jobState, pl *placement) bool {
 		js.attempts--
 		return false
 	}
-	js.unit, js.simID, js.submitAt, js.est = pl.unit, id, r.w.now, pl.est
+	js.unit, js.simID, js.submitAt, js.est, js.pred = pl.unit, id, r.w.now, pl.est, pl.pred
 	js.cores, js.run = cores, run
 	js.nextCheck, js.streak, js.streakTo = r.w.now.Add(r.cfg.ReplanEvery), 0, ""
 	pl.unit.owner[id] = js
@@ -520,9 +526,12 @@ func (r *runner) fromCandidate(js *jobState, c *scheduler.Candidate) (*placement
 	if !ok {
 		return nil, fmt.Errorf("job %s: the scheduler chose %s/%s, which the replay does not model", js.ID, c.System, c.Partition)
 	}
-	pl := &placement{unit: u, spec: *c.Sizing}
+	pl := &placement{unit: u, spec: *c.Sizing, pred: predictionOf(c)}
 	if c.WaitSource != "" {
 		pl.est = r.w.now.Add(c.EstWait.D())
+		if c.SiteWait != nil { // the site's own estimate, as the live core records it
+			pl.est = r.w.now.Add(c.SiteWait.D())
+		}
 	}
 	return pl, nil
 }

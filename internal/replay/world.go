@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
 	"github.com/mosaic-hpc/mosaic/internal/sim"
 	"github.com/mosaic-hpc/mosaic/internal/site"
+	"github.com/mosaic-hpc/mosaic/internal/waits"
 )
 
 // defaultAccount stands in when the catalog names no account, so the authorization
@@ -44,6 +46,11 @@ type world struct {
 	units []*unit
 	now   time.Time
 	seq   uint64
+	// learner corrects the mosaic policy's site estimates from the replay's own
+	// history of them, as the live core's does from the store (nil: no correction);
+	// calib is the calibration of every site-estimated placement that started.
+	learner *waits.Learner
+	calib   *waits.Calibration
 }
 
 // partitionUsable reports whether federated CPU jobs can ever use p (GPU partitions
@@ -182,6 +189,56 @@ func (e estimator) EstimateStart(_ context.Context, system string, spec model.Jo
 	req := request(&spec, 0)
 	req.External = true
 	return u.c.EstimateStart(req)
+}
+
+// EstimateStarts implements scheduler.BatchEstimator: the replay's sites answer
+// every feasible candidate, as simprov does (one call per system and placement).
+func (e estimator) EstimateStarts(ctx context.Context, system string, specs []model.JobSpec) ([]scheduler.EstimateResult, error) {
+	out := make([]scheduler.EstimateResult, len(specs))
+	for i := range specs {
+		out[i].Start, out[i].Err = e.EstimateStart(ctx, system, specs[i])
+	}
+	return out, nil
+}
+
+// prediction is what a placement expected of its wait: the site's own estimate and
+// the (learned) estimate the ranker scored, both from the placement's time.
+type prediction struct{ site, used time.Duration }
+
+// predictionOf is a candidate's prediction, or nil when its wait is not the site's.
+func predictionOf(c *scheduler.Candidate) *prediction {
+	if c == nil || c.WaitSource != "site" {
+		return nil
+	}
+	p := &prediction{site: c.EstWait.D(), used: c.EstWait.D()}
+	if c.SiteWait != nil {
+		p.site = c.SiteWait.D()
+	}
+	return p
+}
+
+// useLearnedWaits gives the world a learner of site-estimate errors (the mosaic
+// policy's, unless cfg.NoLearnedWaits) and a calibration collector; the scheduler's
+// WaitModel (nil when there is no learner).
+func (w *world) useLearnedWaits(p Policy, cfg *Config) scheduler.WaitModel {
+	w.calib = waits.NewCalibration(waits.DefaultSlack)
+	if p.Name() != PolicyMosaic || cfg.NoLearnedWaits {
+		return nil
+	}
+	w.learner = waits.New(waits.Options{})
+	return w.learner
+}
+
+// observeStart feeds a started job's real wait in u to the learner and the
+// calibration: what the live core does with every attempt that starts.
+func (w *world) observeStart(u *unit, p *prediction, waited time.Duration) {
+	if p == nil || u == nil {
+		return
+	}
+	if w.learner != nil {
+		w.learner.Observe(u.sys.Name, u.part.Name, p.site, waited)
+	}
+	w.calib.Add(u.sys.Name, u.part.Name, p.site, p.used, waited)
 }
 
 // submit queues req on u now and records the call for forks.

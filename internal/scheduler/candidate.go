@@ -72,8 +72,11 @@ type Candidate struct {
 	Scores     Scores         `json:"scores"`
 	EstWait    model.Duration `json:"est_wait"`
 	WaitSource string         `json:"wait_source,omitempty"` // site | history | queue
-	CostSU     float64        `json:"cost_su"`
-	OverWait   bool           `json:"over_max_queue_wait,omitempty"`
+	// SiteWait is the site's own estimate when EstWait is the learned correction of it
+	// (Options.Waits) and differs from it; nil otherwise.
+	SiteWait *model.Duration `json:"site_wait,omitempty"`
+	CostSU   float64         `json:"cost_su"`
+	OverWait bool            `json:"over_max_queue_wait,omitempty"`
 
 	HeuristicRank int    `json:"heuristic_rank,omitempty"` // 1-based among feasible
 	AIRank        int    `json:"ai_rank,omitempty"`        // 1-based; 0 if the LLM did not rank

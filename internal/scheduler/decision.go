@@ -92,6 +92,7 @@ func (lz *lazyTrace) fill(c *Candidate, w *row, spec *model.JobSpec, hrank int) 
 	c.Sizing, c.SizingNote = spec, sizingNotes[w.note]
 	c.Scores = roundedScores(&lz.req.Envelope, rec, w, lz.minCost)
 	c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
+	c.SiteWait = w.siteWait()
 	c.HeuristicRank, c.Rank = hrank, hrank
 	c.keyOrd = w.keyOrd
 	if lz.probes != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -40,8 +41,13 @@ type HeuristicRanker struct {
 	AvgJobRuntime time.Duration
 	// MaxEstimates bounds the Estimator calls per placement (each may be a remote
 	// sbatch --test-only): only the candidates with the shortest history/queue-model
-	// wait are asked (default 8).
+	// wait are asked (default 8). With a BatchEstimator it bounds the candidates of
+	// each system asked in that system's one batch instead (default
+	// DefaultSiteBatch), those with the shortest such wait first.
 	MaxEstimates int
+	// Waits, optional, corrects every site estimate by the partition's history of
+	// them (see WaitModel); the corrected wait is what the candidate is scored on.
+	Waits WaitModel
 	// WalltimeProbes bounds the extra Estimator calls per placement that ask whether
 	// walltime.min would start materially sooner than the walltime sizing chose (the
 	// envelope's maximum): default 2, negative for none. See ShorterWalltimeGain.
@@ -123,7 +129,7 @@ const maxWait = 14 * 24 * time.Hour
 
 // row is one feasible candidate during a placement: its record (an index into the
 // placement's records), sizing and the heuristic ranker's results. It holds no
-// pointers, so a placement's 64-byte rows are one block the garbage collector never
+// pointers, so a placement's 72-byte rows are one block the garbage collector never
 // scans; Decision builds the Candidates from them when they are asked for (and the
 // score components with them: a row keeps only the total the order needs).
 type row struct {
@@ -137,6 +143,9 @@ type row struct {
 	note   uint8   // sizingNotes code
 	src    uint8   // waitSources code
 	over   bool    // wait over the envelope's max_queue_wait
+	// learned: wait is Waits' correction of the site's estimate raw.
+	learned bool
+	raw     model.Duration
 }
 
 // Where an estimated wait came from, by code.
@@ -172,6 +181,7 @@ func (h *HeuristicRanker) Rank(ctx context.Context, r *Request, feasible []*Cand
 	for pos, k := range order {
 		w, c := &rows[k], feasible[k]
 		c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
+		c.SiteWait = w.siteWait()
 		c.WalltimeNote = probeNote(probes, w.rec)
 		if c.Sizing != nil && c.Sizing.Walltime != w.size.wall {
 			c.Sizing.Walltime = w.size.wall // a probe chose walltime.min
@@ -208,6 +218,7 @@ func (h *HeuristicRanker) rank(ctx context.Context, r *Request, recs []model.Res
 				}
 			}
 		}
+		h.correctWaits(recs, rows)
 	}
 	mqw := r.Envelope.MaxQueueWait
 	for i := range rows {
@@ -401,9 +412,44 @@ func roundHalfAway(x float64) float64 {
 	return t
 }
 
+// siteWait is the site's own estimate when the ranker's wait is a learned correction
+// of it (Candidate.SiteWait), else nil.
+func (w *row) siteWait() *model.Duration {
+	if !w.learned {
+		return nil
+	}
+	d := w.raw
+	return &d
+}
+
+// correctWaits replaces every site estimate with Waits' correction of it where that
+// differs (the site's own answer stays in raw, for the trace and the attempt's record).
+func (h *HeuristicRanker) correctWaits(recs []model.ResourceRecord, rows []row) {
+	if h.Waits == nil {
+		return
+	}
+	for i := range rows {
+		w := &rows[i]
+		if w.src != srcSite {
+			continue
+		}
+		rec := &recs[w.rec]
+		c := model.Duration(min(max(h.Waits.Correct(rec.System, rec.Partition, w.wait.D()), 0), maxWait).Round(time.Second))
+		if c != w.wait { // no history (or an exact site) leaves the site's answer as it is
+			w.raw, w.learned, w.wait = w.wait, true, c
+		}
+	}
+}
+
 // siteEstimates replaces the waits of the most promising candidates with the site's own
-// start estimate, the most trusted source; failures keep the earlier estimate.
+// start estimate, the most trusted source; failures keep the earlier estimate. With a
+// BatchEstimator every candidate is asked (up to MaxEstimates per system), one batch
+// per system, the systems concurrently.
 func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []model.ResourceRecord, rows []row) {
+	if be, ok := h.Estimator.(BatchEstimator); ok {
+		h.batchEstimates(ctx, be, r, recs, rows)
+		return
+	}
 	n := h.MaxEstimates
 	if n <= 0 {
 		n = 8
@@ -443,6 +489,108 @@ func (h *HeuristicRanker) siteEstimates(ctx context.Context, r *Request, recs []
 		}
 	}
 }
+
+// batchEstimates is siteEstimates with a BatchEstimator: per system, its candidates
+// with the shortest history/queue-model wait first, at most MaxEstimates (default
+// DefaultSiteBatch) of them, in one call; the systems concurrently when the estimator
+// says its systems are independent remote sites (ConcurrentEstimator).
+func (h *HeuristicRanker) batchEstimates(ctx context.Context, be BatchEstimator, r *Request, recs []model.ResourceRecord, rows []row) {
+	per := h.MaxEstimates
+	if per <= 0 {
+		per = DefaultSiteBatch
+	}
+	// By system, then the shortest preliminary wait, then key: each system's asks are
+	// one run of order.
+	order := make([]uint32, len(rows))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int {
+		wa, wb := &rows[a], &rows[b]
+		ra, rb := &recs[wa.rec], &recs[wb.rec]
+		if c := strings.Compare(ra.System, rb.System); c != 0 {
+			return c
+		}
+		if wa.wait != wb.wait {
+			if wa.wait < wb.wait {
+				return -1
+			}
+			return 1
+		}
+		return compareRecordKeys(ra, rb)
+	})
+	type batch struct {
+		system     string
+		start, end int // of specs and asked
+		res        []EstimateResult
+		err        error
+	}
+	sp := specPool.Get().(*[]model.JobSpec)
+	defer func() {
+		clear(*sp) // drop the strings they point to
+		*sp = (*sp)[:0]
+		specPool.Put(sp)
+	}()
+	specs := (*sp)[:0]
+	asked := make([]uint32, 0, len(rows))
+	batches := make([]batch, 0, min(len(rows), 16))
+	tag := estimateTag(r)
+	for lo := 0; lo < len(order); {
+		sys := recs[rows[order[lo]].rec].System
+		hi := lo + 1
+		for hi < len(order) && recs[rows[order[hi]].rec].System == sys {
+			hi++
+		}
+		b := batch{system: sys, start: len(specs)}
+		for _, i := range order[lo:min(hi, lo+per)] {
+			rec := &recs[rows[i].rec]
+			specs = append(specs, model.JobSpec{})
+			s := &specs[len(specs)-1]
+			rows[i].size.specInto(r, rec, s)
+			s.Tag = tag
+			asked = append(asked, i)
+		}
+		b.end = len(specs)
+		batches = append(batches, b)
+		lo = hi
+	}
+	*sp = specs // keep the grown buffer for the pool
+	ask := func(b *batch) { b.res, b.err = be.EstimateStarts(ctx, b.system, specs[b.start:b.end:b.end]) }
+	if ce, ok := be.(ConcurrentEstimator); ok && ce.ConcurrentBatches() && len(batches) > 1 {
+		var wg sync.WaitGroup
+		for k := range batches {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ask(&batches[k])
+			}()
+		}
+		wg.Wait()
+	} else {
+		for k := range batches {
+			if ctx.Err() != nil {
+				return
+			}
+			ask(&batches[k])
+		}
+	}
+	for k := range batches {
+		b := &batches[k]
+		if b.err != nil || len(b.res) != b.end-b.start {
+			continue // the queue model's (or history's) waits stand
+		}
+		for j, i := range asked[b.start:b.end] {
+			if t := b.res[j].Start; b.res[j].Err == nil && !t.IsZero() {
+				w := &rows[i]
+				w.wait, w.src = model.Duration(min(max(t.Sub(r.Now), 0), maxWait).Round(time.Second)), srcSite
+			}
+		}
+	}
+}
+
+// specPool holds batchEstimates' job-spec buffers: a spec is large and holds
+// pointers, and a replay places a job every few microseconds.
+var specPool = sync.Pool{New: func() any { s := make([]model.JobSpec, 0, 16); return &s }}
 
 // walltimeProbes asks the site, for at most WalltimeProbes candidates, whether
 // walltime.min would start materially sooner than the walltime sizing chose, and takes

@@ -61,8 +61,8 @@ func (e *PlacementError) Unwrap() error { return ErrNoFeasible }
 // Options configure a Scheduler. Every field is optional.
 type Options struct {
 	Rules        []Rule    // nil = DefaultRules()
-	Estimator    Estimator // site start estimates for the heuristic ranker
-	MaxEstimates int       // Estimator calls per placement (default 8)
+	Estimator    Estimator // site start estimates for the heuristic ranker (a BatchEstimator: every candidate)
+	MaxEstimates int       // Estimator calls per placement (default 8; per system with a BatchEstimator, default 32)
 	// WalltimeProbes: extra Estimator calls per placement asking whether walltime.min
 	// starts materially sooner (default 2, negative for none; see ShorterWalltimeGain).
 	WalltimeProbes int
@@ -71,6 +71,10 @@ type Options struct {
 	LLMTimeout     time.Duration // per placement; default 20s
 	Now            func() time.Time
 	Logger         *slog.Logger
+
+	// Waits corrects site estimates by each partition's history of them (optional;
+	// see WaitModel and internal/waits).
+	Waits WaitModel
 }
 
 // Scheduler places tasks. It is safe for concurrent use.
@@ -95,6 +99,7 @@ func New(opts Options) *Scheduler {
 		now:   opts.Now,
 		log:   opts.Logger,
 	}
+	s.heur.Waits = opts.Waits
 	if s.rules == nil {
 		s.rules = DefaultRules()
 	}
@@ -384,6 +389,10 @@ func rationale(d *Decision, c *Candidate, nFeasible, nAll int) string {
 	buf = append(buf, c.EstWait.String()...)
 	buf = append(buf, " ("...)
 	buf = append(buf, c.WaitSource...)
+	if c.SiteWait != nil {
+		buf = append(buf, ", learned from the site's "...)
+		buf = append(buf, c.SiteWait.String()...)
+	}
 	buf = append(buf, "), "...)
 	buf = strconv.AppendFloat(buf, c.CostSU, 'f', 1, 64)
 	buf = append(buf, " SU, score "...)

@@ -102,6 +102,10 @@ func appendCandidate(b []byte, c *Candidate) ([]byte, error) {
 		b = append(b, `,"wait_source":`...)
 		b = appendString(b, c.WaitSource)
 	}
+	if c.SiteWait != nil {
+		b = append(b, `,"site_wait":`...)
+		b = appendString(b, c.SiteWait.String())
+	}
 	b = append(b, `,"cost_su":`...)
 	if b, err = appendFloat(b, c.CostSU); err != nil {
 		return nil, err

@@ -63,6 +63,7 @@ var levels = map[string]int{
 	"internal/scheduler/draft":       lvServices,
 	"internal/scheduler/llm":         lvServices,
 	"internal/scheduler/llm/llmtest": lvServices, // test helper of llm
+	"internal/waits":                 lvServices, // per-partition correction of site start estimates (model-level imports only)
 	"internal/store":                 lvServices,
 	"internal/exchange":              lvServices,
 	"internal/exchange/redistest":    lvLeaf,     // test helper: a private redis-server (tests only)

@@ -112,3 +112,61 @@ func TestSimReplay(t *testing.T) {
 		t.Errorf("unknown policy: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestSimReplayCalibration: --calibration prints, per partition, how the observed
+// waits compare with the sites' estimates and with mosaic's learned correction, and
+// the same numbers are in --json; --no-learned-waits makes the two columns equal.
+func TestSimReplayCalibration(t *testing.T) {
+	traces := sharedTraces(t)
+	e := newEnv(t)
+	fed := filepath.Join(repoRoot(), "examples", "federations", "nasa-lublin.yaml")
+	args := []string{"sim", "replay", "--federation", fed, "--trace", filepath.Join(traces, "lublin_256.swf.gz"),
+		"--policies", "mosaic", "--jobs", "1000", "--seed", "1"}
+	out, errOut, code := e.run(append(args, "--calibration")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{"SITE p10/p50/p90", "LEARNED p10/p50/p90", "mosaic  iPSC/batch", "mosaic  all"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("calibration table lacks %q:\n%s", want, out)
+		}
+	}
+	type quant struct {
+		P50 float64 `json:"p50"`
+		MAE float64 `json:"mean_abs_log_error"`
+	}
+	type row struct {
+		System    string `json:"system"`
+		Waiting   int    `json:"site_said_wait"`
+		Site      quant  `json:"site_estimate"`
+		Corrected quant  `json:"corrected"`
+	}
+	all := func(extra ...string) row {
+		t.Helper()
+		js, errOut, code := e.run(append(append(args, extra...), "--json")...)
+		if code != 0 {
+			t.Fatalf("--json exit %d: %s", code, errOut)
+		}
+		var rep struct {
+			Results []struct {
+				Calibration []row `json:"calibration"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(js), &rep); err != nil || len(rep.Results) != 1 || len(rep.Results[0].Calibration) == 0 {
+			t.Fatalf("--json calibration: %v\n%s", err, js)
+		}
+		c := rep.Results[0].Calibration
+		if last := c[len(c)-1]; last.System == "*" && last.Waiting > 0 {
+			return last
+		}
+		t.Fatalf("no all row with waiting jobs: %+v", c)
+		return row{}
+	}
+	on, off := all(), all("--no-learned-waits")
+	if !(on.Corrected.MAE < on.Site.MAE) {
+		t.Errorf("learned correction no better calibrated than the sites' estimates: %+v", on)
+	}
+	if off.Corrected != off.Site {
+		t.Errorf("--no-learned-waits: corrected %+v differs from the sites' %+v", off.Corrected, off.Site)
+	}
+}

@@ -381,3 +381,69 @@ func TestRigEstimate(t *testing.T) {
 		t.Errorf("5 GPUs on a 4-GPU node: %v", err)
 	}
 }
+
+// TestRigEstimateBatch: a batch of start estimates is one remote command (over one
+// ssh connection), and each spec gets Slurm's own answer: a start for those that fit,
+// the refusal for the one that never can.
+func TestRigEstimateBatch(t *testing.T) {
+	t.Parallel()
+	for _, via := range []string{"ssh", "local"} {
+		t.Run(via, func(t *testing.T) {
+			p, ct := rigProvider(t, "alpha", via)
+			if s, ok := ct.inner.(*transport.SSH); ok {
+				// Its own control master: closing the shared one at the end would cut
+				// off the other tests' commands on alpha.
+				dir, err := os.MkdirTemp("", "mosaic-ssh-est")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = p.Close(); os.RemoveAll(dir) }) // the master exits before its socket's directory goes
+				s.ControlDir = dir
+			}
+			ctx := context.Background()
+			a := spec(t, "esta", "gpuA100", "true", 30*time.Minute)
+			a.GPUs = 1
+			b := spec(t, "estb", "gpuA100", "true", time.Hour)
+			b.GPUs = 2
+			huge := spec(t, "esth", "gpuA100", "true", 30*time.Minute)
+			huge.GPUs = 5
+			bad := spec(t, "estx", "gpuA100", "", time.Hour) // no command: refused before the site
+			first, err := p.EstimateStart(ctx, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ct.reset()
+			before := time.Now()
+			got, err := p.EstimateStarts(ctx, []model.JobSpec{a, huge, bad, b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := ct.n.Load(); n != 1 {
+				t.Errorf("%d remote calls for a batch of 4, want 1 (%v)", n, ct.progs)
+			}
+			for _, i := range []int{0, 3} {
+				if got[i].Err != nil || got[i].Start.Before(before.Add(-2*time.Minute)) || got[i].Start.After(before.Add(24*time.Hour)) {
+					t.Errorf("spec %d: start %v err %v; want Slurm's estimate", i, got[i].Start, got[i].Err)
+				}
+			}
+			if got[1].Err == nil || !strings.Contains(got[1].Err.Error(), "node configuration") {
+				t.Errorf("5 GPUs on a 4-GPU node: %v", got[1].Err)
+			}
+			if got[2].Err == nil || !strings.Contains(got[2].Err.Error(), "command") {
+				t.Errorf("a spec without a command: %v", got[2].Err)
+			}
+			// The same answer as single estimates just before and after, when those agree
+			// (other tests share the rig: a job of theirs may change the answer).
+			last, err := p.EstimateStart(ctx, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			near := func(x, y time.Time) bool { return x.Sub(y).Abs() <= time.Minute }
+			if near(first, last) && !near(got[0].Start, first) {
+				t.Errorf("batch says %v, single estimates before and after %v and %v", got[0].Start, first, last)
+			} else if !near(first, last) {
+				t.Logf("the rig changed during the test (single estimates %v then %v): batch not compared", first, last)
+			}
+		})
+	}
+}

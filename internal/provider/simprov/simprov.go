@@ -708,6 +708,38 @@ func (p *Provider) EstimateStart(ctx context.Context, spec model.JobSpec) (time.
 	return p.out(t), nil
 }
 
+// EstimateStarts implements provider.BatchEstimator: every spec planned on the model
+// as it is now, under one lock (what one remote command of sbatch --test-only per spec
+// is on a real site). An invalid or refused spec has its own error; an outage fails the
+// batch.
+func (p *Provider) EstimateStarts(ctx context.Context, specs []model.JobSpec) ([]provider.Estimate, error) {
+	out := make([]provider.Estimate, len(specs))
+	reqs := make([]sim.JobRequest, len(specs))
+	for i := range specs {
+		reqs[i], out[i].Err = p.request(specs[i])
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.reachable("sbatch --test-only"); err != nil {
+		return nil, err
+	}
+	for i := range reqs {
+		if out[i].Err != nil {
+			continue
+		}
+		t, err := p.c.EstimateStart(reqs[i])
+		if err != nil {
+			out[i].Err = p.refusal(err)
+			continue
+		}
+		out[i].Start = p.out(t)
+	}
+	return out, nil
+}
+
 // FindByTag finds the user's jobs by tag (job name). The map is keyed by tag; when a
 // tag was submitted more than once the newest job wins.
 func (p *Provider) FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {

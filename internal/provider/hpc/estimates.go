@@ -1,0 +1,213 @@
+package hpc
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/dialect"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
+)
+
+// MaxEstimateBatch bounds the specs of one EstimateStarts call (one remote command);
+// a longer batch is sent as several.
+const MaxEstimateBatch = 64
+
+// estimateScript uploads the scripts it reads on stdin (each ended by a line holding
+// only the boundary $2) to the paths after $2, then runs the estimate command on each,
+// printing "<boundary> <path>" before and "<boundary> rc=<status>" after its output
+// (stderr merged). %s is the estimate command with "$f" for the path. The scripts never
+// travel on the command line (ps on the login node would show them); only paths and
+// the boundary do. read and printf are POSIX builtins, so nothing is read past a
+// script's boundary line.
+const estimateScript = `umask 077 && mkdir -p "$1" || exit 97
+b=$2
+shift 2
+for f in "$@"; do
+  { while IFS= read -r l; do [ "$l" = "$b" ] && break; printf '%%s\n' "$l"; done; } > "$f" || exit 98
+done
+for f in "$@"; do
+  printf '%%s %%s\n' "$b" "$f"
+  %s 2>&1
+  printf '%%s rc=%%d\n' "$b" "$?"
+done
+`
+
+// EstimateStarts implements provider.BatchEstimator: one remote command per batch of
+// up to MaxEstimateBatch specs uploads their scripts and runs the dialect's estimate
+// (sbatch --test-only) on each, over one connection. A spec that cannot be rendered,
+// or that the site refuses, has its own error.
+func (p *Provider) EstimateStarts(ctx context.Context, specs []model.JobSpec) ([]provider.Estimate, error) {
+	const placeholder = "\x00mosaic-estimate-path\x00"
+	cmd := p.d.EstimateCommand(placeholder)
+	if cmd == nil {
+		return nil, fmt.Errorf("%s: start estimate with %s: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
+	}
+	parts := make([]string, len(cmd))
+	found := false
+	for i, a := range cmd {
+		if a == placeholder {
+			parts[i], found = `"$f"`, true
+			continue
+		}
+		parts[i] = shellquote.Quote(a)
+	}
+	if !found {
+		return nil, fmt.Errorf("%s: the %s estimate command does not take a script path: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
+	}
+	script := fmt.Sprintf(estimateScript, strings.Join(parts, " "))
+	out := make([]provider.Estimate, len(specs))
+	for lo := 0; lo < len(specs); lo += MaxEstimateBatch {
+		hi := min(lo+MaxEstimateBatch, len(specs))
+		if err := p.estimateBatch(ctx, script, specs[lo:hi], out[lo:hi]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// estimateBatch runs one remote command for specs, filling out.
+func (p *Provider) estimateBatch(ctx context.Context, script string, specs []model.JobSpec, out []provider.Estimate) error {
+	type item struct {
+		i    int
+		path string
+		body []byte
+	}
+	var items []item
+	dir := ""
+	for i, spec := range specs {
+		spec.Tag = spec.Tag + "-estimate-" + strconv.Itoa(i)
+		_, files, body, err := p.prepare(spec)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		if dir == "" {
+			dir = path.Dir(files.Script)
+		}
+		items = append(items, item{i, files.Script, body})
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	boundary, err := newBoundary()
+	if err != nil {
+		return err
+	}
+	var stdin bytes.Buffer
+	argv := []string{"sh", "-c", script, "sh", dir, boundary}
+	for _, it := range items {
+		if bytes.Contains(it.body, []byte(boundary)) { // 128 random bits: never, but be sure
+			return fmt.Errorf("%s: estimate batch boundary collides with a script; retry", p.sys.Name)
+		}
+		stdin.Write(it.body)
+		if len(it.body) > 0 && it.body[len(it.body)-1] != '\n' {
+			stdin.WriteByte('\n')
+		}
+		stdin.WriteString(boundary + "\n")
+		argv = append(argv, it.path)
+	}
+	res, err := p.run(ctx, argv, &stdin)
+	if err != nil {
+		return err
+	}
+	blocks, err := parseEstimateBatch(res.Stdout, boundary)
+	if err != nil {
+		if res.ExitCode != 0 {
+			return dialect.Mark(p.d, res, fmt.Errorf("%s: estimate batch (exit %d): %s: %w", p.sys.Name, res.ExitCode,
+				strings.TrimSpace(string(res.Stderr)), err))
+		}
+		return fmt.Errorf("%s: %w", p.sys.Name, err)
+	}
+	for _, it := range items {
+		b, ok := blocks[it.path]
+		if !ok {
+			out[it.i].Err = fmt.Errorf("%s: the estimate batch printed nothing for %s (the login node stopped early?); retry", p.sys.Name, it.path)
+			continue
+		}
+		t, err := p.d.ParseEstimate(dialect.Output{Stdout: b.out, ExitCode: b.rc})
+		if err != nil {
+			out[it.i].Err = fmt.Errorf("%s: %w", p.sys.Name, err)
+			continue
+		}
+		out[it.i].Start = t
+	}
+	return nil
+}
+
+// newBoundary is a line no script contains: "mosaic-estimate-" and 128 random bits.
+func newBoundary() (string, error) {
+	var r [16]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", fmt.Errorf("estimate batch boundary: %w", err)
+	}
+	return "mosaic-estimate-" + hex.EncodeToString(r[:]), nil
+}
+
+// estimateBlock is one script's output in an estimate batch and its exit status.
+type estimateBlock struct {
+	out []byte
+	rc  int
+}
+
+// parseEstimateBatch splits the batch's output into blocks by path. Each block is
+// "<boundary> <path>", output lines, "<boundary> rc=<n>". Output before the first
+// header (a login banner) is ignored; a header without its trailer, a trailer without
+// a header, a bad status or a repeated path is an error.
+func parseEstimateBatch(stdout []byte, boundary string) (map[string]estimateBlock, error) {
+	blocks := map[string]estimateBlock{}
+	head := []byte(boundary + " ")
+	var cur string
+	var buf []byte
+	open := false
+	for len(stdout) > 0 {
+		line := stdout
+		if i := bytes.IndexByte(stdout, '\n'); i >= 0 {
+			line, stdout = stdout[:i+1], stdout[i+1:]
+		} else {
+			stdout = nil
+		}
+		body := bytes.TrimSuffix(line, []byte("\n"))
+		if !bytes.HasPrefix(body, head) {
+			if open {
+				buf = append(buf, line...)
+			}
+			continue
+		}
+		rest := string(body[len(head):])
+		if rc, ok := strings.CutPrefix(rest, "rc="); ok {
+			if !open {
+				return nil, errors.New("estimate batch: a status line without its script")
+			}
+			n, err := strconv.Atoi(rc)
+			if err != nil || n < 0 || n > 255 {
+				return nil, fmt.Errorf("estimate batch: bad exit status %q for %s", rc, cur)
+			}
+			blocks[cur] = estimateBlock{out: buf, rc: n}
+			open, buf = false, nil
+			continue
+		}
+		if open {
+			return nil, fmt.Errorf("estimate batch: the output of %s has no status line", cur)
+		}
+		if rest == "" {
+			return nil, errors.New("estimate batch: a script header without a path")
+		}
+		if _, dup := blocks[rest]; dup {
+			return nil, fmt.Errorf("estimate batch: %s appears twice", rest)
+		}
+		cur, open, buf = rest, true, nil
+	}
+	if open {
+		return nil, fmt.Errorf("estimate batch: the output of %s has no status line (cut short)", cur)
+	}
+	return blocks, nil
+}

@@ -1,0 +1,317 @@
+// Package waits learns how wrong each partition's own start estimates are and
+// corrects them.
+//
+// A site's planner (Slurm's sbatch --test-only, the simulator's backfill plan) assumes
+// that every running job uses its full walltime and that nothing else arrives, so its
+// error is systematic and partition-specific: jobs ending early make it pessimistic,
+// later arrivals with higher priority make it optimistic. A Learner keeps, per
+// partition, the last Window observations of the log-error
+//
+//	e = ln((observed + Slack) / (predicted + Slack))
+//
+// (predicted: the site's estimated wait at placement; observed: the real wait) in
+// each of a few classes of the predicted wait (Bins: under a minute, to 10 minutes, to
+// an hour, to 6 hours, longer), and corrects a new estimate by the empirical Quantile
+// q of e in its class, in the spirit of QBETS (Nurmi, Brevik, Wolski: binomial
+// quantile bounds on batch-queue delay, with jobs clustered by what they ask):
+//
+//	corrected = (est + Slack) · exp(q(e)) − Slack
+//
+// The classes matter: a site that says "now" is nearly always right (the job fits the
+// idle nodes), while a site that says "in 3 hours" is typically 2-4× pessimistic,
+// because the running jobs it plans around end before their walltime. A class with
+// fewer than MinSamples observations borrows the pooled quantile of every class from a
+// minute up (when that has MinSamples); else the prior holds: no correction. Slack
+// keeps the ratio finite when the site says "now". The median (q = 0.5) is the
+// default: it minimises the absolute log-error, which is what ranking candidates by
+// wait needs; a higher quantile gives QBETS-style conservative bounds. Corrections never
+// decrease as the estimate grows (across a class boundary the correction is at least
+// what the class below gives at its edge).
+//
+// Memory is bounded: Window float64s per class and partition and at most
+// MaxPartitions partitions (observations of further partitions are dropped). A
+// Learner is safe for concurrent use.
+package waits
+
+import (
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// MaxWait caps every wait the learner takes in or gives out (the scheduler's cap too),
+// so arithmetic stays finite.
+const MaxWait = 14 * 24 * time.Hour
+
+// Defaults of Options.
+const (
+	DefaultWindow        = 128
+	DefaultMinSamples    = 8
+	DefaultQuantile      = 0.5
+	DefaultSlack         = time.Minute
+	DefaultMaxPartitions = 4096
+)
+
+// Bins are the upper edges of the classes of predicted wait the learner keeps apart;
+// the last class is open.
+var Bins = [...]time.Duration{time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour}
+
+// nBins is the number of classes.
+const nBins = len(Bins) + 1
+
+// binOf is the class of a predicted wait.
+func binOf(d time.Duration) int {
+	for i, e := range Bins {
+		if d < e {
+			return i
+		}
+	}
+	return len(Bins)
+}
+
+// Options configure a Learner; zero (or out-of-range, NaN) fields take the defaults.
+type Options struct {
+	Window        int           // observations kept per class of predicted wait and partition (a ring)
+	MinSamples    int           // observations before any correction (the prior: none)
+	Quantile      float64       // of the log-error, in (0, 1)
+	Slack         time.Duration // added to both waits of a ratio
+	MaxPartitions int           // partitions remembered at most
+}
+
+func (o Options) norm() Options {
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.MinSamples <= 0 {
+		o.MinSamples = DefaultMinSamples
+	}
+	o.MinSamples = min(o.MinSamples, o.Window)
+	if !(o.Quantile > 0 && o.Quantile < 1) { // also NaN
+		o.Quantile = DefaultQuantile
+	}
+	if o.Slack <= 0 {
+		o.Slack = DefaultSlack
+	}
+	if o.MaxPartitions <= 0 {
+		o.MaxPartitions = DefaultMaxPartitions
+	}
+	return o
+}
+
+type key struct{ system, partition string }
+
+// part is one partition's rings: one per class, and the pooled one of every class
+// from a minute up.
+type part struct {
+	bins   [nBins]ring
+	pooled ring
+}
+
+// ring is the last observations of the log-error of one class, in arrival order (v)
+// and sorted (for the quantile, kept sorted as observations come and go).
+type ring struct {
+	v      []float64 // len ≤ Window
+	sorted []float64 // v's values, ascending
+	next   int       // where the next observation goes once v is full
+	total  int64     // observations ever made
+}
+
+// Learner is a per-partition correction of site start estimates.
+type Learner struct {
+	opts  Options
+	mu    sync.Mutex
+	parts map[key]*part
+}
+
+// New returns a Learner with no observations (every correction the identity).
+func New(opts Options) *Learner {
+	return &Learner{opts: opts.norm(), parts: map[key]*part{}}
+}
+
+// Options returns the learner's options after defaults.
+func (l *Learner) Options() Options { return l.opts }
+
+// clampWait bounds a wait to [0, MaxWait].
+func clampWait(d time.Duration) time.Duration { return min(max(d, 0), MaxWait) }
+
+// LogError is the learner's error measure of one observation:
+// ln((observed+slack)/(predicted+slack)), both waits clamped to [0, MaxWait].
+func LogError(predicted, observed, slack time.Duration) float64 {
+	p, o := float64(clampWait(predicted)+slack), float64(clampWait(observed)+slack)
+	return math.Log(o / p)
+}
+
+// Observe records that a job the site expected to wait predicted really waited
+// observed in system/partition. Negative waits (clock skew) count as zero and waits
+// over MaxWait as MaxWait. It reports whether the observation was kept: not when the
+// system or partition is empty, or when MaxPartitions other partitions are known.
+func (l *Learner) Observe(system, partition string, predicted, observed time.Duration) bool {
+	if system == "" || partition == "" {
+		return false
+	}
+	e := LogError(predicted, observed, l.opts.Slack)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := key{system, partition}
+	p := l.parts[k]
+	if p == nil {
+		if len(l.parts) >= l.opts.MaxPartitions {
+			return false
+		}
+		p = &part{}
+		l.parts[k] = p
+	}
+	b := binOf(clampWait(predicted))
+	p.bins[b].add(e, l.opts.Window)
+	if b > 0 {
+		p.pooled.add(e, l.opts.Window)
+	}
+	return true
+}
+
+func (r *ring) add(e float64, window int) {
+	if len(r.v) < window {
+		if r.v == nil {
+			r.v, r.sorted = make([]float64, 0, min(window, 16)), make([]float64, 0, min(window, 16))
+		}
+		r.v = append(r.v, e)
+	} else {
+		old := r.v[r.next]
+		r.v[r.next] = e
+		r.next = (r.next + 1) % window
+		if i, ok := slices.BinarySearch(r.sorted, old); ok {
+			r.sorted = slices.Delete(r.sorted, i, i+1)
+		}
+	}
+	i, _ := slices.BinarySearch(r.sorted, e)
+	r.sorted = slices.Insert(r.sorted, i, e)
+	r.total++
+}
+
+// quantileOf is r's Quantile, and whether r has MinSamples observations.
+func (l *Learner) quantileOf(r *ring) (float64, bool) {
+	if len(r.v) < l.opts.MinSamples {
+		return 0, false
+	}
+	return quantile(r.sorted, l.opts.Quantile), true
+}
+
+// quantile is the q-quantile of sorted xs (linear interpolation between order
+// statistics, numpy's default); xs is not empty.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 1 {
+		return sorted[0]
+	}
+	pos := q * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	if lo >= len(sorted)-1 {
+		return sorted[len(sorted)-1]
+	}
+	f := pos - float64(lo)
+	return sorted[lo] + f*(sorted[lo+1]-sorted[lo])
+}
+
+// factorLocked is the correction factor exp(q(e)) of class b of partition k (its own
+// or, from a minute up, the pooled one), and whether it is learned.
+func (l *Learner) factorLocked(k key, b int) (float64, bool) {
+	p := l.parts[k]
+	if p == nil {
+		return 1, false
+	}
+	if q, ok := l.quantileOf(&p.bins[b]); ok {
+		return math.Exp(q), true
+	}
+	if b > 0 {
+		if q, ok := l.quantileOf(&p.pooled); ok {
+			return math.Exp(q), true
+		}
+	}
+	return 1, false
+}
+
+// Factor is system/partition's learned correction factor of est+Slack for an
+// estimate est (1 and false while there is too little history).
+func (l *Learner) Factor(system, partition string, est time.Duration) (float64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.factorLocked(key{system, partition}, binOf(clampWait(est)))
+}
+
+// Correct returns the site's estimated wait est corrected by what system/partition's
+// history says of its estimates: est itself (clamped to [0, MaxWait]) before
+// MinSamples observations. The result
+// is in [0, MaxWait] and does not decrease as est grows. It implements
+// scheduler.WaitModel.
+func (l *Learner) Correct(system, partition string, est time.Duration) time.Duration {
+	est = clampWait(est)
+	k := key{system, partition}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.parts[k] == nil {
+		return est
+	}
+	b := binOf(est)
+	f, _ := l.factorLocked(k, b)
+	c := apply(est, f, l.opts.Slack)
+	for j := range b { // monotone across class edges
+		fj, _ := l.factorLocked(k, j)
+		c = max(c, apply(Bins[j], fj, l.opts.Slack))
+	}
+	return c
+}
+
+// apply corrects est by factor f: (est+slack)·f − slack, rounded to the second and
+// clamped to [0, MaxWait].
+func apply(est time.Duration, f float64, slack time.Duration) time.Duration {
+	x := (float64(clampWait(est)+slack))*f - float64(slack)
+	if !(x > 0) { // also NaN
+		return 0
+	}
+	if x >= float64(MaxWait) {
+		return MaxWait
+	}
+	return time.Duration(x).Round(time.Second)
+}
+
+// Stat is one partition's state, for reports.
+type Stat struct {
+	System, Partition string
+	Kept              int            // observations in the windows
+	Total             int64          // observations ever made
+	Factors           [nBins]float64 // the correction factor in use per class (1: none)
+	Learned           [nBins]bool    // the class's factor is learned (its own or pooled)
+}
+
+// Stats lists every partition's state, by system then partition.
+func (l *Learner) Stats() []Stat {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Stat, 0, len(l.parts))
+	for k, p := range l.parts {
+		st := Stat{System: k.system, Partition: k.partition}
+		for b := range p.bins {
+			st.Kept += len(p.bins[b].v)
+			st.Total += p.bins[b].total
+			st.Factors[b], st.Learned[b] = l.factorLocked(k, b)
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b Stat) int {
+		if a.System != b.System {
+			return cmpStr(a.System, b.System)
+		}
+		return cmpStr(a.Partition, b.Partition)
+	})
+	return out
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
