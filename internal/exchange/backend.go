@@ -76,10 +76,36 @@ type Limits struct {
 	MaxMailboxesPerRun int64 // mailboxes (any status) of one run
 	MaxTotalBytes      int64 // bytes of queued messages in the whole backend
 	// DedupeWindow is how long Put remembers a message it accepted, so that the
-	// same message put again (a sender's retry) is not queued twice; DedupeEntries
-	// bounds the messages remembered per mailbox (the oldest are forgotten first).
-	DedupeWindow  time.Duration
-	DedupeEntries int64
+	// same message put again (a sender's retry) is not queued twice. DedupeEntries
+	// bounds the messages remembered per destination mailbox and sender (its oldest
+	// are forgotten first, so a busy sender never makes the exchange forget another
+	// sender's messages); DedupeMailboxEntries bounds those of one mailbox from all
+	// senders (a memory guard: beyond it the oldest, whoever sent it, is forgotten).
+	// <= 0 means DefaultDedupeEntries and DefaultDedupeMailboxEntries: they cannot
+	// be unbounded.
+	DedupeWindow         time.Duration
+	DedupeEntries        int64
+	DedupeMailboxEntries int64
+}
+
+// Default de-duplication bounds (Limits.DedupeEntries, Limits.DedupeMailboxEntries).
+const (
+	DefaultDedupeEntries        = 256    // per destination mailbox and sender
+	DefaultDedupeMailboxEntries = 65_536 // per destination mailbox, all senders
+)
+
+func (l Limits) dedupeEntries() int64 {
+	if l.DedupeEntries <= 0 {
+		return DefaultDedupeEntries
+	}
+	return l.DedupeEntries
+}
+
+func (l Limits) dedupeMailboxEntries() int64 {
+	if l.DedupeMailboxEntries <= 0 {
+		return DefaultDedupeMailboxEntries
+	}
+	return l.DedupeMailboxEntries
 }
 
 // dedupeID is what makes a message the same message for Put: its sender, tag and
@@ -87,7 +113,10 @@ type Limits struct {
 // and destination). With the destination mailbox (run and uid) it is the dedupe key.
 // The sender is part of it so that nobody can suppress another sender's message by
 // putting one with its tag first: the exchange checks src against the credential.
-func dedupeID(h Header) string { return h.Src.UID.String() + ":" + h.Tag.String() + ":" + h.Kind }
+func dedupeID(h Header) string { return h.Src.UID.String() + ":" + dedupeSrcID(h) }
+
+// dedupeSrcID is dedupeID within the sender's own set (Redis dds:…).
+func dedupeSrcID(h Header) string { return h.Tag.String() + ":" + h.Kind }
 
 // QuotaError is a refusal by a quota; Status is 429 for counts and 413 for
 // sizes.
@@ -146,14 +175,16 @@ type Backend interface {
 	// iff it was delivered. A *QuotaError when a limit of lim would be passed.
 	//
 	// Put is idempotent within lim.DedupeWindow (when > 0): a message with the
-	// dedupe key (run, dest uid, src uid, tag, kind) of one accepted at most that
+	// dedupe key (run, dest uid, src uid, tag, kind) of one accepted less than that
 	// long before (by rec.Time) and still among the last lim.DedupeEntries
-	// remembered for dest is answered with success and not queued, tracked or
+	// remembered for dest from that sender is answered with success and not queued, tracked or
 	// recorded again — before any quota check, so a retry is not refused by the
-	// queue its first copy filled. The key is remembered iff the message was
-	// queued, in the same atomic step. Later than the window (or beyond the
-	// entries) the same message is delivered again. A terminated destination
-	// still refuses it (ErrTerminated).
+	// queue its first copy filled, and before the destination's status, so a retry
+	// of a message queued before the mailbox was terminated is answered as its
+	// first copy was. The key is remembered iff the message was queued, in the same
+	// atomic step. Later than the window (or beyond the entries kept per sender
+	// and per mailbox) the same message is delivered again; a new message to a
+	// terminated destination is refused (ErrTerminated).
 	Put(ctx context.Context, m Message, rec MessageRecord, lim Limits) error
 	// Get marks the mailbox active and pops its next message, waiting up to
 	// wait (wait < 0: until ctx ends).

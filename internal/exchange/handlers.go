@@ -434,10 +434,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		s.backendError(w, err)
 		return
 	}
-	if dest.Status == StatusTerminated {
-		httpError(w, StatusTerminatedCode, "Mailbox was closed")
-		return
-	}
+	// A terminated destination is refused by Put (419), after it has recognised a
+	// repeat of a message queued before the termination (answered 200 as its first
+	// copy was, so the sender does not report a delivered message as refused).
 	if hd := msg.Header.Dest; dest.ID.Role != hd.Role || (hd.Name != nil && dest.ID.NameOr("") != *hd.Name) {
 		// A message for an agent never lands in a mailbox of another role or
 		// name that holds its uid (e.g. a user mailbox the run token reads).

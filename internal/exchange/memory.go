@@ -19,8 +19,10 @@ type Memory struct {
 	timeline map[string][]MessageRecord
 	policies map[string]RunPolicy
 	tokens   map[string]TokenInfo
-	held     int64 // bytes of queued messages, all mailboxes
-	tlCap    int   // records kept per run (TimelineCap)
+	held     int64     // bytes of queued messages, all mailboxes
+	tlCap    int       // records kept per run (TimelineCap)
+	ddBoxes  []*memBox // mailboxes that remember messages for de-duplication (sweep)
+	ddNext   int       // sweep's next index in ddBoxes
 }
 
 // boxKey namespaces mailboxes by run.
@@ -39,28 +41,143 @@ type memBox struct {
 	completed  int64
 	lastActive time.Time
 	holder     Holder
-	seen       map[string]time.Time // dedupeID -> when accepted (Limits.DedupeWindow)
-	seenOrder  []seenEntry          // the same, oldest first: expiry and the count bound
+	dd         *memDedupe // messages Put de-duplicates (Limits.DedupeWindow); nil: none
 }
 
-type seenEntry struct {
-	id string
+// memDedupe is what a mailbox remembers for de-duplication: every message
+// accepted within the window, at most Limits.DedupeEntries per sender and
+// Limits.DedupeMailboxEntries in all. The orders are oldest first and may hold
+// entries already forgotten (lazy deletion: an entry is live iff seen has its key
+// with its time); they are compacted when mostly dead, so they stay bounded.
+type memDedupe struct {
+	seen  map[ddKey]time.Time
+	order []ddEntry // every sender's, by time accepted: the window and the mailbox bound
+	bySrc map[uuid.UUID]*srcSeen
+}
+
+type srcSeen struct {
+	order []ddEntry // this sender's: its bound
+	n     int       // live entries
+}
+
+// ddKey is dedupeID as a map key.
+type ddKey struct {
+	src, tag uuid.UUID
+	kind     string
+}
+
+type ddEntry struct {
+	k  ddKey
 	at time.Time
 }
 
-// forget drops remembered messages older than the window (at now) and beyond
-// the count bound.
-func (b *memBox) forget(now time.Time, lim Limits) {
-	for len(b.seenOrder) > 0 {
-		e := b.seenOrder[0]
-		if now.Sub(e.at) < lim.DedupeWindow && (lim.DedupeEntries <= 0 || int64(len(b.seenOrder)) <= lim.DedupeEntries) {
-			return
+func ddKeyOf(h Header) ddKey { return ddKey{h.Src.UID, h.Tag, h.Kind} }
+
+func (d *memDedupe) live(e ddEntry) bool {
+	at, ok := d.seen[e.k]
+	return ok && at.Equal(e.at)
+}
+
+func (d *memDedupe) drop(e ddEntry) {
+	delete(d.seen, e.k)
+	if s := d.bySrc[e.k.src]; s != nil {
+		if s.n--; s.n <= 0 {
+			delete(d.bySrc, e.k.src)
 		}
-		if b.seen[e.id].Equal(e.at) {
-			delete(b.seen, e.id)
+	}
+}
+
+// has reports whether k was accepted less than the window before now (a
+// remembered time the clock has since passed by the window is not a repeat, even
+// when it is not the oldest entry: clocks need not be monotonic).
+func (d *memDedupe) has(k ddKey, now time.Time, lim Limits) bool {
+	at, ok := d.seen[k]
+	return ok && now.Sub(at) < lim.DedupeWindow
+}
+
+func (d *memDedupe) add(k ddKey, now time.Time, lim Limits) {
+	if old, ok := d.seen[k]; ok { // a repeat past the window: it is remembered anew
+		d.drop(ddEntry{k, old})
+	}
+	e := ddEntry{k, now}
+	d.seen[k] = now
+	d.order = append(d.order, e)
+	s := d.bySrc[k.src]
+	if s == nil {
+		s = &srcSeen{}
+		d.bySrc[k.src] = s
+	}
+	s.n++
+	s.order = append(s.order, e)
+	// The sender's bound: it forgets its own oldest, never another sender's.
+	for len(s.order) > 0 && s.n > int(lim.dedupeEntries()) { // bounded: each turn pops one
+		if f := s.order[0]; d.live(f) {
+			d.drop(f)
 		}
-		b.seenOrder[0] = seenEntry{}
-		b.seenOrder = b.seenOrder[1:] // append reallocates with the live part only: bounded
+		s.order[0] = ddEntry{}
+		s.order = s.order[1:]
+	}
+	if len(s.order) > 2*s.n+64 {
+		s.order = d.compact(s.order)
+	}
+	d.forget(now, lim)
+}
+
+// forget drops the entries older than the window (at now) and, beyond the
+// mailbox bound, the oldest of any sender. Amortised O(1) per accepted message:
+// every entry is popped once.
+func (d *memDedupe) forget(now time.Time, lim Limits) {
+	for len(d.order) > 0 { // bounded: each turn pops one entry
+		e := d.order[0]
+		live := d.live(e)
+		if live && now.Sub(e.at) < lim.DedupeWindow && len(d.seen) <= int(lim.dedupeMailboxEntries()) {
+			break
+		}
+		if live {
+			d.drop(e)
+		}
+		d.order[0] = ddEntry{}
+		d.order = d.order[1:] // append reallocates with the live part only: bounded
+	}
+	if len(d.order) > 2*len(d.seen)+64 {
+		d.order = d.compact(d.order)
+	}
+}
+
+// compact returns the live entries of order.
+func (d *memDedupe) compact(order []ddEntry) []ddEntry {
+	out := make([]ddEntry, 0, len(order)/2)
+	for _, e := range order {
+		if d.live(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ddSweepPerPut is how many other mailboxes one Put sweeps of expired dedupe
+// entries, so that an idle mailbox (nobody sends to it any more) does not keep them
+// for ever; the work per Put stays bounded.
+const ddSweepPerPut = 2
+
+// sweep forgets expired dedupe entries of the next ddSweepPerPut mailboxes that
+// have any (round robin), and stops tracking those left with none.
+func (m *Memory) sweep(now time.Time, lim Limits) {
+	for range min(ddSweepPerPut, len(m.ddBoxes)) {
+		if m.ddNext >= len(m.ddBoxes) {
+			m.ddNext = 0
+		}
+		b := m.ddBoxes[m.ddNext]
+		b.dd.forget(now, lim)
+		if len(b.dd.seen) > 0 {
+			m.ddNext++
+			continue
+		}
+		b.dd = nil // swap-remove: the last one takes its place in the ring
+		last := len(m.ddBoxes) - 1
+		m.ddBoxes[m.ddNext] = m.ddBoxes[last]
+		m.ddBoxes[last] = nil
+		m.ddBoxes = m.ddBoxes[:last]
 	}
 }
 
@@ -185,15 +302,17 @@ func (m *Memory) Put(_ context.Context, msg Message, rec MessageRecord, lim Limi
 	if !ok {
 		return notFound(rec.Run, dest)
 	}
-	if b.rec.Status == StatusTerminated {
-		return fmt.Errorf("%w: %s", ErrTerminated, dest)
-	}
-	id := dedupeID(msg.Header)
+	// A repeat is recognised before the mailbox's status: a retry of a message
+	// queued before the mailbox was terminated is answered as its first copy was.
+	id := ddKeyOf(msg.Header)
 	if lim.DedupeWindow > 0 {
-		b.forget(rec.Time, lim)
-		if at, dup := b.seen[id]; dup && rec.Time.Sub(at) < lim.DedupeWindow {
+		m.sweep(rec.Time, lim)
+		if b.dd != nil && b.dd.has(id, rec.Time, lim) {
 			return nil // accepted before: a sender's retry
 		}
+	}
+	if b.rec.Status == StatusTerminated {
+		return fmt.Errorf("%w: %s", ErrTerminated, dest)
 	}
 	size := int64(len(msg.Raw))
 	switch {
@@ -207,12 +326,11 @@ func (m *Memory) Put(_ context.Context, msg Message, rec MessageRecord, lim Limi
 		return quotaSize("MaxTotalBytes", "max-total-bytes", lim.MaxTotalBytes, fmt.Sprintf("the exchange holds %d bytes, the message has %d", m.held, size))
 	}
 	if lim.DedupeWindow > 0 {
-		if b.seen == nil {
-			b.seen = map[string]time.Time{}
+		if b.dd == nil {
+			b.dd = &memDedupe{seen: map[ddKey]time.Time{}, bySrc: map[uuid.UUID]*srcSeen{}}
+			m.ddBoxes = append(m.ddBoxes, b)
 		}
-		b.seen[id] = rec.Time
-		b.seenOrder = append(b.seenOrder, seenEntry{id, rec.Time})
-		b.forget(rec.Time, lim)
+		b.dd.add(id, rec.Time, lim)
 	}
 	b.queue = append(b.queue, msg.Raw)
 	b.bytes += size

@@ -155,6 +155,11 @@ func ParseMessage(raw []byte) (Message, error) {
 	if m.Header.Tag == nil {
 		return Message{}, errors.New("header.tag is missing")
 	}
+	if *m.Header.Tag == uuid.Nil {
+		// The exchange tells messages apart by their tag (de-duplication, request
+		// tracking): all-zero tags would make every such message one.
+		return Message{}, errors.New("header.tag is the nil UUID; give every message its own tag (Academy and Mosaic's SDK send a random uuid4)")
+	}
 	if m.Header.Kind != KindRequest && m.Header.Kind != KindResponse {
 		return Message{}, fmt.Errorf("header.kind %q is not \"request\" or \"response\"", m.Header.Kind)
 	}

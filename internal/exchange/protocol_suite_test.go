@@ -525,7 +525,7 @@ func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 			h    *harness
 			tok  string
 			want string
-		}{{h, h.tokA, "1"}, {h, "", "1"}, {h, "not-a-token", "1"}} {
+		}{{h, h.tokA, "60"}, {h, "", "60"}, {h, "not-a-token", "60"}} {
 			resp := tc.h.open(context.Background(), "GET", "/mailbox", tc.tok, map[string]any{"mailbox": a.Encode()})
 			resp.Body.Close()
 			if got := resp.Header.Get(agent.DedupeHeader); got != tc.want {
@@ -543,6 +543,113 @@ func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		off.send(off.tokA, req, 200)
 		if r1, r2 := off.recv(off.tokA, b, 1), off.recv(off.tokA, b, 1); r1 != req || r2 != req {
 			t.Errorf("de-duplication off: received %s, %s; want the message twice", r1, r2)
+		}
+	})
+
+	// DedupeBounds: what a mailbox remembers is bounded per sender, so a busy sender
+	// never makes it forget another sender's messages (before, one bound per mailbox
+	// shared by all senders), and per mailbox as a memory guard (the oldest of any
+	// sender goes); bounds <= 0 are the defaults, never unbounded; a repeat to a
+	// mailbox terminated after its first copy was queued is answered 200, a new
+	// message 419 (before, the repeat was 419: the sender reported a queued message
+	// as refused); an all-zero tag is refused (400), not collapsed into one message.
+	t.Run("DedupeBounds", func(t *testing.T) {
+		var mu sync.Mutex
+		now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+		h := newHarness(t, newBackend(t), Config{Now: clock, DedupeEntries: 2, DedupeMailboxEntries: 5})
+		a, b, c := ent("a", RoleAgent), ent("b", RoleAgent), ent("c", RoleAgent)
+		for _, id := range []EntityID{a, b, c} {
+			h.register(h.tokA, id, "")
+		}
+		resp := func(src EntityID) string {
+			return academyMsg(src, b, KindResponse, uuid.New(), `{"kind":"success-response"}`)
+		}
+		send := func(m string, want int) { t.Helper(); advance(time.Millisecond); h.send(h.tokA, m, want) }
+		drain := func(want ...string) {
+			t.Helper()
+			for i, w := range want {
+				if got := h.recv(h.tokA, b, 1); got != w {
+					t.Fatalf("message %d: received %s, want %s", i, got, w)
+				}
+			}
+			if code, text := h.call("GET", "/message", h.tokA, map[string]any{"mailbox": b.Encode(), "timeout": 0.05}); code != 408 {
+				t.Fatalf("more queued than %d messages: %d %s", len(want), code, text)
+			}
+		}
+		a1 := resp(a)
+		send(a1, 200)
+		cs := []string{resp(c), resp(c), resp(c)}
+		for _, m := range cs { // c, busy: forgets its own oldest, never a's
+			send(m, 200)
+		}
+		send(a1, 200)    // a's retry: still known
+		send(cs[0], 200) // c's oldest: forgotten (2 per sender), queued again
+		drain(a1, cs[0], cs[1], cs[2], cs[0])
+		// The mailbox bound (5), a memory guard: remembered are a1 (a), cs[2] and
+		// cs[0] (c); d's two and a's second make six, so the oldest of any sender,
+		// a1, goes — though a's own bound (2) would have kept it; a1 queued again
+		// makes the oldest, cs[2], go, and cs[0] (sent after it) is still known.
+		d := ent("d", RoleAgent)
+		h.register(h.tokA, d, "")
+		d1, d2, a2 := resp(d), resp(d), resp(a)
+		for _, m := range []string{d1, d2, a2, a1, cs[0]} {
+			send(m, 200)
+		}
+		drain(d1, d2, a2, a1)
+		// Terminated after the first copy was queued: the repeat is a success.
+		req, _ := pingReq(a, b)
+		send(req, 200)
+		h.expect("DELETE", "/mailbox", h.tokA, map[string]any{"mailbox": b.Encode()}, 200)
+		send(req, 200)
+		fresh, _ := pingReq(a, b)
+		send(fresh, StatusTerminatedCode)
+		// All-zero tag: refused with a clear error.
+		nilTag := academyMsg(a, c, KindRequest, uuid.Nil, `{"kind":"ping-request"}`)
+		if text := h.send(h.tokA, nilTag, 400); !strings.Contains(text, "nil UUID") {
+			t.Errorf("nil tag refused with %q, want it to say the tag is the nil UUID", text)
+		}
+
+		// Bounds <= 0 are the defaults (before, negative meant no bound): the first of
+		// DefaultDedupeEntries+1 messages of one sender is forgotten.
+		be := newBackend(t)
+		ctx := context.Background()
+		for _, id := range []EntityID{a, b} {
+			if _, _, err := be.Create(ctx, MailboxRecord{ID: id, Run: "r"}, Limits{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, bound := range []int64{0, -1} {
+			lim := Limits{DedupeWindow: time.Minute, DedupeEntries: bound, DedupeMailboxEntries: bound}
+			var first Message
+			for i := range DefaultDedupeEntries + 1 {
+				msg, err := ParseMessage([]byte(academyMsg(a, b, KindResponse, uuid.New(), `{"kind":"success-response"}`)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = msg
+				}
+				if err := be.Put(ctx, msg, MessageRecord{Run: "r", Time: now.Add(time.Duration(i) * time.Millisecond)}, lim); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := be.Put(ctx, first, MessageRecord{Run: "r", Time: now.Add(time.Second)}, lim); err != nil {
+				t.Fatal(err)
+			}
+			st, err := be.Stats(ctx, "r", b.UID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(DefaultDedupeEntries + 2); st.Queued != want {
+				t.Errorf("bounds %d: %d queued, want %d (the first message forgotten after %d newer ones)", bound, st.Queued, want, DefaultDedupeEntries)
+			}
+			for range st.Queued {
+				if _, err := be.Get(ctx, "r", b.UID, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	})
 

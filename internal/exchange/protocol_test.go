@@ -57,6 +57,7 @@ func TestParseMessage(t *testing.T) {
 		"bad src":        strings.Replace(good, `"role":"agent"`, `"role":"x"`, 1),
 		"no tag":         `{"header":{"src":` + a.Encode() + `,"dest":` + b.Encode() + `,"kind":"request"},"body":{"kind":"x"}}`,
 		"bad kind":       strings.Replace(good, `"kind":"request"`, `"kind":"other"`, 1),
+		"nil tag":        academyMsg(a, b, KindRequest, uuid.Nil, `{"kind":"ping-request"}`),
 		"no body":        `{"header":` + strings.TrimSuffix(strings.TrimPrefix(good, `{"header":`), `,"body":{"action":"go","kind":"action-request"}}`) + `}`,
 		"body kind type": strings.Replace(good, `"kind":"action-request"`, `"kind":3`, 1),
 	} {
@@ -71,10 +72,14 @@ func FuzzParseMessage(f *testing.F) {
 	f.Add([]byte(academyMsg(a, b, KindRequest, uuid.New(), `{"kind":"ping-request"}`)))
 	f.Add([]byte(academyMsg(a, b, KindResponse, uuid.New(), `{"kind":"academy-error-response","error_code":0,"mailbox_id":null}`)))
 	f.Add([]byte(`{"header":null,"body":{}}`))
+	f.Add([]byte(academyMsg(a, b, KindRequest, uuid.Nil, `{"kind":"ping-request"}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseMessage(data)
 		if err != nil {
 			return
+		}
+		if m.Header.Tag == uuid.Nil {
+			t.Fatalf("accepted a nil tag: %s", data)
 		}
 		// Accepted messages are compact single-line JSON that parse again to
 		// the same header (they are delivered as one SSE data line).

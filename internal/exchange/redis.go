@@ -27,6 +27,8 @@ import (
 //	held             bytes queued in every mailbox (MaxTotalBytes)
 //	dd:<run>:<uid>   sorted set "src:tag:kind" -> ms accepted: messages Put de-duplicates
 //	                 (Limits.DedupeWindow; expires when idle for the window)
+//	dds:<run>:<uid>:<src>  sorted set "tag:kind" -> ms accepted: the same, one sender's
+//	                 (its bound, Limits.DedupeEntries)
 //
 // Mailbox keys carry the run, so runs never share a mailbox.
 //
@@ -263,12 +265,14 @@ func (r *Redis) Claim(ctx context.Context, run string, uid uuid.UUID, h Holder, 
 var putScript = redis.NewScript(`
 local st = redis.call('GET', KEYS[1])
 if not st then return {-1} end
-if st ~= 'ACTIVE' then return {-2} end
 local window = tonumber(ARGV[12])
 if window > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[12], '-inf', tonumber(ARGV[11]) - window)
+  local expired = tonumber(ARGV[11]) - window
+  redis.call('ZREMRANGEBYSCORE', KEYS[12], '-inf', expired)
+  redis.call('ZREMRANGEBYSCORE', KEYS[13], '-inf', expired)
   if redis.call('ZSCORE', KEYS[12], ARGV[14]) then return {0} end
 end
+if st ~= 'ACTIVE' then return {-2} end
 local size = string.len(ARGV[1])
 local qlen = redis.call('LLEN', KEYS[2])
 if qlen >= tonumber(ARGV[8]) then return {-3, qlen} end
@@ -292,17 +296,33 @@ elseif ARGV[2] == 'response' then
   if redis.call('HDEL', KEYS[5], ARGV[3]) == 1 then redis.call('INCR', KEYS[6]) end
 end
 if window > 0 then
-  redis.call('ZADD', KEYS[12], tonumber(ARGV[11]), ARGV[14])
-  local n = redis.call('ZCARD', KEYS[12])
-  if n > tonumber(ARGV[13]) then redis.call('ZREMRANGEBYRANK', KEYS[12], 0, n - tonumber(ARGV[13]) - 1) end
+  local now = tonumber(ARGV[11])
+  redis.call('ZADD', KEYS[12], now, ARGV[14])
+  redis.call('ZADD', KEYS[13], now, ARGV[15])
+  local n = redis.call('ZCARD', KEYS[13])
+  local cap = tonumber(ARGV[13])
+  if n > cap then
+    for _, old in ipairs(redis.call('ZRANGE', KEYS[13], 0, n - cap - 1)) do
+      redis.call('ZREM', KEYS[12], ARGV[16] .. old)
+    end
+    redis.call('ZREMRANGEBYRANK', KEYS[13], 0, n - cap - 1)
+  end
+  n = redis.call('ZCARD', KEYS[12])
+  cap = tonumber(ARGV[17])
+  if n > cap then redis.call('ZREMRANGEBYRANK', KEYS[12], 0, n - cap - 1) end
   redis.call('PEXPIRE', KEYS[12], window)
+  redis.call('PEXPIRE', KEYS[13], window)
 end
 return {1}
 `)
 
-// Put implements Backend in one atomic script (status check, de-duplication,
+// Put implements Backend in one atomic script (de-duplication, status check,
 // quotas, enqueue, request tracking, sender heartbeat, timeline, remembering the
 // message for de-duplication): the dedupe entry exists iff the message was queued.
+// A repeat is known by dd:<run>:<dest> (every sender's messages: the mailbox
+// bound); dds:<run>:<dest>:<src> holds the same sender's, for its own bound, and
+// may keep a few the mailbox bound made dd forget (harmless: they only count
+// against that sender's bound until they expire).
 func (r *Redis) Put(ctx context.Context, m Message, rec MessageRecord, lim Limits) error {
 	dest, src, run := m.Header.Dest.UID, m.Header.Src.UID, rec.Run
 	hdr, _ := json.Marshal(m.Header)
@@ -312,14 +332,15 @@ func (r *Redis) Put(ctx context.Context, m Message, rec MessageRecord, lim Limit
 	}
 	keys := []string{r.bk("st", run, dest), r.bk("q", run, dest), r.bk("req", run, dest), r.bk("out", run, src), r.bk("req", run, src),
 		r.bk("done", run, src), r.bk("hb", run, src), r.k("tl", run), r.bk("st", run, src), r.bk("qb", run, dest), r.k("held", "all"),
-		r.bk("dd", run, dest)}
+		r.bk("dd", run, dest), r.bk("dds", run, dest) + ":" + src.String()}
 	window := max(lim.DedupeWindow.Milliseconds(), 0)
 	if lim.DedupeWindow > 0 {
 		window = max(window, 1)
 	}
 	res, err := putScript.Run(ctx, r.c, keys, m.Raw, m.Header.Kind, m.Header.Tag.String(), hdr, recJSON, rec.Time.UnixNano(), r.tlCap,
 		unlimited(lim.MaxQueuedMessages), unlimited(lim.MaxQueuedBytes), unlimited(lim.MaxTotalBytes),
-		rec.Time.UnixMilli(), window, unlimited(lim.DedupeEntries), dedupeID(m.Header)).Int64Slice()
+		rec.Time.UnixMilli(), window, lim.dedupeEntries(), dedupeID(m.Header), dedupeSrcID(m.Header), src.String()+":",
+		lim.dedupeMailboxEntries()).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("redis put message: %w", err)
 	}

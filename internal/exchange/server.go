@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,9 +33,8 @@ const (
 	// DefaultDedupeWindow outlasts the agent SDK's reconnect window
 	// (agent.DefaultReconnectFor, 10 min) plus its backoff: a sender's retry of a
 	// message the exchange accepted before it went away is always recognised.
-	DefaultDedupeWindow  = 15 * time.Minute
-	DefaultDedupeEntries = 4096     // per mailbox
-	maxControlBody       = 64 << 10 // bodies of routes other than PUT /message
+	DefaultDedupeWindow = 15 * time.Minute
+	maxControlBody      = 64 << 10 // bodies of routes other than PUT /message
 )
 
 // Config configures a Server. The zero value is usable: in-memory backend,
@@ -76,9 +76,12 @@ type Config struct {
 	// so that the same message sent again (same sender, destination, tag and kind:
 	// a retry after a lost answer) is answered 200 without being queued twice;
 	// 0 = 15 min, < 0 = no de-duplication (and none advertised). DedupeEntries
-	// bounds the messages remembered per mailbox; 0 = 4,096.
-	DedupeWindow  time.Duration
-	DedupeEntries int64
+	// bounds the messages remembered per destination mailbox and sender (<= 0:
+	// 256), DedupeMailboxEntries those per destination mailbox from all senders, a
+	// memory guard (<= 0: 65,536).
+	DedupeWindow         time.Duration
+	DedupeEntries        int64
+	DedupeMailboxEntries int64
 	// Logger receives one line per mailbox lifecycle event; nil = slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; nil = time.Now.
@@ -94,14 +97,17 @@ type Config struct {
 // keeps the operator tokens it was given in memory to derive agent tokens
 // whichever of AddToken and RegisterCampaign comes first.
 type Server struct {
-	cfg   Config
-	lim   Limits
-	be    Backend
-	mux   *http.ServeMux
-	log   *slog.Logger
-	now   func() time.Time
-	cache sync.Map // token hash -> cachedToken (positive answers only)
-	auths chan struct{}
+	cfg Config
+	lim Limits
+	// dedupeAdvert is the value of agent.DedupeHeader: the window in seconds ("":
+	// none sent).
+	dedupeAdvert string
+	be           Backend
+	mux          *http.ServeMux
+	log          *slog.Logger
+	now          func() time.Time
+	cache        sync.Map // token hash -> cachedToken (positive answers only)
+	auths        chan struct{}
 
 	opsMu sync.Mutex
 	ops   map[string][]string // run -> operator tokens given to this server
@@ -135,7 +141,13 @@ func NewServer(cfg Config) *Server {
 		MaxMailboxesPerRun: orDefault(s.cfg.MaxMailboxesPerRun, DefaultMaxMailboxesPerRun),
 		MaxTotalBytes:      orDefault(s.cfg.MaxTotalBytes, DefaultMaxTotalBytes),
 		DedupeWindow:       orDefault(s.cfg.DedupeWindow, DefaultDedupeWindow),
-		DedupeEntries:      orDefault(s.cfg.DedupeEntries, DefaultDedupeEntries),
+	}
+	s.lim.DedupeEntries, s.lim.DedupeMailboxEntries = s.cfg.DedupeEntries, s.cfg.DedupeMailboxEntries
+	s.lim.DedupeEntries, s.lim.DedupeMailboxEntries = s.lim.dedupeEntries(), s.lim.dedupeMailboxEntries() // <= 0: the defaults
+	if secs := int64(s.lim.DedupeWindow / time.Second); secs >= 2 {
+		// Whole seconds; "1" meant "the default window" to SDKs of before, so a window
+		// under 2 s is not advertised (too short to retry through anyway).
+		s.dedupeAdvert = strconv.FormatInt(secs, 10)
 	}
 	s.auths = make(chan struct{}, s.cfg.MaxPendingAuth)
 	if s.log == nil {
@@ -174,11 +186,12 @@ func (s *Server) Limits() Limits { return s.lim }
 // 256 KiB of its body, without deadline, before answering, so a stranger
 // could hold connections outside MaxPendingAuth and BodyReadTimeout.
 //
-// Every answer carries agent.DedupeHeader when the server de-duplicates sends
-// (Config.DedupeWindow): the agent SDK then retries a send whose answer it lost.
+// Every answer carries agent.DedupeHeader, the window in seconds, when the server
+// de-duplicates sends (Config.DedupeWindow, at least 2 s): the agent SDK then
+// retries a send whose answer it lost, for as long as the window allows.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.lim.DedupeWindow > 0 {
-		w.Header().Set(agent.DedupeHeader, "1")
+	if s.dedupeAdvert != "" {
+		w.Header().Set(agent.DedupeHeader, s.dedupeAdvert)
 	}
 	h, pattern := s.mux.Handler(r)
 	if _, path, _ := strings.Cut(pattern, " "); path == "" || path != r.URL.EscapedPath() {
