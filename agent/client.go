@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -29,12 +30,42 @@ const (
 	EnvSite          = "MOSAIC_SITE"
 )
 
-// DedupeHeader is the response header (value "1") with which an exchange says it
+// DedupeHeader is the response header with which an exchange says it
 // de-duplicates PUT /message: the same message sent twice (same sender,
-// destination, tag and kind) within its window is queued once. A Mosaic exchange
-// sends it on every answer (a Mosaic extension; Academy's exchanges do not), and a
-// Client that saw it retries a Send whose answer was lost (see WithReconnect).
+// destination, tag and kind) within its window is queued once. Its value is the
+// window in whole seconds (at least 2; "900" for Mosaic's default 15 minutes; the
+// value "1" of earlier Mosaic exchanges means their fixed 15 minutes). A Mosaic
+// exchange sends it on every answer (a Mosaic extension; Academy's exchanges do
+// not), and a Client that saw it retries a Send whose answer was lost, within the
+// window (see WithReconnect).
 const DedupeHeader = "Mosaic-Exchange-Dedupe"
+
+// legacyDedupeWindow is the window meant by the DedupeHeader value "1".
+const legacyDedupeWindow = 15 * time.Minute
+
+// maxDedupeWindow caps the window a DedupeHeader can advertise (no overflow; a
+// window longer than any reconnect window changes nothing).
+const maxDedupeWindow = 7 * 24 * time.Hour
+
+// parseDedupeWindow reads a DedupeHeader value: the window, or 0 when the value
+// does not say the exchange de-duplicates (absent or malformed: the safe reading,
+// a send is then never repeated where it may have arrived).
+func parseDedupeWindow(v string) time.Duration {
+	if v == "1" {
+		return legacyDedupeWindow
+	}
+	if v == "" || len(v) > 12 || strings.TrimLeft(v, "0123456789") != "" || v[0] == '0' {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 2 {
+		return 0
+	}
+	if n > int64(maxDedupeWindow/time.Second) {
+		return maxDedupeWindow
+	}
+	return time.Duration(n) * time.Second
+}
 
 // Status of a mailbox.
 type Status string
@@ -68,8 +99,8 @@ type Client struct {
 	// reconnectFor and onReconnect: see WithReconnect.
 	reconnectFor time.Duration
 	onReconnect  func(after time.Duration)
-	contacted    atomic.Bool // the exchange answered once (reconnects only then)
-	dedupe       atomic.Bool // the exchange's last own answer carried DedupeHeader
+	contacted    atomic.Bool  // the exchange answered once (reconnects only then)
+	dedupe       atomic.Int64 // the window (ns) DedupeHeader advertised on the exchange's last own answer; 0: none
 }
 
 // Option configures a Client.
@@ -193,13 +224,13 @@ func (c *Client) open(ctx context.Context, op, method, path string, body any, hd
 		return nil, fmt.Errorf("exchange %s at %s: %w (is the exchange running and %s right?)", op, c.base, err, EnvExchangeURL)
 	}
 	c.contacted.Store(true)
-	switch {
-	case resp.Header.Get(DedupeHeader) == "1":
-		c.dedupe.Store(true)
+	switch w := parseDedupeWindow(resp.Header.Get(DedupeHeader)); {
+	case w > 0:
+		c.dedupe.Store(int64(w))
 	case resp.StatusCode != http.StatusBadGateway && resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusGatewayTimeout:
 		// An answer of the exchange itself without the header (a gateway's 502-504
 		// while it is away says nothing about it).
-		c.dedupe.Store(false)
+		c.dedupe.Store(0)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -248,16 +279,26 @@ func (c *Client) Terminate(ctx context.Context, id EntityID) error {
 
 // Send delivers m to its destination mailbox. While the exchange is away it retries
 // (see WithReconnect); to an exchange that de-duplicates (DedupeHeader) it retries
-// even when the request may have arrived, since the exchange queues m only once.
+// even when the request may have arrived, since the exchange queues m only once —
+// but only within the exchange's window. m must have a tag (NewRequest and Reply
+// give one); a nil tag is refused before anything is sent.
 func (c *Client) Send(ctx context.Context, m Message) error {
+	if m.Header.Tag == uuid.Nil {
+		return errors.New("exchange send: the message has the nil tag; build messages with agent.NewRequest or Message.Reply, which give each its own tag")
+	}
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("exchange send: encode message: %w", err)
 	}
-	return c.retry(ctx, c.sendRetryable, func() error {
+	rule := &sendRule{c: c}
+	err = c.retryWith(ctx, rule.retryable, func() error {
 		_, err := c.do(ctx, "send", http.MethodPut, "/message", map[string]any{"message": string(raw)})
 		return err
-	})
+	}, true)
+	if err != nil && rule.pastWindow > 0 {
+		return fmt.Errorf("%w; the exchange may have queued the message, and repeating it %s after the first try that may have arrived would pass its de-duplication window (%s) and could deliver it twice, so the send was given up: check whether the receiver got it before sending it again", err, rule.elapsed.Round(time.Second), rule.pastWindow)
+	}
+	return err
 }
 
 // Receive waits up to timeout for the next message of mailbox (timeout <= 0:

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,7 +194,7 @@ func serveExchange(t *testing.T, redisURL, prefix string, cfg exchange.Config) (
 // reaching it directly, agents a and b registered in run.
 type dedupeRig struct {
 	srv              *exchange.Server
-	run              string
+	run, tok         string
 	sender, receiver *agent.Client
 	a, b             agent.EntityID
 }
@@ -204,7 +205,7 @@ func newDedupeRig(t *testing.T, ctx context.Context, srv *exchange.Server, direc
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &dedupeRig{srv: srv, run: run, a: agent.AgentID(run, "a"), b: agent.AgentID(run, "b")}
+	r := &dedupeRig{srv: srv, run: run, tok: tok, a: agent.AgentID(run, "a"), b: agent.AgentID(run, "b")}
 	if r.sender, err = agent.New(viaProxy, tok, agent.WithReconnect(30*time.Second, nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -387,4 +388,39 @@ func TestSendRetriesOnAGateway502(t *testing.T) {
 	}
 	r.srv = srv2 // the timeline is in Redis: the restarted server reads it
 	r.expectOnly(t, ctx, "via gateway")
+}
+
+// TestSendGivesUpAtTheExchangesWindow: a sender whose reconnect window (1 h) is longer
+// than the exchange's de-duplication window (4 s, advertised as "4") stops repeating a
+// send that may have arrived once a repeat could come after the exchange forgot the
+// first copy (window less a quarter: 3 s), and says why. (Before, it repeated for the
+// whole hour: a repeat after the window would be queued a second time.)
+func TestSendGivesUpAtTheExchangesWindow(t *testing.T) {
+	redisURL := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, addr := serveExchange(t, redisURL, "dedupe-window:", exchange.Config{DedupeWindow: 4 * time.Second})
+	p := newTunnelProxy(t, addr)
+	r := newDedupeRig(t, ctx, srv, addr, p.url(), "run-w")
+	var err error
+	if r.sender, err = agent.New(p.url(), r.tok, agent.WithReconnect(time.Hour, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.sender.Status(ctx, r.b); err != nil { // first contact, through the proxy
+		t.Fatal(err)
+	}
+	p.setMode(swallow, 0)
+	start := time.Now()
+	err = r.sender.Send(ctx, agent.NewText(r.a, r.b, "maybe"))
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "de-duplication window (4s)") {
+		t.Fatalf("send through a tunnel that swallows every request: %v after %s, want it given up for the window", err, took)
+	}
+	if took < 2*time.Second || took > 4*time.Second {
+		t.Errorf("gave up after %s, want between 2 s and the window (3 s less the backoff)", took)
+	}
+	if p.cut.Load() < 3 {
+		t.Errorf("only %d tries reached the tunnel: it did not retry within the window", p.cut.Load())
+	}
+	t.Logf("%v", err)
 }

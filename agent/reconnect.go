@@ -34,7 +34,10 @@ const (
 // queued the message — when the exchange advertises de-duplication (DedupeHeader, on
 // its last own answer; Mosaic's exchange does): it queues a message sent again within
 // its window (15 min by default, longer than DefaultReconnectFor) only once, so the
-// message arrives exactly once. Against an exchange that does not advertise it
+// message arrives exactly once. Once such a failure happened, Send repeats the
+// message only while the repeat reaches the exchange within that window (less a
+// margin of 30 s, or a quarter of a shorter window), whatever maxOutage says, and
+// then returns the error saying the message may have been queued. Against an exchange that does not advertise it
 // (Academy's), Send retries only when the request cannot have been delivered, so a
 // message is never sent twice, and an ambiguous failure is returned. Only a client
 // that has reached the exchange once retries: a wrong URL fails at once.
@@ -56,11 +59,19 @@ func (c *Client) retry(ctx context.Context, retryable func(error) bool, call fun
 // retryReport is retry; report=false leaves telling onReconnect to the caller (a
 // listen stream is back when it opens, not when it ends).
 func (c *Client) retryReport(ctx context.Context, retryable func(error) bool, call func() error, report bool) error {
+	return c.retryWith(ctx, func(err error, _, _ time.Time) bool { return retryable(err) }, call, report)
+}
+
+// retryWith is retryReport with a rule that also sees when the failed attempt
+// started and when the next one would (after the backoff).
+func (c *Client) retryWith(ctx context.Context, retryable func(err error, attempt, next time.Time) bool, call func() error, report bool) error {
 	var since time.Time
 	wait := reconnectFirst
 	for {
+		attempt := time.Now()
 		err := call()
-		if err == nil || !retryable(err) || c.reconnectFor <= 0 || !c.contacted.Load() || ctx.Err() != nil {
+		d := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
+		if err == nil || c.reconnectFor <= 0 || !c.contacted.Load() || ctx.Err() != nil || !retryable(err, attempt, time.Now().Add(d)) {
 			if err == nil && report && !since.IsZero() && c.onReconnect != nil {
 				c.onReconnect(time.Since(since).Round(100 * time.Millisecond))
 			}
@@ -72,7 +83,6 @@ func (c *Client) retryReport(ctx context.Context, retryable func(error) bool, ca
 		if time.Since(since) >= c.reconnectFor {
 			return err
 		}
-		d := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -122,10 +132,51 @@ func notDelivered(err error) bool {
 	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
-// sendRetryable is Send's retry rule: notDelivered, or any exchangeDown error when
-// the exchange de-duplicates (a repeat of a message it queued is not queued again).
+// sendRetryable is Send's retry rule for one failure, the window aside: notDelivered,
+// or any exchangeDown error when the exchange de-duplicates (a repeat of a message
+// it queued is not queued again).
 func (c *Client) sendRetryable(err error) bool {
-	return notDelivered(err) || (c.dedupe.Load() && exchangeDown(err))
+	return notDelivered(err) || (c.dedupe.Load() > 0 && exchangeDown(err))
+}
+
+// dedupeMargin is how long before the end of the exchange's de-duplication window
+// Send stops repeating a message that may have arrived: a repeat must reach the
+// exchange's Put while the first copy is still remembered, and a request may take
+// up to the exchange's body read timeout (30 s) to get there. A quarter of a
+// shorter window.
+func dedupeMargin(window time.Duration) time.Duration { return min(30*time.Second, window/4) }
+
+// sendRule is the retry rule of one Send. Once an attempt failed where the exchange
+// may have queued the message (an ambiguous failure), every later attempt — also
+// after failures where a request cannot have arrived — must start within the
+// exchange's window (less dedupeMargin) of that attempt's start, which is no later
+// than the exchange's time of accepting it: later, the exchange would have forgotten
+// the first copy and queue the repeat as a new message. Until then only
+// notDelivered failures happened and the message is nowhere: those are retried for
+// the whole reconnect window.
+type sendRule struct {
+	c          *Client
+	ambiguous  time.Time     // start of the first attempt that may have arrived
+	pastWindow time.Duration // set when the rule gave up for the window: the window
+	elapsed    time.Duration // since ambiguous, when it gave up
+}
+
+func (r *sendRule) retryable(err error, attempt, next time.Time) bool {
+	if !r.c.sendRetryable(err) {
+		return false
+	}
+	if !notDelivered(err) && r.ambiguous.IsZero() {
+		r.ambiguous = attempt
+	}
+	if r.ambiguous.IsZero() {
+		return true
+	}
+	window := time.Duration(r.c.dedupe.Load())
+	if next.Sub(r.ambiguous) >= window-dedupeMargin(window) {
+		r.pastWindow, r.elapsed = window, next.Sub(r.ambiguous)
+		return false
+	}
+	return true
 }
 
 // errStreamBroken marks a listen stream that ended mid-way (the exchange went away).
