@@ -230,14 +230,15 @@ func (e *Engine) revertMove(ctx context.Context, old, na *model.Attempt, why str
 }
 
 // duplicates lists the tasks with more than one live job (open, with a job id, not
-// being cancelled) from before this engine started: only a move cut short by a crash,
-// between the new job's acceptance and the old one's cancel, leaves that (a move in
-// this process finishes or reverts under the task's lock).
+// being cancelled). A move holds the task's lock from the new job's submit to the old
+// one's cancel and dedupe runs under that lock, so what it finds there is a leftover:
+// a move cut short by a crash, or a step of a move that failed half-way in this process
+// (the new job's id could not be stored and it was adopted by its tag later).
 func (e *Engine) duplicates(open []*model.Attempt) []string {
 	n := map[string]int{}
 	var out []string
 	for _, a := range open {
-		if a.JobID == "" || a.State == model.JobCancelling || a.State.Final() || !a.CreatedAt.Before(e.started) {
+		if a.JobID == "" || a.State == model.JobCancelling || a.State.Final() {
 			continue
 		}
 		if n[a.TaskID]++; n[a.TaskID] == 2 {
@@ -248,9 +249,20 @@ func (e *Engine) duplicates(open []*model.Attempt) []string {
 	return out
 }
 
-// dedupe finishes a move a crash cut short (the caller holds the task's lock): a task
-// with two live jobs keeps the one that is running, else the newest, and cancels the
-// other queued ones, so its command runs once.
+// begun reports whether a job the site lists has started its command: it runs, or it
+// ran to an end of its own.
+func begun(s model.JobState) bool {
+	return s == model.JobRunning || s == model.JobCompleting || s == model.JobSuspended || ranAnyway(s)
+}
+
+// dedupe finishes a move that was cut short (the caller holds the task's lock): of a
+// task's live jobs it asks each site for the real state. The task's job is the one that
+// has started (running, completing, suspended, or ran to its end), else the newest the
+// site lists as queued; the other queued ones are cancelled, so its command runs once.
+// A job the site lists as ended without running (cancelled: the old job's cancel landed
+// before the crash) or does not list is never chosen, and never a reason to cancel
+// another: when no job qualifies nothing is done, and the monitor settles each attempt
+// from the site's state (continuation included).
 func (e *Engine) dedupe(ctx context.Context, taskID string) error {
 	t, err := e.o.Store.Task(ctx, taskID)
 	if err != nil || t.State.Final() {
@@ -261,21 +273,19 @@ func (e *Engine) dedupe(ctx context.Context, taskID string) error {
 		return err
 	}
 	var live []*model.Attempt
-	keep := -1
 	for _, a := range atts {
-		if a.JobID == "" || a.State == model.JobCancelling || a.State.Final() || !a.CreatedAt.Before(e.started) {
+		if a.JobID == "" || a.State == model.JobCancelling || a.State.Final() {
 			continue
 		}
 		live = append(live, a)
-		if a.State != model.JobPending && a.State != model.JobRequeued {
-			keep = len(live) - 1 // it has started: it is the task's job
-		}
 	}
 	if len(live) < 2 {
 		return nil
 	}
-	// The store may be behind (the core was down): ask each site whether its job has
-	// started; a site that cannot say leaves the decision to a later tick.
+	// The store may be behind (the core was down, or a cancel landed before its answer
+	// was stored): ask each site; a site that cannot say leaves the decision to a later
+	// tick.
+	site := make([]model.JobState, len(live)) // "" when the site does not list the job
 	for i, a := range live {
 		p, err := e.provider(a.System)
 		if err != nil {
@@ -287,17 +297,28 @@ func (e *Engine) dedupe(ctx context.Context, taskID string) error {
 		if err != nil {
 			return fmt.Errorf("task %s has two live jobs; %s did not say whether job %s has started (the next tick asks again): %w", taskID, a.System, a.JobID, err)
 		}
-		if st, ok := sts[a.JobID]; ok && st.State != model.JobPending && st.State != model.JobRequeued {
-			a.State = st.State
+		if st, ok := sts[a.JobID]; ok {
+			site[i] = st.State
+		}
+	}
+	queued := func(i int) bool { return site[i] == model.JobPending || site[i] == model.JobRequeued }
+	keep := -1
+	for i := range live {
+		if begun(site[i]) {
 			keep = i
 		}
 	}
+	for i := len(live) - 1; keep < 0 && i >= 0; i-- {
+		if queued(i) {
+			keep = i // the newest queued: the move's target
+		}
+	}
 	if keep < 0 {
-		keep = len(live) - 1 // the newest: the move's target
+		return nil // none runs or waits: the monitor records what the sites say
 	}
 	k := live[keep]
 	for i, a := range live {
-		if i == keep || (a.State != model.JobPending && a.State != model.JobRequeued) {
+		if i == keep || !queued(i) {
 			continue // a second job that has started too is left to run (killing it saves nothing)
 		}
 		why := fmt.Sprintf("the task has two live jobs (a move was cut short): job %s on %s (attempt %d) is its job, this one is cancelled so that only one runs", k.JobID, k.System, k.N)

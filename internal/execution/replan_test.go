@@ -371,12 +371,46 @@ func TestReplanEngineAndReplayDecideAlike(t *testing.T) {
 }
 
 // TestACrashMidMoveLeavesOneJob: a core died between a move's new job being accepted and
-// the old one's cancel, leaving the task two queued jobs. The next engine keeps the new
-// one (or the one that has started) and cancels the other, so the command runs once.
-// The engine that made them does not touch them (its own moves finish under the lock).
+// the old one's cancel being stored, leaving the task two jobs the store calls queued.
+// The next engine asks the sites: the one that has started (else the newest queued) is
+// the task's job and the other queued one is cancelled, so the command runs once. A job
+// the site no longer lists as queued is never a reason to cancel the other: when the old
+// job's cancel had landed (the crash came before it was stored) the new job is kept, and
+// when the new job is gone from its site the old one keeps its place.
 func TestACrashMidMoveLeavesOneJob(t *testing.T) {
-	for _, started := range []bool{false, true} {
-		t.Run(fmt.Sprintf("old started %v", started), func(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, r *replanRig, blockA []string, oldID, newID string)
+		kept  int // the attempt left live (0-based)
+		gone  int // the attempt dedupe cancels, or -1
+		ended int // the attempt the monitor records cancelled by its site, or -1
+	}{
+		{name: "both queued", kept: 1, gone: 0, ended: -1},
+		{name: "old started", kept: 0, gone: 1, ended: -1, setup: func(t *testing.T, r *replanRig, blockA []string, oldID, _ string) {
+			if err := r.a.Cancel(r.ctx, blockA); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for time.Now().Before(deadline) {
+				if sts, _ := r.a.Status(r.ctx, []string{oldID}); sts[oldID].State != model.JobPending {
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Fatal("the old job did not start")
+		}},
+		{name: "old cancel landed", kept: 1, gone: -1, ended: 0, setup: func(t *testing.T, r *replanRig, _ []string, oldID, _ string) {
+			if err := r.a.Cancel(r.ctx, []string{oldID}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "new job gone from its site", kept: 0, gone: -1, ended: 1, setup: func(t *testing.T, r *replanRig, _ []string, _, newID string) {
+			if err := r.b.Cancel(r.ctx, []string{newID}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			r := newReplanRig(t, nil, nil)
 			blockA := r.block(t, r.a, 4*time.Hour)
 			r.block(t, r.b, 4*time.Hour)
@@ -384,55 +418,79 @@ func TestACrashMidMoveLeavesOneJob(t *testing.T) {
 			if err := r.e.Dispatch(r.ctx, "cut", &Placement{System: "B", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: "echo hi"})}, "the move's new job"); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.e.Tick(r.ctx); err != nil {
-				t.Fatal(err)
+			atts := r.attempts(t, "cut")
+			if c.setup != nil {
+				c.setup(t, r, blockA, atts[0].JobID, atts[1].JobID)
 			}
-			if atts := r.attempts(t, "cut"); atts[0].State != model.JobPending || atts[1].State != model.JobPending {
-				t.Fatalf("the engine that made them acted on its own two jobs: #1 %s, #2 %s", atts[0].State, atts[1].State)
+			r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true}) // the restarted core
+			settled := func() bool {
+				atts := r.attempts(t, "cut")
+				if c.gone >= 0 {
+					if s := atts[c.gone].State; s != model.JobCancelling && s != model.JobCancelled {
+						return false
+					}
+				}
+				return c.ended < 0 || atts[c.ended].State == model.JobCancelled
 			}
-			if started {
-				if err := r.a.Cancel(r.ctx, blockA); err != nil {
+			if !r.tickUntil(t, 5*time.Second, settled) {
+				logEvents(t, r.events(t, "cut"))
+				t.Fatalf("not settled: want attempt %d cancelled by Mosaic, attempt %d recorded cancelled by its site", c.gone+1, c.ended+1)
+			}
+			for range 3 { // a few more rounds: nothing else may be cancelled
+				if err := r.e.Tick(r.ctx); err != nil {
 					t.Fatal(err)
 				}
-				old := r.attempts(t, "cut")[0].JobID
-				deadline := time.Now().Add(3 * time.Second)
-				for time.Now().Before(deadline) {
-					if sts, _ := r.a.Status(r.ctx, []string{old}); sts[old].State != model.JobPending {
-						break
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
 			}
-			time.Sleep(5 * time.Millisecond)
-			r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true}) // the restarted core
-			gone, kept := 0, 1
-			if started {
-				gone, kept = 1, 0
-			}
-			if !r.tickUntil(t, 5*time.Second, func() bool {
-				s := r.attempts(t, "cut")[gone].State
-				return s == model.JobCancelling || s == model.JobCancelled
-			}) {
+			atts = r.attempts(t, "cut")
+			if s := atts[c.kept].State; s == model.JobCancelling || s.Final() {
 				logEvents(t, r.events(t, "cut"))
-				t.Fatalf("attempt %d was not cancelled", gone+1)
+				t.Fatalf("attempt %d, the task's job, is %s", c.kept+1, s)
 			}
-			atts := r.attempts(t, "cut")
-			if s := atts[kept].State; s == model.JobCancelling || s == model.JobCancelled {
-				t.Fatalf("attempt %d was cancelled too", kept+1)
+			if len(atts) != 2 {
+				t.Fatalf("%d attempts, want the two", len(atts))
+			}
+			if tr, _ := r.st.Task(r.ctx, "cut"); tr.State.Final() {
+				t.Fatalf("task %s, want it waiting on attempt %d", tr.State, c.kept+1)
+			}
+			if c.gone < 0 {
+				return
 			}
 			evs := r.events(t, "cut")
-			if _, ok := findEvent(evs, "cancel requested for job "+atts[gone].JobID); !ok {
+			if _, ok := findEvent(evs, "cancel requested for job "+atts[c.gone].JobID); !ok {
 				logEvents(t, evs)
 				t.Fatal("no cancel event for the duplicate")
 			}
 			found := false
 			for _, ev := range evs {
-				found = found || strings.Contains(ev.Rationale, "a move was cut short") && strings.Contains(ev.Rationale, "job "+atts[kept].JobID)
+				found = found || strings.Contains(ev.Rationale, "a move was cut short") && strings.Contains(ev.Rationale, "job "+atts[c.kept].JobID)
 			}
 			if !found {
 				logEvents(t, evs)
 				t.Fatal("no event says why the duplicate was cancelled")
 			}
 		})
+	}
+}
+
+// TestAStrayDuplicateInThisProcessIsSettled: the engine that made two live jobs for a
+// task (a move step that failed half-way) settles them itself, without a restart.
+func TestAStrayDuplicateInThisProcessIsSettled(t *testing.T) {
+	r := newReplanRig(t, nil, nil)
+	r.e.o.NoReplan = true
+	r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 4*time.Hour)
+	r.task(t, "stray", "sleep 2", 2)
+	if err := r.e.Dispatch(r.ctx, "stray", &Placement{System: "B", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: "echo hi"})}, "a second job"); err != nil {
+		t.Fatal(err)
+	}
+	if !r.tickUntil(t, 3*time.Second, func() bool {
+		s := r.attempts(t, "stray")[0].State
+		return s == model.JobCancelling || s == model.JobCancelled
+	}) {
+		logEvents(t, r.events(t, "stray"))
+		t.Fatal("the same engine left two live jobs")
+	}
+	if s := r.attempts(t, "stray")[1].State; s != model.JobPending {
+		t.Fatalf("the newest job is %s, want it kept pending", s)
 	}
 }
