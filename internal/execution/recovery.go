@@ -170,6 +170,12 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 	ok = ok && st.JobID != ""
 	if a.State == model.JobCancelling {
 		if !ok {
+			// A submit's answer lost in flight can still be followed by its job: look
+			// again for the lost grace before saying there is none, so a late job is
+			// cancelled rather than left to run untracked.
+			if t, err := e.o.Store.Task(ctx, a.TaskID); err == nil && e.now().Sub(a.CreatedAt) < policyOf(t).LostGrace.D() {
+				return nil
+			}
 			return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
 				ev(a.TaskID, a.N, sys, "transition", "attempt cancelled: no job "+a.Tag+" at "+sys, "the submit whose outcome was unknown never reached the site", model.ActorSystem))
 		}
@@ -283,7 +289,10 @@ func (e *Engine) resume(ctx context.Context, id string) error {
 		_, err = e.dispatch(ctx, t, 1, pl, "dispatched after a restart")
 		return err
 	}
-	last := atts[len(atts)-1]
+	// The task's job is the last of its chain: a reverted move's attempt (cancelled
+	// while its predecessor went on) is not what the task ended with.
+	c := chain(atts)
+	last := c[len(c)-1]
 	if last.State == model.JobSucceeded {
 		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskSucceeded)})
 	}

@@ -2,12 +2,14 @@ package execution
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/scheduler"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
@@ -176,57 +178,109 @@ func (e *Engine) noteReplan(tag string, dec scheduler.ReplanDecision) {
 // moveFirst moves a pending job without ever letting two run: attempt n is persisted
 // and submitted (dispatch), and only once the site has accepted it is the old job
 // checked to be still queued and cancelled. If the new submission's outcome is
-// unknown, the old job has started meanwhile, its state cannot be read, or its cancel
-// fails, the new job is cancelled instead and the old one keeps its place.
+// unknown, recording it failed, the old job has started meanwhile or its state cannot
+// be read, the new job is cancelled instead and the old one keeps its place. A cancel
+// of the old job that answers with an error may still have worked (scancel ran, the
+// answer was lost): the old job's state is read again, and only a job still queued
+// there reverts the move; a site that cannot say leaves the old job cancelling (the
+// monitor asks again each tick) and the new one is the task's job.
 func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Attempt, n int, pl *Placement, why string) error {
 	na, err := e.dispatch(ctx, t, n, pl, why+"; "+pl.Rationale)
-	if err != nil || na == nil || na.State == model.JobSubmitError {
-		return err // refused: continueAfter logged that the old job stays
+	if na == nil || na.State == model.JobSubmitError {
+		return err // not persisted, or refused: continueAfter logged that the old job stays
+	}
+	if err != nil {
+		// The site accepted the job (or may have) but storing that failed: the new job
+		// must not stay beside the old one.
+		return errors.Join(err, e.revertMove(ctx, t, old, na, nil, fmt.Sprintf("recording the new job on %s failed (%v)", pl.System, err)))
 	}
 	if na.JobID == "" {
-		return e.revertMove(ctx, old, na, fmt.Sprintf("the new job's submit outcome on %s is unknown", pl.System))
+		return e.revertMove(ctx, t, old, na, nil, fmt.Sprintf("the new job's submit outcome on %s is unknown", pl.System))
 	}
 	p, err := e.provider(old.System)
 	if err != nil {
-		return e.revertMove(ctx, old, na, err.Error())
+		return e.revertMove(ctx, t, old, na, nil, err.Error())
 	}
-	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
-	sts, err := p.Status(cctx, []string{old.JobID})
-	cancel()
+	st, found, err := e.statusOf(ctx, p, old.JobID)
 	if err != nil {
-		return e.revertMove(ctx, old, na, fmt.Sprintf("%s did not say whether job %s is still queued: %v", old.System, old.JobID, err))
+		return e.revertMove(ctx, t, old, na, nil, fmt.Sprintf("%s did not say whether job %s is still queued: %v", old.System, old.JobID, err))
 	}
-	st, found := sts[old.JobID]
 	if !found || st.State != model.JobPending {
 		state := "gone from the queue"
 		if found {
 			state = string(st.State)
 		}
-		return e.revertMove(ctx, old, na, fmt.Sprintf("job %s on %s started meanwhile (%s)", old.JobID, old.System, state))
+		return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("job %s on %s started meanwhile (%s)", old.JobID, old.System, state))
 	}
-	cctx, cancel = context.WithTimeout(ctx, e.o.CancelTimeout)
-	err = p.Cancel(cctx, []string{old.JobID})
+	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+	cerr := p.Cancel(cctx, []string{old.JobID})
 	cancel()
-	if err != nil {
-		return e.revertMove(ctx, old, na, fmt.Sprintf("the cancel of job %s on %s failed: %v", old.JobID, old.System, err))
-	}
 	reason := fmt.Sprintf("replanned to %s as attempt %d", pl.System, na.N)
+	msg := fmt.Sprintf("cancel requested for job %s", old.JobID)
+	if cerr != nil {
+		st, found, err := e.statusOf(ctx, p, old.JobID)
+		switch {
+		case err != nil:
+			msg = fmt.Sprintf("cancel of job %s pending: the cancel answered %v and %s did not say whether it landed (%v); the monitor asks again until the site confirms", old.JobID, cerr, old.System, err)
+		case found && (st.State == model.JobPending || st.State == model.JobRequeued):
+			return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("the cancel of job %s on %s failed: %v", old.JobID, old.System, cerr))
+		case found && begun(st.State):
+			return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("job %s on %s started meanwhile (%s) and its cancel failed: %v", old.JobID, old.System, st.State, cerr))
+		default:
+			msg = fmt.Sprintf("cancel of job %s landed although it answered %v: the job is no longer queued", old.JobID, cerr)
+		}
+	}
 	return e.o.Store.UpdateAttempt(ctx, old.TaskID, old.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &reason},
-		ev(old.TaskID, old.N, old.System, "transition", fmt.Sprintf("cancel requested for job %s", old.JobID), reason, model.ActorSystem))
+		ev(old.TaskID, old.N, old.System, "transition", msg, reason, model.ActorSystem))
 }
 
-// revertMove cancels the new attempt of a move that must not go ahead; the old job
-// stays where it is.
-func (e *Engine) revertMove(ctx context.Context, old, na *model.Attempt, why string) error {
-	if err := e.o.Store.AppendEventsErr(ctx, ev(old.TaskID, old.N, old.System, "continuation",
+// observed is a job's state as a site reported it (found false: not listed).
+type observed struct {
+	st    model.JobStatus
+	found bool
+}
+
+// statusOf asks a site for one job's state, bounded by CancelTimeout.
+func (e *Engine) statusOf(ctx context.Context, p provider.Provider, id string) (model.JobStatus, bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+	sts, err := p.Status(cctx, []string{id})
+	cancel()
+	if err != nil {
+		return model.JobStatus{}, false, err
+	}
+	st, ok := sts[id]
+	return st, ok, nil
+}
+
+// revertMove cancels the new attempt of a move that must not go ahead (first, so that
+// no failure of the store leaves it queued beside the old job), then says so; the old
+// job stays where it is, and what its site said of it (obs, when asked) is applied as
+// the monitor would. A new job whose submit outcome is unknown is kept cancelling
+// without a job id: the monitor looks it up by its tag (for the lost grace) and cancels
+// whatever turns up, so a job that reaches the queue late does not run untracked.
+func (e *Engine) revertMove(ctx context.Context, t *store.TaskRow, old, na *model.Attempt, obs *observed, why string) error {
+	var cerr error
+	if na.JobID == "" {
+		r := "move reverted: " + why
+		cerr = e.o.Store.UpdateAttempt(ctx, na.TaskID, na.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &r},
+			ev(na.TaskID, na.N, na.System, "transition", "cancel pending: the submit's outcome is unknown; the monitor looks job "+na.Tag+" up by its tag and cancels it if it turns up", r, model.ActorSystem))
+	} else {
+		_, cerr = e.cancelJob(ctx, na, "move reverted: "+why)
+	}
+	lerr := e.o.Store.AppendEventsErr(ctx, ev(old.TaskID, old.N, old.System, "continuation",
 		fmt.Sprintf("stay on %s: move reverted, attempt %d cancelled", old.System, na.N),
-		why+"; job "+old.JobID+" keeps its place, and the new job is cancelled so that only one runs", model.ActorRules)); err != nil {
+		why+"; job "+old.JobID+" keeps its place, and the new job is cancelled so that only one runs", model.ActorRules))
+	if err := errors.Join(cerr, lerr); err != nil {
 		return err
 	}
-	if _, err := e.cancelJob(ctx, na, "move reverted: "+why); err != nil {
+	if err := e.o.Store.UpdateTask(ctx, old.TaskID, store.TaskUpdate{State: ptr(model.TaskQueued)}); err != nil || obs == nil {
 		return err
 	}
-	return e.o.Store.UpdateTask(ctx, old.TaskID, store.TaskUpdate{State: ptr(model.TaskQueued)})
+	_, final, err := e.observe(ctx, t, old, obs.st, obs.found)
+	if err != nil || !final || old.State == model.JobSucceeded || old.State == model.JobCancelled {
+		return err
+	}
+	return e.continueFinal(ctx, old)
 }
 
 // duplicates lists the tasks with more than one live job (open, with a job id, not
@@ -286,6 +340,7 @@ func (e *Engine) dedupe(ctx context.Context, taskID string) error {
 	// was stored): ask each site; a site that cannot say leaves the decision to a later
 	// tick.
 	site := make([]model.JobState, len(live)) // "" when the site does not list the job
+	said := make([]model.JobStatus, len(live))
 	for i, a := range live {
 		p, err := e.provider(a.System)
 		if err != nil {
@@ -298,10 +353,27 @@ func (e *Engine) dedupe(ctx context.Context, taskID string) error {
 			return fmt.Errorf("task %s has two live jobs; %s did not say whether job %s has started (the next tick asks again): %w", taskID, a.System, a.JobID, err)
 		}
 		if st, ok := sts[a.JobID]; ok {
-			site[i] = st.State
+			site[i], said[i] = st.State, st
 		}
 	}
 	queued := func(i int) bool { return site[i] == model.JobPending || site[i] == model.JobRequeued }
+	// What the sites said is applied as the monitor would (dedupe holds the task while
+	// the task has two live jobs in the store, so the monitor's own round skips it).
+	cancelled := map[int]bool{}
+	defer func() {
+		for i, a := range live {
+			if cancelled[i] {
+				continue
+			}
+			_, final, err := e.observe(ctx, t, a, said[i], site[i] != "")
+			if err == nil && final && a.State != model.JobSucceeded && a.State != model.JobCancelled {
+				err = e.continueFinal(ctx, a)
+			}
+			if err != nil {
+				e.o.Logger.Error("applying a job's state after two live jobs", "task", taskID, "tag", a.Tag, "err", err)
+			}
+		}
+	}()
 	keep := -1
 	for i := range live {
 		if begun(site[i]) {
@@ -322,6 +394,7 @@ func (e *Engine) dedupe(ctx context.Context, taskID string) error {
 			continue // a second job that has started too is left to run (killing it saves nothing)
 		}
 		why := fmt.Sprintf("the task has two live jobs (a move was cut short): job %s on %s (attempt %d) is its job, this one is cancelled so that only one runs", k.JobID, k.System, k.N)
+		cancelled[i] = true
 		if _, err := e.cancelJob(ctx, a, why); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,6 +274,11 @@ func TestReplanRevertsWhenTheOldJobStartsMeanwhile(t *testing.T) {
 	if persisted != nil {
 		t.Fatal(persisted)
 	}
+	// The revert applied what A said of the old job: it is not called queued.
+	if tr, _ := r.st.Task(r.ctx, "racer"); tr.State == model.TaskQueued || r.attempts(t, "racer")[0].State == model.JobPending {
+		logEvents(t, r.events(t, "racer"))
+		t.Fatalf("after the revert the task is %s and the old job %s, although A runs it", tr.State, r.attempts(t, "racer")[0].State)
+	}
 	if !r.tickUntil(t, 10*time.Second, func() bool {
 		tr, _ := r.st.Task(r.ctx, "racer")
 		return tr.State == model.TaskSucceeded
@@ -492,5 +498,203 @@ func TestAStrayDuplicateInThisProcessIsSettled(t *testing.T) {
 	}
 	if s := r.attempts(t, "stray")[1].State; s != model.JobPending {
 		t.Fatalf("the newest job is %s, want it kept pending", s)
+	}
+}
+
+// cancelLandsLoud is A, whose cancel works but answers with an error (the ssh link
+// dropped after scancel ran); with statusDown set, A's status fails from then on.
+type cancelLandsLoud struct {
+	*simprov.Provider
+	statusDown *atomic.Bool
+	down       bool
+}
+
+func (c cancelLandsLoud) Cancel(ctx context.Context, ids []string) error {
+	if err := c.Provider.Cancel(ctx, ids); err != nil {
+		return err
+	}
+	if c.down {
+		c.statusDown.Store(true)
+	}
+	return fmt.Errorf("ssh A: connection reset by peer after scancel ran: %w", provider.ErrSiteDown)
+}
+
+func (c cancelLandsLoud) Status(ctx context.Context, ids []string) (map[string]model.JobStatus, error) {
+	if c.statusDown.Load() {
+		return nil, fmt.Errorf("ssh A: connection refused: %w", provider.ErrSiteDown)
+	}
+	return c.Provider.Status(ctx, ids)
+}
+
+// TestReplanKeepsTheMoveWhenTheOldCancelLandedWithAnError: the old job's cancel worked
+// but answered with an error. Reverting then would cancel the new job too and leave the
+// task with no job: the engine reads the old job's state again and, it being gone (or A
+// not answering at all), keeps the new job; the old attempt is cancelling and the task
+// waits on B, also after a restart.
+func TestReplanKeepsTheMoveWhenTheOldCancelLandedWithAnError(t *testing.T) {
+	for _, down := range []bool{false, true} {
+		t.Run(fmt.Sprintf("status down %v", down), func(t *testing.T) {
+			var statusDown atomic.Bool
+			wrapA := func(a *simprov.Provider) provider.Provider {
+				return cancelLandsLoud{Provider: a, statusDown: &statusDown, down: down}
+			}
+			r := newReplanRig(t, wrapA, nil)
+			r.block(t, r.a, 4*time.Hour)
+			r.block(t, r.b, 30*time.Minute)
+			r.task(t, "loud", "echo hi", 2)
+			if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "loud")) > 1 }) {
+				logEvents(t, r.events(t, "loud"))
+				t.Fatal("no move was tried")
+			}
+			r.e.o.NoReplan = true
+			statusDown.Store(false)
+			if !r.tickUntil(t, 5*time.Second, func() bool { return r.attempts(t, "loud")[0].State == model.JobCancelled }) {
+				logEvents(t, r.events(t, "loud"))
+				t.Fatalf("attempt 1 is %s, want it cancelled (its cancel landed)", r.attempts(t, "loud")[0].State)
+			}
+			check := func(when string) {
+				atts := r.attempts(t, "loud")
+				if len(atts) != 2 || atts[1].State != model.JobPending || atts[1].System != "B" {
+					logEvents(t, r.events(t, "loud"))
+					t.Fatalf("%s: attempt 2 is %s on %s, want the moved job pending on B", when, atts[1].State, atts[1].System)
+				}
+				if tr, _ := r.st.Task(r.ctx, "loud"); tr.State.Final() {
+					t.Fatalf("%s: task %s, want it waiting on B", when, tr.State)
+				}
+			}
+			check("after the move")
+			r.e = New(Options{Store: r.st, Providers: provMap{"A": wrapA(r.a), "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true})
+			for range 3 {
+				if err := r.e.Tick(r.ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check("after a restart")
+		})
+	}
+}
+
+// TestAResumedTaskLooksAtItsChainNotARevertedAttempt: a task whose reverted move's
+// attempt is its last (cancelled) and whose real job failed is continued after a
+// restart, not marked cancelled.
+func TestAResumedTaskLooksAtItsChainNotARevertedAttempt(t *testing.T) {
+	r := newReplanRig(t, nil, nil)
+	r.e.o.NoReplan = true
+	newTask(t, r.st, "chain", "exit 3")
+	spec := specFor(&model.Task{Command: "exit 3"})
+	spec.System, spec.Partition, spec.Account = "A", "cpu", "acct"
+	now := time.Now().UTC()
+	late := now.Add(time.Second)
+	for n, s := range []model.JobState{model.JobFailed, model.JobCancelled} {
+		sys := []string{"A", "B"}[n]
+		ended := []time.Time{late, now}[n] // the reverted attempt ended first; its predecessor went on
+		spec.Tag = model.JobTag("chain", n+1)
+		if err := r.st.CreateAttempt(r.ctx, &model.Attempt{TaskID: "chain", N: n + 1, Tag: spec.Tag, System: sys, Partition: "cpu", Spec: spec,
+			JobID: fmt.Sprint(100 + n), State: s, CreatedAt: now, EndedAt: &ended}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.st.UpdateTask(r.ctx, "chain", store.TaskUpdate{State: ptr(model.TaskQueued)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.withTask(r.ctx, "chain", func() error { return r.e.resume(r.ctx, "chain") }); err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := r.st.Task(r.ctx, "chain")
+	if tr.State == model.TaskCancelled {
+		logEvents(t, r.events(t, "chain"))
+		t.Fatal("the task was marked cancelled from its reverted move's attempt")
+	}
+	if atts := r.attempts(t, "chain"); len(atts) != 3 {
+		logEvents(t, r.events(t, "chain"))
+		t.Fatalf("%d attempts, task %s: want the failed job retried (policy: retry in place)", len(atts), tr.State)
+	}
+}
+
+// TestAFailureBehindAPendingRevertIsContinued: the move was reverted (A refused the
+// old job's cancel) and B does not confirm the new job's cancel, so attempt 2 stays
+// cancelling; the old job then fails on A. Its failure is continued (retried on A)
+// although attempt 2's cancel is still pending.
+func TestAFailureBehindAPendingRevertIsContinued(t *testing.T) {
+	r := newReplanRig(t, func(a *simprov.Provider) provider.Provider { return cancelFails{a} },
+		func(b *simprov.Provider) provider.Provider { return cancelFails{b} })
+	blockA := r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute)
+	r.task(t, "behind", "exit 3", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool {
+		atts := r.attempts(t, "behind")
+		return len(atts) > 1 && atts[1].State == model.JobCancelling
+	}) {
+		logEvents(t, r.events(t, "behind"))
+		t.Fatal("the reverted attempt is not cancelling")
+	}
+	r.e.o.NoReplan = true
+	if err := r.a.Cancel(r.ctx, blockA); err != nil {
+		t.Fatal(err)
+	}
+	if !r.tickUntil(t, 10*time.Second, func() bool { return len(r.attempts(t, "behind")) > 2 }) {
+		logEvents(t, r.events(t, "behind"))
+		t.Fatalf("the old job's failure was not continued: attempt 1 %s", r.attempts(t, "behind")[0].State)
+	}
+	if a := r.attempts(t, "behind")[2]; a.System != "A" {
+		t.Fatalf("attempt 3 on %s, want the retry in place on A", a.System)
+	}
+}
+
+// lateSubmit is B, whose submit answer is lost (the job reaches the queue only a
+// moment later) and whose first look-up by tag fails: the submit's outcome is unknown.
+type lateSubmit struct {
+	*simprov.Provider
+	finds *atomic.Int32
+	late  chan string
+}
+
+func (l lateSubmit) Submit(ctx context.Context, spec model.JobSpec) (string, error) {
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		id, _ := l.Provider.Submit(context.Background(), spec)
+		l.late <- id
+	}()
+	return "", fmt.Errorf("ssh B: sbatch: connection reset: %w", provider.ErrOutcomeUnknown)
+}
+
+func (l lateSubmit) FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {
+	if l.finds.Add(1) == 1 {
+		return nil, fmt.Errorf("ssh B: connection refused: %w", provider.ErrSiteDown)
+	}
+	return l.Provider.FindByTag(ctx, tags)
+}
+
+// TestARevertAfterAnUnknownSubmitCancelsALateJob: the new job's submit outcome is
+// unknown and the job reaches B's queue late. The reverted attempt stays cancelling
+// (not "no job at B") so the monitor finds the late job by its tag and cancels it: only
+// the old job is left to run.
+func TestARevertAfterAnUnknownSubmitCancelsALateJob(t *testing.T) {
+	var finds atomic.Int32
+	late := make(chan string, 4)
+	r := newReplanRig(t, nil, func(b *simprov.Provider) provider.Provider { return lateSubmit{b, &finds, late} })
+	r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute)
+	r.task(t, "late", "echo hi", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "late")) > 1 }) {
+		logEvents(t, r.events(t, "late"))
+		t.Fatal("no move was tried")
+	}
+	r.e.o.NoReplan = true
+	var id string
+	select {
+	case id = <-late:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the late job never reached B")
+	}
+	if !r.tickUntil(t, 5*time.Second, func() bool {
+		sts, _ := r.b.Status(r.ctx, []string{id})
+		return sts[id].State == model.JobCancelled
+	}) {
+		logEvents(t, r.events(t, "late"))
+		t.Fatalf("the late job %s on B was left to run beside the old one", id)
+	}
+	if a := r.attempts(t, "late")[0]; a.State != model.JobPending {
+		t.Fatalf("the old job is %s, want it keeping its place", a.State)
 	}
 }
