@@ -213,6 +213,19 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 	if err != nil {
 		return err
 	}
+	prev, err := livePredecessor(ctx, e.o.Store, a)
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		// A move cut short between persisting its new job and submitting it: the old
+		// job still holds its place. Submitting now (maybe hours later) would give that
+		// place up without weighing the move again; the attempt is abandoned instead,
+		// and replanning weighs the job afresh.
+		why := fmt.Sprintf("move cut short by a restart: job %s on %s (attempt %d) keeps its place; no job %s reached %s, and the move is weighed again rather than made late", prev.JobID, prev.System, prev.N, a.Tag, sys)
+		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Reason: &why, Ended: ptr(e.now())},
+			ev(a.TaskID, a.N, sys, "recovery", "attempt abandoned: move cut short by a restart", why, model.ActorSystem))
+	}
 	if t.UnstoredEnv {
 		why := "cannot resubmit: forwarded variables are not stored. No job " + a.Tag + " is at " + sys + " (the submit's answer was lost before the job arrived); relaunch the campaign"
 		if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobLost), Reason: &why, Ended: ptr(e.now())},
@@ -303,4 +316,19 @@ func (e *Engine) resume(ctx context.Context, id string) error {
 			ev(t.ID, last.N, last.System, "cancelled", "task cancelled", why, model.ActorSystem))
 	}
 	return e.continueAfter(ctx, t, last, false)
+}
+
+// livePredecessor is an earlier attempt of a's task that still has a live job (with a
+// job id, open, not being cancelled), or nil: a's attempt was a move's new job.
+func livePredecessor(ctx context.Context, st *store.Store, a *model.Attempt) (*model.Attempt, error) {
+	atts, err := st.Attempts(ctx, a.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range atts[:min(max(a.N-1, 0), len(atts))] {
+		if p.JobID != "" && !p.State.Final() && p.State != model.JobCancelling {
+			return p, nil
+		}
+	}
+	return nil, nil
 }

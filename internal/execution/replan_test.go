@@ -698,3 +698,35 @@ func TestARevertAfterAnUnknownSubmitCancelsALateJob(t *testing.T) {
 		t.Fatalf("the old job is %s, want it keeping its place", a.State)
 	}
 }
+
+// TestAMoveCutShortBeforeItsSubmitIsAbandoned: the core died after persisting a move's
+// new attempt and before submitting it. The restarted core does not submit it late (the
+// old job would give up its place without the move being weighed again): it abandons
+// it, and the old job stays the task's job.
+func TestAMoveCutShortBeforeItsSubmitIsAbandoned(t *testing.T) {
+	r := newReplanRig(t, nil, nil)
+	r.block(t, r.a, 4*time.Hour)
+	r.task(t, "half", "echo hi", 2)
+	spec := specFor(&model.Task{Command: "echo hi"})
+	spec.Tag, spec.System, spec.Partition, spec.Account = model.JobTag("half", 2), "B", "cpu", "acct"
+	if err := r.st.CreateAttempt(r.ctx, &model.Attempt{TaskID: "half", N: 2, Tag: spec.Tag, System: "B", Partition: "cpu", Account: "acct", Spec: spec,
+		State: model.JobSubmitting, CreatedAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true})
+	if !r.tickUntil(t, 3*time.Second, func() bool { return r.attempts(t, "half")[1].State.Final() }) {
+		logEvents(t, r.events(t, "half"))
+		t.Fatalf("attempt 2 is still %s", r.attempts(t, "half")[1].State)
+	}
+	atts := r.attempts(t, "half")
+	if atts[1].State != model.JobCancelled || atts[1].JobID != "" || !strings.Contains(atts[1].Reason, "move cut short by a restart") {
+		logEvents(t, r.events(t, "half"))
+		t.Fatalf("attempt 2: %s job %q (%s); want abandoned without a job", atts[1].State, atts[1].JobID, atts[1].Reason)
+	}
+	if found, _ := r.b.FindByTag(r.ctx, []string{spec.Tag}); found[spec.Tag].JobID != "" {
+		t.Fatalf("job %s was submitted to B after the restart", found[spec.Tag].JobID)
+	}
+	if atts[0].State != model.JobPending {
+		t.Fatalf("the old job is %s, want it keeping its place", atts[0].State)
+	}
+}
