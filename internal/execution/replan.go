@@ -139,7 +139,7 @@ func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
 	if err != nil {
 		return err
 	}
-	if len(atts) >= pol.MaxAttempts {
+	if len(chain(atts)) >= pol.MaxAttempts {
 		e.noteReplan(a.Tag, scheduler.ReplanDecision{})
 		return nil
 	}
@@ -148,6 +148,13 @@ func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
 		return ctx.Err()
 	}
 	dec := scheduler.Replan(in, e.replanConfig(pol))
+	if dec.Move && pl != nil {
+		if r := e.recentRevert(atts, pl.System); r != nil {
+			e.noteReplan(a.Tag, scheduler.ReplanDecision{})
+			e.o.Logger.Debug("replan: stay (backoff)", "task", t.ID, "tag", a.Tag, "to", pl.System, "reverted attempt", r.N)
+			return nil
+		}
+	}
 	e.noteReplan(a.Tag, dec)
 	if !dec.Move || pl == nil {
 		e.o.Logger.Debug("replan: stay", "task", t.ID, "tag", a.Tag, "why", dec.Reason)
@@ -159,6 +166,35 @@ func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
 		return err
 	}
 	return e.moveFirst(ctx, t, a, len(atts)+1, pl, why)
+}
+
+// revertBackoff is how many replanning periods a target is left alone after a move
+// to it was reverted (the old job started, its cancel was refused, the new submit's
+// outcome was unknown): retrying at once would repeat the same submit and cancel.
+const revertBackoff = 3
+
+// recentRevert is the task's latest move to sys that did not happen (an attempt off
+// the chain) if it ended within revertBackoff replanning periods, else nil.
+func (e *Engine) recentRevert(atts []*model.Attempt, sys string) *model.Attempt {
+	on := map[*model.Attempt]bool{}
+	for _, a := range chain(atts) {
+		on[a] = true
+	}
+	for i := len(atts) - 1; i >= 0; i-- {
+		a := atts[i]
+		if on[a] || a.System != sys {
+			continue
+		}
+		end := a.CreatedAt
+		if a.EndedAt != nil {
+			end = *a.EndedAt
+		}
+		if e.now().Sub(end) < revertBackoff*e.wallOf(sys, e.o.ReplanEvery) {
+			return a
+		}
+		return nil
+	}
+	return nil
 }
 
 // noteReplan keeps the decision's streak for the next check.

@@ -730,3 +730,33 @@ func TestAMoveCutShortBeforeItsSubmitIsAbandoned(t *testing.T) {
 		t.Fatalf("the old job is %s, want it keeping its place", atts[0].State)
 	}
 }
+
+// TestARevertedMoveIsNotTriedAgainAtOnce: after a move to B was reverted (A refused
+// the old job's cancel), replanning leaves B alone for a few periods instead of
+// submitting to B and cancelling again on every check; the reverted attempt uses none
+// of the task's max_attempts.
+func TestARevertedMoveIsNotTriedAgainAtOnce(t *testing.T) {
+	r := newReplanRig(t, func(a *simprov.Provider) provider.Provider { return cancelFails{a} }, nil)
+	r.e.o.ReplanEvery = time.Minute // 1 s of wall clock: a backoff of 3 s
+	r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute)
+	r.task(t, "again", "exit 3", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool {
+		atts := r.attempts(t, "again")
+		return len(atts) > 1 && atts[1].State.Final()
+	}) {
+		logEvents(t, r.events(t, "again"))
+		t.Fatal("no reverted move")
+	}
+	if r.tickUntil(t, 2500*time.Millisecond, func() bool { return len(r.attempts(t, "again")) > 2 }) {
+		logEvents(t, r.events(t, "again"))
+		t.Fatal("the reverted move was tried again within its backoff")
+	}
+	if h := historyOf(r.attempts(t, "again")); h.Attempts != 1 {
+		t.Fatalf("the reverted move counted toward max_attempts: %+v", h)
+	}
+	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "again")) > 2 }) {
+		logEvents(t, r.events(t, "again"))
+		t.Fatal("the move was never tried again after its backoff")
+	}
+}
