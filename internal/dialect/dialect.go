@@ -113,6 +113,13 @@ type Dialect interface {
 	ParseEstimate(out Output) (time.Time, error)
 }
 
+// PendingCanceller is implemented by dialects whose cancel can be limited to jobs still
+// queued, atomically at the scheduler (the controller itself skips a job that has
+// started). ParseCancel judges its output.
+type PendingCanceller interface {
+	CancelPendingCommand(jobIDs []string) []string
+}
+
 // Mark returns err marked with the sentinels of d's verdict on out: errs.ErrTransient
 // for Transient; errs.ErrTransient and errs.ErrOutcomeUnknown for OutcomeUnknown; err
 // unchanged for Permanent. The message stays the site's own.

@@ -248,21 +248,44 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 		}
 		return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("job %s on %s started meanwhile (%s)", old.JobID, old.System, state))
 	}
+	// Where the scheduler can cancel a job only while it is queued (scancel
+	// --state=PENDING), the old job is never killed after its command began: if it
+	// started since the check above, the cancel leaves it running and the check below
+	// reverts the move. Elsewhere (PBS) a job starting between the check and the cancel
+	// is killed, and its command then runs again as the new job.
+	pc, onlyQueued := p.(provider.PendingCanceller)
 	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
-	cerr := p.Cancel(cctx, []string{old.JobID})
+	var cerr error
+	if onlyQueued {
+		cerr = pc.CancelPending(cctx, []string{old.JobID})
+		if errors.Is(cerr, provider.ErrUnsupported) {
+			onlyQueued = false
+		}
+	}
+	if !onlyQueued {
+		cerr = p.Cancel(cctx, []string{old.JobID})
+	}
 	cancel()
 	reason := fmt.Sprintf("replanned to %s as attempt %d", pl.System, na.N)
 	msg := fmt.Sprintf("cancel requested for job %s", old.JobID)
-	if cerr != nil {
+	if cerr != nil || onlyQueued {
+		// The cancel may have worked though it answered with an error (scancel ran, the
+		// answer was lost), or (only-queued) left a job that started alone: ask again.
 		st, found, err := e.statusOf(ctx, p, old.JobID)
+		detail := "left it queued"
+		if cerr != nil {
+			detail = "failed: " + cerr.Error()
+		}
 		switch {
+		case err != nil && cerr == nil:
+			msg = fmt.Sprintf("cancel requested for job %s (%s did not say whether it landed: %v; the monitor follows it)", old.JobID, old.System, err)
 		case err != nil:
 			msg = fmt.Sprintf("cancel of job %s pending: the cancel answered %v and %s did not say whether it landed (%v); the monitor asks again until the site confirms", old.JobID, cerr, old.System, err)
 		case found && (st.State == model.JobPending || st.State == model.JobRequeued):
-			return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("the cancel of job %s on %s failed: %v", old.JobID, old.System, cerr))
+			return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("the cancel of job %s on %s %s", old.JobID, old.System, detail))
 		case found && begun(st.State):
-			return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("job %s on %s started meanwhile (%s) and its cancel failed: %v", old.JobID, old.System, st.State, cerr))
-		default:
+			return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("job %s on %s started meanwhile (%s); the cancel left it running", old.JobID, old.System, st.State))
+		case cerr != nil:
 			msg = fmt.Sprintf("cancel of job %s landed although it answered %v: the job is no longer queued", old.JobID, cerr)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -311,6 +312,10 @@ func (cancelFails) Cancel(context.Context, []string) error {
 	return errors.New("scancel: error: Kill job error on job id 1: Unable to contact slurm controller (connect failure)")
 }
 
+func (c cancelFails) CancelPending(ctx context.Context, ids []string) error {
+	return c.Cancel(ctx, ids)
+}
+
 // TestReplanRevertsWhenTheOldJobCannotBeCancelled: B accepts the new job but A cannot
 // cancel the old one; the new one is cancelled and the old keeps its place in line.
 func TestReplanRevertsWhenTheOldJobCannotBeCancelled(t *testing.T) {
@@ -511,6 +516,16 @@ type cancelLandsLoud struct {
 
 func (c cancelLandsLoud) Cancel(ctx context.Context, ids []string) error {
 	if err := c.Provider.Cancel(ctx, ids); err != nil {
+		return err
+	}
+	if c.down {
+		c.statusDown.Store(true)
+	}
+	return fmt.Errorf("ssh A: connection reset by peer after scancel ran: %w", provider.ErrSiteDown)
+}
+
+func (c cancelLandsLoud) CancelPending(ctx context.Context, ids []string) error {
+	if err := c.Provider.CancelPending(ctx, ids); err != nil {
 		return err
 	}
 	if c.down {
@@ -758,5 +773,73 @@ func TestARevertedMoveIsNotTriedAgainAtOnce(t *testing.T) {
 	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "again")) > 2 }) {
 		logEvents(t, r.events(t, "again"))
 		t.Fatal("the move was never tried again after its backoff")
+	}
+}
+
+// startsAtCancel is A, whose old job starts in the instant between the move's check
+// (still queued) and its cancel; plain says whether A offers only the plain cancel
+// (like PBS), not the cancel of a still-queued job.
+type startsAtCancel struct {
+	*simprov.Provider
+	start func()
+}
+
+func (s startsAtCancel) Cancel(ctx context.Context, ids []string) error {
+	s.start()
+	return s.Provider.Cancel(ctx, ids)
+}
+
+func (s startsAtCancel) CancelPending(ctx context.Context, ids []string) error {
+	s.start()
+	return s.Provider.CancelPending(ctx, ids)
+}
+
+// TestReplanNeverKillsAnOldJobThatJustStarted: the old job starts on A between the
+// move's check and its cancel. The cancel of a still-queued job leaves it running, the
+// move is reverted (the new job on B cancelled) and the command runs once, to its end,
+// on A; a plain cancel would have killed it after its command began and run it again on
+// B.
+func TestReplanNeverKillsAnOldJobThatJustStarted(t *testing.T) {
+	var r *replanRig
+	var blockA []string
+	var once sync.Once
+	count := filepath.Join(t.TempDir(), "ran")
+	start := func() {
+		once.Do(func() {
+			if err := r.a.Cancel(r.ctx, blockA); err != nil {
+				t.Error(err)
+			}
+			old := r.attempts(t, "jit")[0].JobID
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if sts, _ := r.a.Status(r.ctx, []string{old}); sts[old].State == model.JobRunning {
+					return
+				}
+			}
+			t.Error("the old job did not start on A")
+		})
+	}
+	r = newReplanRig(t, func(a *simprov.Provider) provider.Provider { return startsAtCancel{a, func() { start() }} }, nil)
+	blockA = r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute)
+	r.task(t, "jit", "echo ran >> "+count+"; sleep 1", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "jit")) > 1 }) {
+		logEvents(t, r.events(t, "jit"))
+		t.Fatal("no move was tried")
+	}
+	r.e.o.NoReplan = true
+	if !r.tickUntil(t, 10*time.Second, func() bool {
+		tr, _ := r.st.Task(r.ctx, "jit")
+		return tr.State.Final()
+	}) {
+		logEvents(t, r.events(t, "jit"))
+		t.Fatal("the task did not end")
+	}
+	atts := r.attempts(t, "jit")
+	if atts[0].State != model.JobSucceeded || atts[1].State != model.JobCancelled {
+		logEvents(t, r.events(t, "jit"))
+		t.Fatalf("#1 %s, #2 %s: want the old job run to its end on A and the new one cancelled", atts[0].State, atts[1].State)
+	}
+	if b, err := os.ReadFile(count); err != nil || strings.Count(string(b), "ran") != 1 {
+		t.Fatalf("the command began %d times (%v), want once", strings.Count(string(b), "ran"), err)
 	}
 }

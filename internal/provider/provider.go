@@ -62,6 +62,15 @@ type TagFinder interface {
 	FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error)
 }
 
+// PendingCanceller is implemented by providers whose scheduler can cancel a job only
+// if it is still queued, in one step: a job that started meanwhile is left running and
+// is not an error (Slurm's `scancel --state=PENDING`; the simulator). A move uses it
+// so that the old job is never killed after its command began; the caller asks the
+// job's state afterwards to learn which happened.
+type PendingCanceller interface {
+	CancelPending(ctx context.Context, jobIDs []string) error
+}
+
 // Closer is implemented by providers holding processes or connections.
 type Closer interface {
 	Close() error
