@@ -34,6 +34,7 @@ type replanNote struct {
 	checked  time.Time
 	streak   int
 	streakTo string
+	spent    bool // the task's move budget is used up: never weighed again
 }
 
 // replanDue picks the pending jobs of a site's round due for replanning (weighed
@@ -48,7 +49,7 @@ func (e *Engine) replanDue(items []item, skip map[string]bool, now time.Time) []
 	for _, it := range items {
 		a, t := it.a, it.t
 		pol := policyOf(t)
-		if skip[a.Tag] || a.State != model.JobPending || a.JobID == "" || t.Target != nil || t.CampaignRun != "" || !*pol.MigrateOnWait || t.UnstoredEnv {
+		if skip[a.Tag] || e.busy[a.TaskID] || e.replans[a.Tag].spent || a.State != model.JobPending || a.JobID == "" || t.Target != nil || t.CampaignRun != "" || !*pol.MigrateOnWait || t.UnstoredEnv {
 			continue
 		}
 		last := e.replans[a.Tag].checked
@@ -59,12 +60,17 @@ func (e *Engine) replanDue(items []item, skip map[string]bool, now time.Time) []
 			dues = append(dues, due{it, last})
 		}
 	}
-	e.mu.Unlock()
 	sort.SliceStable(dues, func(i, j int) bool { return dues[i].last.Before(dues[j].last) })
 	out := make([]item, 0, min(len(dues), e.o.ReplanPerRound))
 	for _, d := range dues[:min(len(dues), e.o.ReplanPerRound)] {
 		out = append(out, d.it)
+		// Stamped when picked: a weighing that returns early (or never runs: the task
+		// got busy) does not keep the job at the head of the line.
+		n := e.replans[d.it.a.Tag]
+		n.checked = now
+		e.replans[d.it.a.Tag] = n
 	}
+	e.mu.Unlock()
 	return out
 }
 
@@ -103,21 +109,45 @@ func (e *Engine) replanInput(ctx context.Context, t *store.TaskRow, a *model.Att
 	if err != nil {
 		return in, nil
 	}
-	alt := scheduler.ReplanOption{System: pl.System, Partition: pl.Partition}
-	start, note := e.altEstimate(ctx, t, len(atts)+1, pl)
-	if !start.IsZero() {
-		alt.Start, alt.At = start, e.now()
-		alt.Source = trimNote(note)
+	alt, ok := e.replanAlt(ctx, t, len(atts)+1, pl)
+	if !ok {
+		return in, nil // the alternative's site failed to answer: no move toward it
 	}
 	in.Alternatives = []scheduler.ReplanOption{alt}
 	return in, pl
 }
 
-func trimNote(s string) string {
-	if len(s) > 3 && s[0] == ' ' && s[1] == '(' && s[len(s)-1] == ')' {
-		return s[2 : len(s)-1]
+// replanAlt is the alternative placement with its site's own estimate, stamped now. A
+// site that cannot estimate (ErrUnsupported) is weighed on the placement's estimate,
+// stamped with the snapshot's time so that an old one is stale (MaxAge) and not decided
+// on; a site whose estimate call failed otherwise (down, timed out) is no alternative
+// (false): a job is not moved toward a site that just did not answer.
+func (e *Engine) replanAlt(ctx context.Context, t *store.TaskRow, n int, pl *Placement) (scheduler.ReplanOption, bool) {
+	alt := scheduler.ReplanOption{System: pl.System, Partition: pl.Partition}
+	p, err := e.provider(pl.System)
+	if err != nil {
+		return alt, false
 	}
-	return s
+	spec := pl.Spec
+	spec.Tag, spec.Name = model.JobTag(t.ID, n), t.Name
+	spec.System, spec.Partition, spec.Account = pl.System, pl.Partition, pl.Account
+	spec.Command, spec.Script = t.Command, t.Script
+	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+	at, err := p.EstimateStart(cctx, spec)
+	cancel()
+	switch {
+	case err == nil && !at.IsZero():
+		alt.Start, alt.At, alt.Source = at.UTC(), e.now(), pl.System+"'s own estimate"
+	case err != nil && !errors.Is(err, provider.ErrUnsupported):
+		e.o.Logger.Debug("replan: the alternative's site did not answer", "system", pl.System, "err", err)
+		return alt, false
+	case !pl.EstimatedStart.IsZero():
+		alt.Start, alt.Source = pl.EstimatedStart.UTC(), "placement estimate"
+		if snap := e.o.Snapshot(); snap != nil {
+			alt.At = snap.TakenAt
+		}
+	}
+	return alt, true
 }
 
 // replanConfig is the engine's thresholds with the task's move budget.
@@ -139,8 +169,11 @@ func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
 	if err != nil {
 		return err
 	}
-	if len(chain(atts)) >= pol.MaxAttempts {
-		e.noteReplan(a.Tag, scheduler.ReplanDecision{})
+	if len(chain(atts)) >= pol.MaxAttempts || historyOf(atts).Migrations >= e.replanConfig(pol).MaxMoves {
+		// No move is left: the job is not weighed again (no site is asked for it).
+		e.mu.Lock()
+		e.replans[a.Tag] = replanNote{checked: e.now(), spent: true}
+		e.mu.Unlock()
 		return nil
 	}
 	in, pl := e.replanInput(ctx, t, a, atts)

@@ -843,3 +843,77 @@ func TestReplanNeverKillsAnOldJobThatJustStarted(t *testing.T) {
 		t.Fatalf("the command began %d times (%v), want once", strings.Count(string(b), "ran"), err)
 	}
 }
+
+// estimates counts a site's start estimates for one tag (the alternative a replanning
+// check weighs) and can fail them (the site down).
+type estimates struct {
+	*simprov.Provider
+	tag  string
+	n    *atomic.Int32
+	down bool
+}
+
+func (s estimates) EstimateStart(ctx context.Context, spec model.JobSpec) (time.Time, error) {
+	if spec.Tag == s.tag {
+		s.n.Add(1)
+	}
+	if s.down {
+		return time.Time{}, fmt.Errorf("ssh B: connection timed out: %w", provider.ErrSiteDown)
+	}
+	return s.Provider.EstimateStart(ctx, spec)
+}
+
+// TestASpentMoveBudgetAsksNoSite: once a task's moves are used up (budget 1, moved to
+// B), its job is not weighed again: A is never asked when attempt 3 would start there.
+func TestASpentMoveBudgetAsksNoSite(t *testing.T) {
+	var n atomic.Int32
+	r := newReplanRig(t, func(a *simprov.Provider) provider.Provider { return estimates{a, model.JobTag("spent", 3), &n, false} }, nil)
+	blockA := r.block(t, r.a, 4*time.Hour)
+	blockB := r.block(t, r.b, 4*time.Hour)
+	r.task(t, "spent", "echo hi", 1)
+	if err := r.b.Cancel(r.ctx, blockB); err != nil {
+		t.Fatal(err)
+	}
+	r.block(t, r.b, time.Hour)
+	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "spent")) > 1 }) {
+		logEvents(t, r.events(t, "spent"))
+		t.Fatal("no move to B")
+	}
+	if err := r.a.Cancel(r.ctx, blockA); err != nil {
+		t.Fatal(err)
+	}
+	r.tickUntil(t, time.Second, func() bool { return false })
+	if got := n.Load(); got != 0 {
+		t.Fatalf("A was asked %d times for the start of a move the budget does not allow", got)
+	}
+}
+
+// estPlacer is orderedPlacer whose placements carry an estimate of their own (a start
+// in a minute), as the ranker's do.
+type estPlacer struct{ orderedPlacer }
+
+func (p estPlacer) Place(ctx context.Context, t *model.Task, exclude []string) (*Placement, error) {
+	pl, err := p.orderedPlacer.Place(ctx, t, exclude)
+	if pl != nil {
+		pl.EstimatedStart = time.Now().Add(time.Minute)
+	}
+	return pl, err
+}
+
+// TestReplanDoesNotMoveTowardASiteThatDidNotAnswer: B's estimate call fails (B is down);
+// the placement's own estimate says B would start at once, but a job is not moved
+// toward a site that just failed to answer.
+func TestReplanDoesNotMoveTowardASiteThatDidNotAnswer(t *testing.T) {
+	var n atomic.Int32
+	r := newReplanRig(t, nil, func(b *simprov.Provider) provider.Provider { return estimates{b, model.JobTag("quiet", 2), &n, true} })
+	r.e.o.Placer = estPlacer{orderedPlacer{"B", "A"}}
+	r.block(t, r.a, 4*time.Hour)
+	r.task(t, "quiet", "echo hi", 2)
+	if r.tickUntil(t, 1500*time.Millisecond, func() bool { return len(r.attempts(t, "quiet")) > 1 }) {
+		logEvents(t, r.events(t, "quiet"))
+		t.Fatal("moved toward B although B's estimate call failed")
+	}
+	if n.Load() == 0 {
+		t.Fatal("B was never asked: the test shows nothing")
+	}
+}
