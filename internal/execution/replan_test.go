@@ -374,10 +374,15 @@ func TestReplanEngineAndReplayDecideAlike(t *testing.T) {
 	if got.Move != want.Move || got.Reason != want.Reason || !got.Move {
 		t.Fatalf("engine: %v %q; scheduler defaults: %v %q", got.Move, got.Reason, want.Move, want.Reason)
 	}
-	pol.MaxMigrations = 0
-	in.Moves = 2
-	if d := scheduler.Replan(in, e.replanConfig(pol.WithDefaults())); d.Move {
-		t.Fatalf("budget of the task's policy ignored: %s", d.Reason)
+	// The task's own budget decides: one move allowed and made → stay; three allowed
+	// and two made → move.
+	pol.MaxMigrations, in.Moves = 1, 1
+	if d := scheduler.Replan(in, e.replanConfig(pol)); d.Move {
+		t.Fatalf("a budget of 1 with 1 move made still moves: %s", d.Reason)
+	}
+	pol.MaxMigrations, in.Moves = 3, 2
+	if d := scheduler.Replan(in, e.replanConfig(pol)); !d.Move {
+		t.Fatalf("a budget of 3 with 2 moves made stays: %s", d.Reason)
 	}
 }
 
