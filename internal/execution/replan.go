@@ -91,10 +91,28 @@ func (e *Engine) replanInput(ctx context.Context, t *store.TaskRow, a *model.Att
 	sys := a.System
 	cur := scheduler.ReplanOption{System: sys, Partition: a.Partition, Source: sys + "'s own estimate"}
 	if p, err := e.provider(sys); err == nil {
-		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
-		start, err := p.EstimateStart(cctx, a.Spec)
-		cancel()
-		if err == nil && !start.IsZero() {
+		// The job's own place in line (squeue --start) where the site can say; else
+		// when a new job like it would start (--test-only), which queues behind it and
+		// so is pessimistic: the thresholds absorb that.
+		var start time.Time
+		if qs, ok := p.(provider.QueuedStarter); ok {
+			cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+			start, err = qs.QueuedStart(cctx, a.JobID)
+			cancel()
+			if err != nil || start.IsZero() {
+				start = time.Time{}
+			}
+		}
+		if start.IsZero() {
+			cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+			s, err := p.EstimateStart(cctx, a.Spec)
+			cancel()
+			if err == nil && !s.IsZero() {
+				start = s
+				cur.Source = sys + "'s estimate for a new job like it"
+			}
+		}
+		if !start.IsZero() {
 			// Kept to this decision: the drift trigger has its own pace (reestimate_every).
 			cur.Start, cur.At = start.UTC(), e.now()
 		}

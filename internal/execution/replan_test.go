@@ -922,3 +922,39 @@ func TestReplanDoesNotMoveTowardASiteThatDidNotAnswer(t *testing.T) {
 		t.Fatal("B was never asked: the test shows nothing")
 	}
 }
+
+// TestReplanWeighsTheJobsOwnPlaceInLine: the job (a whole node) is first in A's queue,
+// starting when A's blockers end in 1h; four more whole-node jobs queued behind it make
+// a *new* such job start hours later. B would start it in 2h. Weighed on its own place
+// in line (squeue --start) the job stays; weighed as a new job (--test-only) it would
+// move to B and lose its place.
+func TestReplanWeighsTheJobsOwnPlaceInLine(t *testing.T) {
+	r := newReplanRig(t, nil, nil)
+	r.block(t, r.a, time.Hour)
+	r.block(t, r.b, 2*time.Hour)
+	pol, _ := json.Marshal(model.Policy{MaxMigrations: 2})
+	now := time.Now().UTC()
+	if err := r.st.CreateTask(r.ctx, &store.TaskRow{Task: model.Task{ID: "first", Name: "first", Command: "echo hi", State: model.TaskPlaced,
+		Envelope:  model.Envelope{CPUCores: model.IntRange{Min: 8, Max: 8}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(time.Hour)}},
+		CreatedAt: now, UpdatedAt: now}, Policy: pol}); err != nil {
+		t.Fatal(err)
+	}
+	spec := specFor(&model.Task{Command: "echo hi"})
+	spec.CPUsPerTask = 8
+	if err := r.e.Dispatch(r.ctx, "first", &Placement{System: "A", Partition: "cpu", Account: "acct", Spec: spec}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := r.a.Submit(r.ctx, model.JobSpec{Tag: fmt.Sprintf("behind-%d", i), Name: "behind", Partition: "cpu", Account: "acct", Nodes: 1, NTasks: 1,
+			CPUsPerTask: 8, Walltime: model.Duration(3 * time.Hour), Command: "sleep 300"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if own, err := r.a.QueuedStart(r.ctx, r.attempts(t, "first")[0].JobID); err != nil || own.IsZero() || time.Until(own) > 75*time.Second {
+		t.Fatalf("A plans the job at %v (%v), want in about 1h of site time (60 s of wall clock)", own, err)
+	}
+	if r.tickUntil(t, 1500*time.Millisecond, func() bool { return len(r.attempts(t, "first")) > 1 }) {
+		logEvents(t, r.events(t, "first"))
+		t.Fatal("moved to B (2h) although the job starts on A in 1h in its own place in line")
+	}
+}

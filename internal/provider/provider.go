@@ -71,6 +71,14 @@ type PendingCanceller interface {
 	CancelPending(ctx context.Context, jobIDs []string) error
 }
 
+// QueuedStarter is implemented by providers that can say when a job already queued is
+// expected to start, in its own place in line (squeue --start; PBS's
+// estimated.start_time; the simulator's plan). Zero time and no error: the scheduler
+// has no estimate for it now. EstimateStart (a new job, queued last) is the fallback.
+type QueuedStarter interface {
+	QueuedStart(ctx context.Context, jobID string) (time.Time, error)
+}
+
 // Closer is implemented by providers holding processes or connections.
 type Closer interface {
 	Close() error

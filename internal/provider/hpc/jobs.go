@@ -131,6 +131,25 @@ func (p *Provider) Cancel(ctx context.Context, jobIDs []string) error {
 	return nil
 }
 
+// QueuedStart asks the scheduler when queued job id is expected to start, in its own
+// place in line, when the dialect can (squeue --start, qstat's estimated.start_time);
+// ErrUnsupported otherwise. The zero time means the scheduler has no estimate now.
+func (p *Provider) QueuedStart(ctx context.Context, jobID string) (time.Time, error) {
+	qs, ok := p.d.(dialect.QueuedStarter)
+	if !ok {
+		return time.Time{}, fmt.Errorf("%s: %s cannot say when a queued job starts: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
+	}
+	out, err := p.run(ctx, qs.QueuedStartCommand(jobID), nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := qs.ParseQueuedStart(jobID, out)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", p.sys.Name, err)
+	}
+	return t, nil
+}
+
 // CancelPending cancels the jobs still queued and leaves those that have started, in
 // one scheduler call, when the dialect can (Slurm); ErrUnsupported otherwise (PBS's
 // qdel has no such filter).

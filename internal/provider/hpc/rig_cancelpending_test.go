@@ -39,3 +39,25 @@ func TestRigCancelPendingLeavesARunningJob(t *testing.T) {
 		t.Fatalf("after the plain cancel: %s", s.State)
 	}
 }
+
+// TestRigQueuedStart: real squeue --start output parses, for a job just queued (a
+// planned time or none yet) and for one running (none: squeue --start lists pending
+// jobs only).
+func TestRigQueuedStart(t *testing.T) {
+	p, _ := rigProvider(t, "alpha", "ssh")
+	ctx := context.Background()
+	id, err := p.Submit(ctx, spec(t, "queuedstart", "cpu", "sleep 60", 5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Cancel(context.Background(), []string{id}) })
+	if at, err := p.QueuedStart(ctx, id); err != nil {
+		t.Fatalf("just queued: %v", err)
+	} else {
+		t.Logf("just queued: planned start %v", at)
+	}
+	waitState(t, p, id, 90*time.Second, func(s model.JobState) bool { return s == model.JobRunning })
+	if at, err := p.QueuedStart(ctx, id); err != nil || !at.IsZero() {
+		t.Fatalf("running: %v, %v; want no planned start and no error", at, err)
+	}
+}
