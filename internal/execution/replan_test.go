@@ -958,3 +958,28 @@ func TestReplanWeighsTheJobsOwnPlaceInLine(t *testing.T) {
 		t.Fatal("moved to B (2h) although the job starts on A in 1h in its own place in line")
 	}
 }
+
+// TestReplanDueNeitherStarvesNorPicksBusyTasks: with one job weighed per round, two
+// due jobs take turns (a job is stamped when picked, so one whose weighing returns early
+// does not stay at the head of the line), and a job whose task is busy is not picked.
+func TestReplanDueNeitherStarvesNorPicksBusyTasks(t *testing.T) {
+	e := New(Options{Providers: provMap{}, ReplanEvery: time.Minute, ReplanPerRound: 1})
+	created := time.Now().Add(-time.Hour)
+	mk := func(task string) item {
+		return item{a: &model.Attempt{TaskID: task, N: 1, Tag: model.JobTag(task, 1), System: "A", JobID: "1", State: model.JobPending, CreatedAt: created},
+			t: &store.TaskRow{Task: model.Task{ID: task}}}
+	}
+	items := []item{mk("x"), mk("y")}
+	now := time.Now()
+	first := e.replanDue(items, nil, now)
+	second := e.replanDue(items, nil, now.Add(time.Second))
+	if len(first) != 1 || len(second) != 1 || first[0].a.TaskID == second[0].a.TaskID {
+		t.Fatalf("picked %v then %v; want the two jobs in turn", first, second)
+	}
+	e.mu.Lock()
+	e.busy["z"] = true
+	e.mu.Unlock()
+	if due := e.replanDue([]item{mk("z")}, nil, now); len(due) != 0 {
+		t.Fatal("picked a job whose task is busy")
+	}
+}
