@@ -113,6 +113,23 @@ type Dialect interface {
 	ParseEstimate(out Output) (time.Time, error)
 }
 
+// PendingCanceller is implemented by dialects whose cancel can be limited to jobs still
+// queued, atomically at the scheduler (the controller itself skips a job that has
+// started). ParseCancel judges its output.
+type PendingCanceller interface {
+	CancelPendingCommand(jobIDs []string) []string
+}
+
+// QueuedStarter is implemented by dialects whose scheduler says when a job already in
+// its queue is expected to start, in its own place in line (Slurm's squeue --start,
+// PBS's estimated.start_time) — unlike EstimateCommand, which asks about a new job
+// that would queue behind it. ParseQueuedStart returns the zero time and no error when
+// the scheduler has no estimate for the job (not planned yet, or no longer queued).
+type QueuedStarter interface {
+	QueuedStartCommand(jobID string) []string
+	ParseQueuedStart(jobID string, out Output) (time.Time, error)
+}
+
 // Mark returns err marked with the sentinels of d's verdict on out: errs.ErrTransient
 // for Transient; errs.ErrTransient and errs.ErrOutcomeUnknown for OutcomeUnknown; err
 // unchanged for Permanent. The message stays the site's own.

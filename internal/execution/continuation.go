@@ -39,8 +39,8 @@ type History struct {
 }
 
 func historyOf(all []*model.Attempt) History {
-	h := History{Attempts: len(all), Retries: map[model.JobState]int{}}
 	atts := chain(all)
+	h := History{Attempts: len(atts), Retries: map[model.JobState]int{}}
 	for i := 1; i < len(atts); i++ {
 		if atts[i].System != atts[i-1].System {
 			h.Migrations++
@@ -53,8 +53,8 @@ func historyOf(all []*model.Attempt) History {
 
 // chain is the task's attempts without the moves that did not happen: a new job that
 // was refused, or cancelled again because the old one had to stay (its predecessor
-// outlived it). Migrations, retries and the systems left are counted on the chain;
-// every attempt still counts toward max_attempts.
+// outlived it). Attempts (toward max_attempts), migrations, retries and the systems
+// left are counted on the chain: a move that did not happen used no attempt.
 func chain(atts []*model.Attempt) []*model.Attempt {
 	out := make([]*model.Attempt, 0, len(atts))
 	for _, a := range atts {

@@ -108,7 +108,7 @@ func TestHistoryOf(t *testing.T) {
 		t.Fatalf("excluded %v", ex)
 	}
 	// Moves that did not happen (refused, or reverted while the old job went on) are
-	// neither migrations nor break a run of retries; they still count as attempts.
+	// neither migrations, nor attempts toward max_attempts, nor break a run of retries.
 	at := func(m int) *time.Time { x := time.Date(2026, 12, 1, 0, m, 0, 0, time.UTC); return &x }
 	atts = []*model.Attempt{
 		{System: "A", State: model.JobFailed, EndedAt: at(30)},
@@ -118,8 +118,8 @@ func TestHistoryOf(t *testing.T) {
 		{System: "B", State: model.JobPending},
 	}
 	h = historyOf(atts)
-	if h.Attempts != 5 || h.Migrations != 1 || h.Retries[model.JobFailed] != 1 {
-		t.Fatalf("with aborted moves: %+v", h)
+	if h.Attempts != 3 || h.Migrations != 1 || h.Retries[model.JobFailed] != 1 {
+		t.Fatalf("with aborted moves: %+v (want 3 attempts: the two moves that did not happen used none)", h)
 	}
 	if ex := excluded(atts, "B"); len(ex) != 2 || ex[1] != "A" {
 		t.Fatalf("excluded with aborted moves %v", ex)

@@ -298,12 +298,13 @@ func (e *Engine) continueFinal(ctx context.Context, a *model.Attempt) error {
 		return err
 	}
 	for _, later := range atts[min(a.N, len(atts)):] {
-		if !later.State.Final() {
+		if !later.State.Final() && later.State != model.JobCancelling {
 			return nil // a later attempt is open: already handled
 		}
 	}
-	// Every later attempt ended (a move that was refused or reverted): this attempt was
-	// the task's job, so its end is continued.
+	// Every later attempt ended or is being cancelled (a move that was refused or
+	// reverted; a user's cancel makes the task final first): this attempt was the task's
+	// job, so its end is continued.
 	return e.continueAfter(ctx, t, atts[a.N-1], false)
 }
 

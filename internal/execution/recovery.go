@@ -170,6 +170,12 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 	ok = ok && st.JobID != ""
 	if a.State == model.JobCancelling {
 		if !ok {
+			// A submit's answer lost in flight can still be followed by its job: look
+			// again for the lost grace before saying there is none, so a late job is
+			// cancelled rather than left to run untracked.
+			if t, err := e.o.Store.Task(ctx, a.TaskID); err == nil && e.now().Sub(a.CreatedAt) < policyOf(t).LostGrace.D() {
+				return nil
+			}
 			return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
 				ev(a.TaskID, a.N, sys, "transition", "attempt cancelled: no job "+a.Tag+" at "+sys, "the submit whose outcome was unknown never reached the site", model.ActorSystem))
 		}
@@ -206,6 +212,19 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 	t, err := e.o.Store.Task(ctx, a.TaskID)
 	if err != nil {
 		return err
+	}
+	prev, err := livePredecessor(ctx, e.o.Store, a)
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		// A move cut short between persisting its new job and submitting it: the old
+		// job still holds its place. Submitting now (maybe hours later) would give that
+		// place up without weighing the move again; the attempt is abandoned instead,
+		// and replanning weighs the job afresh.
+		why := fmt.Sprintf("move cut short by a restart: job %s on %s (attempt %d) keeps its place; no job %s reached %s, and the move is weighed again rather than made late", prev.JobID, prev.System, prev.N, a.Tag, sys)
+		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Reason: &why, Ended: ptr(e.now())},
+			ev(a.TaskID, a.N, sys, "recovery", "attempt abandoned: move cut short by a restart", why, model.ActorSystem))
 	}
 	if t.UnstoredEnv {
 		why := "cannot resubmit: forwarded variables are not stored. No job " + a.Tag + " is at " + sys + " (the submit's answer was lost before the job arrived); relaunch the campaign"
@@ -283,7 +302,10 @@ func (e *Engine) resume(ctx context.Context, id string) error {
 		_, err = e.dispatch(ctx, t, 1, pl, "dispatched after a restart")
 		return err
 	}
-	last := atts[len(atts)-1]
+	// The task's job is the last of its chain: a reverted move's attempt (cancelled
+	// while its predecessor went on) is not what the task ended with.
+	c := chain(atts)
+	last := c[len(c)-1]
 	if last.State == model.JobSucceeded {
 		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskSucceeded)})
 	}
@@ -294,4 +316,19 @@ func (e *Engine) resume(ctx context.Context, id string) error {
 			ev(t.ID, last.N, last.System, "cancelled", "task cancelled", why, model.ActorSystem))
 	}
 	return e.continueAfter(ctx, t, last, false)
+}
+
+// livePredecessor is an earlier attempt of a's task that still has a live job (with a
+// job id, open, not being cancelled), or nil: a's attempt was a move's new job.
+func livePredecessor(ctx context.Context, st *store.Store, a *model.Attempt) (*model.Attempt, error) {
+	atts, err := st.Attempts(ctx, a.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range atts[:min(max(a.N-1, 0), len(atts))] {
+		if p.JobID != "" && !p.State.Final() && p.State != model.JobCancelling {
+			return p, nil
+		}
+	}
+	return nil, nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,6 +275,11 @@ func TestReplanRevertsWhenTheOldJobStartsMeanwhile(t *testing.T) {
 	if persisted != nil {
 		t.Fatal(persisted)
 	}
+	// The revert applied what A said of the old job: it is not called queued.
+	if tr, _ := r.st.Task(r.ctx, "racer"); tr.State == model.TaskQueued || r.attempts(t, "racer")[0].State == model.JobPending {
+		logEvents(t, r.events(t, "racer"))
+		t.Fatalf("after the revert the task is %s and the old job %s, although A runs it", tr.State, r.attempts(t, "racer")[0].State)
+	}
 	if !r.tickUntil(t, 10*time.Second, func() bool {
 		tr, _ := r.st.Task(r.ctx, "racer")
 		return tr.State == model.TaskSucceeded
@@ -303,6 +310,10 @@ type cancelFails struct{ *simprov.Provider }
 
 func (cancelFails) Cancel(context.Context, []string) error {
 	return errors.New("scancel: error: Kill job error on job id 1: Unable to contact slurm controller (connect failure)")
+}
+
+func (c cancelFails) CancelPending(ctx context.Context, ids []string) error {
+	return c.Cancel(ctx, ids)
 }
 
 // TestReplanRevertsWhenTheOldJobCannotBeCancelled: B accepts the new job but A cannot
@@ -363,20 +374,59 @@ func TestReplanEngineAndReplayDecideAlike(t *testing.T) {
 	if got.Move != want.Move || got.Reason != want.Reason || !got.Move {
 		t.Fatalf("engine: %v %q; scheduler defaults: %v %q", got.Move, got.Reason, want.Move, want.Reason)
 	}
-	pol.MaxMigrations = 0
-	in.Moves = 2
-	if d := scheduler.Replan(in, e.replanConfig(pol.WithDefaults())); d.Move {
-		t.Fatalf("budget of the task's policy ignored: %s", d.Reason)
+	// The task's own budget decides: one move allowed and made → stay; three allowed
+	// and two made → move.
+	pol.MaxMigrations, in.Moves = 1, 1
+	if d := scheduler.Replan(in, e.replanConfig(pol)); d.Move {
+		t.Fatalf("a budget of 1 with 1 move made still moves: %s", d.Reason)
+	}
+	pol.MaxMigrations, in.Moves = 3, 2
+	if d := scheduler.Replan(in, e.replanConfig(pol)); !d.Move {
+		t.Fatalf("a budget of 3 with 2 moves made stays: %s", d.Reason)
 	}
 }
 
 // TestACrashMidMoveLeavesOneJob: a core died between a move's new job being accepted and
-// the old one's cancel, leaving the task two queued jobs. The next engine keeps the new
-// one (or the one that has started) and cancels the other, so the command runs once.
-// The engine that made them does not touch them (its own moves finish under the lock).
+// the old one's cancel being stored, leaving the task two jobs the store calls queued.
+// The next engine asks the sites: the one that has started (else the newest queued) is
+// the task's job and the other queued one is cancelled, so the command runs once. A job
+// the site no longer lists as queued is never a reason to cancel the other: when the old
+// job's cancel had landed (the crash came before it was stored) the new job is kept, and
+// when the new job is gone from its site the old one keeps its place.
 func TestACrashMidMoveLeavesOneJob(t *testing.T) {
-	for _, started := range []bool{false, true} {
-		t.Run(fmt.Sprintf("old started %v", started), func(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, r *replanRig, blockA []string, oldID, newID string)
+		kept  int // the attempt left live (0-based)
+		gone  int // the attempt dedupe cancels, or -1
+		ended int // the attempt the monitor records cancelled by its site, or -1
+	}{
+		{name: "both queued", kept: 1, gone: 0, ended: -1},
+		{name: "old started", kept: 0, gone: 1, ended: -1, setup: func(t *testing.T, r *replanRig, blockA []string, oldID, _ string) {
+			if err := r.a.Cancel(r.ctx, blockA); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for time.Now().Before(deadline) {
+				if sts, _ := r.a.Status(r.ctx, []string{oldID}); sts[oldID].State != model.JobPending {
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Fatal("the old job did not start")
+		}},
+		{name: "old cancel landed", kept: 1, gone: -1, ended: 0, setup: func(t *testing.T, r *replanRig, _ []string, oldID, _ string) {
+			if err := r.a.Cancel(r.ctx, []string{oldID}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "new job gone from its site", kept: 0, gone: -1, ended: 1, setup: func(t *testing.T, r *replanRig, _ []string, _, newID string) {
+			if err := r.b.Cancel(r.ctx, []string{newID}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			r := newReplanRig(t, nil, nil)
 			blockA := r.block(t, r.a, 4*time.Hour)
 			r.block(t, r.b, 4*time.Hour)
@@ -384,55 +434,552 @@ func TestACrashMidMoveLeavesOneJob(t *testing.T) {
 			if err := r.e.Dispatch(r.ctx, "cut", &Placement{System: "B", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: "echo hi"})}, "the move's new job"); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.e.Tick(r.ctx); err != nil {
-				t.Fatal(err)
+			atts := r.attempts(t, "cut")
+			if c.setup != nil {
+				c.setup(t, r, blockA, atts[0].JobID, atts[1].JobID)
 			}
-			if atts := r.attempts(t, "cut"); atts[0].State != model.JobPending || atts[1].State != model.JobPending {
-				t.Fatalf("the engine that made them acted on its own two jobs: #1 %s, #2 %s", atts[0].State, atts[1].State)
+			r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true}) // the restarted core
+			settled := func() bool {
+				atts := r.attempts(t, "cut")
+				if c.gone >= 0 {
+					if s := atts[c.gone].State; s != model.JobCancelling && s != model.JobCancelled {
+						return false
+					}
+				}
+				return c.ended < 0 || atts[c.ended].State == model.JobCancelled
 			}
-			if started {
-				if err := r.a.Cancel(r.ctx, blockA); err != nil {
+			if !r.tickUntil(t, 5*time.Second, settled) {
+				logEvents(t, r.events(t, "cut"))
+				t.Fatalf("not settled: want attempt %d cancelled by Mosaic, attempt %d recorded cancelled by its site", c.gone+1, c.ended+1)
+			}
+			for range 3 { // a few more rounds: nothing else may be cancelled
+				if err := r.e.Tick(r.ctx); err != nil {
 					t.Fatal(err)
 				}
-				old := r.attempts(t, "cut")[0].JobID
-				deadline := time.Now().Add(3 * time.Second)
-				for time.Now().Before(deadline) {
-					if sts, _ := r.a.Status(r.ctx, []string{old}); sts[old].State != model.JobPending {
-						break
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
 			}
-			time.Sleep(5 * time.Millisecond)
-			r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true}) // the restarted core
-			gone, kept := 0, 1
-			if started {
-				gone, kept = 1, 0
-			}
-			if !r.tickUntil(t, 5*time.Second, func() bool {
-				s := r.attempts(t, "cut")[gone].State
-				return s == model.JobCancelling || s == model.JobCancelled
-			}) {
+			atts = r.attempts(t, "cut")
+			if s := atts[c.kept].State; s == model.JobCancelling || s.Final() {
 				logEvents(t, r.events(t, "cut"))
-				t.Fatalf("attempt %d was not cancelled", gone+1)
+				t.Fatalf("attempt %d, the task's job, is %s", c.kept+1, s)
 			}
-			atts := r.attempts(t, "cut")
-			if s := atts[kept].State; s == model.JobCancelling || s == model.JobCancelled {
-				t.Fatalf("attempt %d was cancelled too", kept+1)
+			if len(atts) != 2 {
+				t.Fatalf("%d attempts, want the two", len(atts))
+			}
+			if tr, _ := r.st.Task(r.ctx, "cut"); tr.State.Final() {
+				t.Fatalf("task %s, want it waiting on attempt %d", tr.State, c.kept+1)
+			}
+			if c.gone < 0 {
+				return
 			}
 			evs := r.events(t, "cut")
-			if _, ok := findEvent(evs, "cancel requested for job "+atts[gone].JobID); !ok {
+			if _, ok := findEvent(evs, "cancel requested for job "+atts[c.gone].JobID); !ok {
 				logEvents(t, evs)
 				t.Fatal("no cancel event for the duplicate")
 			}
 			found := false
 			for _, ev := range evs {
-				found = found || strings.Contains(ev.Rationale, "a move was cut short") && strings.Contains(ev.Rationale, "job "+atts[kept].JobID)
+				found = found || strings.Contains(ev.Rationale, "a move was cut short") && strings.Contains(ev.Rationale, "job "+atts[c.kept].JobID)
 			}
 			if !found {
 				logEvents(t, evs)
 				t.Fatal("no event says why the duplicate was cancelled")
 			}
 		})
+	}
+}
+
+// TestAStrayDuplicateInThisProcessIsSettled: the engine that made two live jobs for a
+// task (a move step that failed half-way) settles them itself, without a restart.
+func TestAStrayDuplicateInThisProcessIsSettled(t *testing.T) {
+	r := newReplanRig(t, nil, nil)
+	r.e.o.NoReplan = true
+	r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 4*time.Hour)
+	r.task(t, "stray", "sleep 2", 2)
+	if err := r.e.Dispatch(r.ctx, "stray", &Placement{System: "B", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: "echo hi"})}, "a second job"); err != nil {
+		t.Fatal(err)
+	}
+	if !r.tickUntil(t, 3*time.Second, func() bool {
+		s := r.attempts(t, "stray")[0].State
+		return s == model.JobCancelling || s == model.JobCancelled
+	}) {
+		logEvents(t, r.events(t, "stray"))
+		t.Fatal("the same engine left two live jobs")
+	}
+	if s := r.attempts(t, "stray")[1].State; s != model.JobPending {
+		t.Fatalf("the newest job is %s, want it kept pending", s)
+	}
+}
+
+// cancelLandsLoud is A, whose cancel works but answers with an error (the ssh link
+// dropped after scancel ran); with statusDown set, A's status fails from then on.
+type cancelLandsLoud struct {
+	*simprov.Provider
+	statusDown *atomic.Bool
+	down       bool
+}
+
+func (c cancelLandsLoud) Cancel(ctx context.Context, ids []string) error {
+	if err := c.Provider.Cancel(ctx, ids); err != nil {
+		return err
+	}
+	if c.down {
+		c.statusDown.Store(true)
+	}
+	return fmt.Errorf("ssh A: connection reset by peer after scancel ran: %w", provider.ErrSiteDown)
+}
+
+func (c cancelLandsLoud) CancelPending(ctx context.Context, ids []string) error {
+	if err := c.Provider.CancelPending(ctx, ids); err != nil {
+		return err
+	}
+	if c.down {
+		c.statusDown.Store(true)
+	}
+	return fmt.Errorf("ssh A: connection reset by peer after scancel ran: %w", provider.ErrSiteDown)
+}
+
+func (c cancelLandsLoud) Status(ctx context.Context, ids []string) (map[string]model.JobStatus, error) {
+	if c.statusDown.Load() {
+		return nil, fmt.Errorf("ssh A: connection refused: %w", provider.ErrSiteDown)
+	}
+	return c.Provider.Status(ctx, ids)
+}
+
+// TestReplanKeepsTheMoveWhenTheOldCancelLandedWithAnError: the old job's cancel worked
+// but answered with an error. Reverting then would cancel the new job too and leave the
+// task with no job: the engine reads the old job's state again and, it being gone (or A
+// not answering at all), keeps the new job; the old attempt is cancelling and the task
+// waits on B, also after a restart.
+func TestReplanKeepsTheMoveWhenTheOldCancelLandedWithAnError(t *testing.T) {
+	for _, down := range []bool{false, true} {
+		t.Run(fmt.Sprintf("status down %v", down), func(t *testing.T) {
+			var statusDown atomic.Bool
+			wrapA := func(a *simprov.Provider) provider.Provider {
+				return cancelLandsLoud{Provider: a, statusDown: &statusDown, down: down}
+			}
+			r := newReplanRig(t, wrapA, nil)
+			r.block(t, r.a, 4*time.Hour)
+			r.block(t, r.b, 30*time.Minute)
+			r.task(t, "loud", "echo hi", 2)
+			if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "loud")) > 1 }) {
+				logEvents(t, r.events(t, "loud"))
+				t.Fatal("no move was tried")
+			}
+			r.e.o.NoReplan = true
+			statusDown.Store(false)
+			if !r.tickUntil(t, 5*time.Second, func() bool { return r.attempts(t, "loud")[0].State == model.JobCancelled }) {
+				logEvents(t, r.events(t, "loud"))
+				t.Fatalf("attempt 1 is %s, want it cancelled (its cancel landed)", r.attempts(t, "loud")[0].State)
+			}
+			check := func(when string) {
+				atts := r.attempts(t, "loud")
+				if len(atts) != 2 || atts[1].State != model.JobPending || atts[1].System != "B" {
+					logEvents(t, r.events(t, "loud"))
+					t.Fatalf("%s: attempt 2 is %s on %s, want the moved job pending on B", when, atts[1].State, atts[1].System)
+				}
+				if tr, _ := r.st.Task(r.ctx, "loud"); tr.State.Final() {
+					t.Fatalf("%s: task %s, want it waiting on B", when, tr.State)
+				}
+			}
+			check("after the move")
+			r.e = New(Options{Store: r.st, Providers: provMap{"A": wrapA(r.a), "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true})
+			for range 3 {
+				if err := r.e.Tick(r.ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check("after a restart")
+		})
+	}
+}
+
+// TestAResumedTaskLooksAtItsChainNotARevertedAttempt: a task whose reverted move's
+// attempt is its last (cancelled) and whose real job failed is continued after a
+// restart, not marked cancelled.
+func TestAResumedTaskLooksAtItsChainNotARevertedAttempt(t *testing.T) {
+	r := newReplanRig(t, nil, nil)
+	r.e.o.NoReplan = true
+	newTask(t, r.st, "chain", "exit 3")
+	spec := specFor(&model.Task{Command: "exit 3"})
+	spec.System, spec.Partition, spec.Account = "A", "cpu", "acct"
+	now := time.Now().UTC()
+	late := now.Add(time.Second)
+	for n, s := range []model.JobState{model.JobFailed, model.JobCancelled} {
+		sys := []string{"A", "B"}[n]
+		ended := []time.Time{late, now}[n] // the reverted attempt ended first; its predecessor went on
+		spec.Tag = model.JobTag("chain", n+1)
+		if err := r.st.CreateAttempt(r.ctx, &model.Attempt{TaskID: "chain", N: n + 1, Tag: spec.Tag, System: sys, Partition: "cpu", Spec: spec,
+			JobID: fmt.Sprint(100 + n), State: s, CreatedAt: now, EndedAt: &ended}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.st.UpdateTask(r.ctx, "chain", store.TaskUpdate{State: ptr(model.TaskQueued)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.withTask(r.ctx, "chain", func() error { return r.e.resume(r.ctx, "chain") }); err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := r.st.Task(r.ctx, "chain")
+	if tr.State == model.TaskCancelled {
+		logEvents(t, r.events(t, "chain"))
+		t.Fatal("the task was marked cancelled from its reverted move's attempt")
+	}
+	if atts := r.attempts(t, "chain"); len(atts) != 3 {
+		logEvents(t, r.events(t, "chain"))
+		t.Fatalf("%d attempts, task %s: want the failed job retried (policy: retry in place)", len(atts), tr.State)
+	}
+}
+
+// TestAFailureBehindAPendingRevertIsContinued: the move was reverted (A refused the
+// old job's cancel) and B does not confirm the new job's cancel, so attempt 2 stays
+// cancelling; the old job then fails on A. Its failure is continued (retried on A)
+// although attempt 2's cancel is still pending.
+func TestAFailureBehindAPendingRevertIsContinued(t *testing.T) {
+	r := newReplanRig(t, func(a *simprov.Provider) provider.Provider { return cancelFails{a} },
+		func(b *simprov.Provider) provider.Provider { return cancelFails{b} })
+	blockA := r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute)
+	r.task(t, "behind", "exit 3", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool {
+		atts := r.attempts(t, "behind")
+		return len(atts) > 1 && atts[1].State == model.JobCancelling
+	}) {
+		logEvents(t, r.events(t, "behind"))
+		t.Fatal("the reverted attempt is not cancelling")
+	}
+	r.e.o.NoReplan = true
+	if err := r.a.Cancel(r.ctx, blockA); err != nil {
+		t.Fatal(err)
+	}
+	if !r.tickUntil(t, 10*time.Second, func() bool { return len(r.attempts(t, "behind")) > 2 }) {
+		logEvents(t, r.events(t, "behind"))
+		t.Fatalf("the old job's failure was not continued: attempt 1 %s", r.attempts(t, "behind")[0].State)
+	}
+	if a := r.attempts(t, "behind")[2]; a.System != "A" {
+		t.Fatalf("attempt 3 on %s, want the retry in place on A", a.System)
+	}
+}
+
+// lateSubmit is B, whose submit answer is lost (the job reaches the queue only a
+// moment later) and whose first look-up by tag fails: the submit's outcome is unknown.
+type lateSubmit struct {
+	*simprov.Provider
+	finds *atomic.Int32
+	late  chan string
+}
+
+func (l lateSubmit) Submit(ctx context.Context, spec model.JobSpec) (string, error) {
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		id, _ := l.Provider.Submit(context.Background(), spec)
+		l.late <- id
+	}()
+	return "", fmt.Errorf("ssh B: sbatch: connection reset: %w", provider.ErrOutcomeUnknown)
+}
+
+func (l lateSubmit) FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {
+	if l.finds.Add(1) == 1 {
+		return nil, fmt.Errorf("ssh B: connection refused: %w", provider.ErrSiteDown)
+	}
+	return l.Provider.FindByTag(ctx, tags)
+}
+
+// TestARevertAfterAnUnknownSubmitCancelsALateJob: the new job's submit outcome is
+// unknown and the job reaches B's queue late. The reverted attempt stays cancelling
+// (not "no job at B") so the monitor finds the late job by its tag and cancels it: only
+// the old job is left to run.
+func TestARevertAfterAnUnknownSubmitCancelsALateJob(t *testing.T) {
+	var finds atomic.Int32
+	late := make(chan string, 4)
+	r := newReplanRig(t, nil, func(b *simprov.Provider) provider.Provider { return lateSubmit{b, &finds, late} })
+	r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute)
+	r.task(t, "late", "echo hi", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "late")) > 1 }) {
+		logEvents(t, r.events(t, "late"))
+		t.Fatal("no move was tried")
+	}
+	r.e.o.NoReplan = true
+	var id string
+	select {
+	case id = <-late:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the late job never reached B")
+	}
+	if !r.tickUntil(t, 5*time.Second, func() bool {
+		sts, _ := r.b.Status(r.ctx, []string{id})
+		return sts[id].State == model.JobCancelled
+	}) {
+		logEvents(t, r.events(t, "late"))
+		t.Fatalf("the late job %s on B was left to run beside the old one", id)
+	}
+	if a := r.attempts(t, "late")[0]; a.State != model.JobPending {
+		t.Fatalf("the old job is %s, want it keeping its place", a.State)
+	}
+}
+
+// TestAMoveCutShortBeforeItsSubmitIsAbandoned: the core died after persisting a move's
+// new attempt and before submitting it. The restarted core does not submit it late (the
+// old job would give up its place without the move being weighed again): it abandons
+// it, and the old job stays the task's job.
+func TestAMoveCutShortBeforeItsSubmitIsAbandoned(t *testing.T) {
+	r := newReplanRig(t, nil, nil)
+	r.block(t, r.a, 4*time.Hour)
+	r.task(t, "half", "echo hi", 2)
+	spec := specFor(&model.Task{Command: "echo hi"})
+	spec.Tag, spec.System, spec.Partition, spec.Account = model.JobTag("half", 2), "B", "cpu", "acct"
+	if err := r.st.CreateAttempt(r.ctx, &model.Attempt{TaskID: "half", N: 2, Tag: spec.Tag, System: "B", Partition: "cpu", Account: "acct", Spec: spec,
+		State: model.JobSubmitting, CreatedAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true})
+	if !r.tickUntil(t, 3*time.Second, func() bool { return r.attempts(t, "half")[1].State.Final() }) {
+		logEvents(t, r.events(t, "half"))
+		t.Fatalf("attempt 2 is still %s", r.attempts(t, "half")[1].State)
+	}
+	atts := r.attempts(t, "half")
+	if atts[1].State != model.JobCancelled || atts[1].JobID != "" || !strings.Contains(atts[1].Reason, "move cut short by a restart") {
+		logEvents(t, r.events(t, "half"))
+		t.Fatalf("attempt 2: %s job %q (%s); want abandoned without a job", atts[1].State, atts[1].JobID, atts[1].Reason)
+	}
+	if found, _ := r.b.FindByTag(r.ctx, []string{spec.Tag}); found[spec.Tag].JobID != "" {
+		t.Fatalf("job %s was submitted to B after the restart", found[spec.Tag].JobID)
+	}
+	if atts[0].State != model.JobPending {
+		t.Fatalf("the old job is %s, want it keeping its place", atts[0].State)
+	}
+}
+
+// TestARevertedMoveIsNotTriedAgainAtOnce: after a move to B was reverted (A refused
+// the old job's cancel), replanning leaves B alone for a few periods instead of
+// submitting to B and cancelling again on every check; the reverted attempt uses none
+// of the task's max_attempts.
+func TestARevertedMoveIsNotTriedAgainAtOnce(t *testing.T) {
+	r := newReplanRig(t, func(a *simprov.Provider) provider.Provider { return cancelFails{a} }, nil)
+	r.e.o.ReplanEvery = time.Minute // 1 s of wall clock: a backoff of 3 s
+	r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute)
+	r.task(t, "again", "exit 3", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool {
+		atts := r.attempts(t, "again")
+		return len(atts) > 1 && atts[1].State.Final()
+	}) {
+		logEvents(t, r.events(t, "again"))
+		t.Fatal("no reverted move")
+	}
+	if r.tickUntil(t, 2500*time.Millisecond, func() bool { return len(r.attempts(t, "again")) > 2 }) {
+		logEvents(t, r.events(t, "again"))
+		t.Fatal("the reverted move was tried again within its backoff")
+	}
+	if h := historyOf(r.attempts(t, "again")); h.Attempts != 1 {
+		t.Fatalf("the reverted move counted toward max_attempts: %+v", h)
+	}
+	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "again")) > 2 }) {
+		logEvents(t, r.events(t, "again"))
+		t.Fatal("the move was never tried again after its backoff")
+	}
+}
+
+// startsAtCancel is A, whose old job starts in the instant between the move's check
+// (still queued) and its cancel; plain says whether A offers only the plain cancel
+// (like PBS), not the cancel of a still-queued job.
+type startsAtCancel struct {
+	*simprov.Provider
+	start func()
+}
+
+func (s startsAtCancel) Cancel(ctx context.Context, ids []string) error {
+	s.start()
+	return s.Provider.Cancel(ctx, ids)
+}
+
+func (s startsAtCancel) CancelPending(ctx context.Context, ids []string) error {
+	s.start()
+	return s.Provider.CancelPending(ctx, ids)
+}
+
+// TestReplanNeverKillsAnOldJobThatJustStarted: the old job starts on A between the
+// move's check and its cancel. The cancel of a still-queued job leaves it running, the
+// move is reverted (the new job on B cancelled) and the command runs once, to its end,
+// on A; a plain cancel would have killed it after its command began and run it again on
+// B.
+func TestReplanNeverKillsAnOldJobThatJustStarted(t *testing.T) {
+	var r *replanRig
+	var blockA []string
+	var once sync.Once
+	count := filepath.Join(t.TempDir(), "ran")
+	start := func() {
+		once.Do(func() {
+			if err := r.a.Cancel(r.ctx, blockA); err != nil {
+				t.Error(err)
+			}
+			old := r.attempts(t, "jit")[0].JobID
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if sts, _ := r.a.Status(r.ctx, []string{old}); sts[old].State == model.JobRunning {
+					return
+				}
+			}
+			t.Error("the old job did not start on A")
+		})
+	}
+	r = newReplanRig(t, func(a *simprov.Provider) provider.Provider { return startsAtCancel{a, func() { start() }} }, nil)
+	blockA = r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 30*time.Minute)
+	r.task(t, "jit", "echo ran >> "+count+"; sleep 1", 2)
+	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "jit")) > 1 }) {
+		logEvents(t, r.events(t, "jit"))
+		t.Fatal("no move was tried")
+	}
+	r.e.o.NoReplan = true
+	if !r.tickUntil(t, 10*time.Second, func() bool {
+		tr, _ := r.st.Task(r.ctx, "jit")
+		return tr.State.Final()
+	}) {
+		logEvents(t, r.events(t, "jit"))
+		t.Fatal("the task did not end")
+	}
+	atts := r.attempts(t, "jit")
+	if atts[0].State != model.JobSucceeded || atts[1].State != model.JobCancelled {
+		logEvents(t, r.events(t, "jit"))
+		t.Fatalf("#1 %s, #2 %s: want the old job run to its end on A and the new one cancelled", atts[0].State, atts[1].State)
+	}
+	if b, err := os.ReadFile(count); err != nil || strings.Count(string(b), "ran") != 1 {
+		t.Fatalf("the command began %d times (%v), want once", strings.Count(string(b), "ran"), err)
+	}
+}
+
+// estimates counts a site's start estimates for one tag (the alternative a replanning
+// check weighs) and can fail them (the site down).
+type estimates struct {
+	*simprov.Provider
+	tag  string
+	n    *atomic.Int32
+	down bool
+}
+
+func (s estimates) EstimateStart(ctx context.Context, spec model.JobSpec) (time.Time, error) {
+	if spec.Tag == s.tag {
+		s.n.Add(1)
+	}
+	if s.down {
+		return time.Time{}, fmt.Errorf("ssh B: connection timed out: %w", provider.ErrSiteDown)
+	}
+	return s.Provider.EstimateStart(ctx, spec)
+}
+
+// TestASpentMoveBudgetAsksNoSite: once a task's moves are used up (budget 1, moved to
+// B), its job is not weighed again: A is never asked when attempt 3 would start there.
+func TestASpentMoveBudgetAsksNoSite(t *testing.T) {
+	var n atomic.Int32
+	r := newReplanRig(t, func(a *simprov.Provider) provider.Provider { return estimates{a, model.JobTag("spent", 3), &n, false} }, nil)
+	blockA := r.block(t, r.a, 4*time.Hour)
+	blockB := r.block(t, r.b, 4*time.Hour)
+	r.task(t, "spent", "echo hi", 1)
+	if err := r.b.Cancel(r.ctx, blockB); err != nil {
+		t.Fatal(err)
+	}
+	r.block(t, r.b, time.Hour)
+	if !r.tickUntil(t, 5*time.Second, func() bool { return len(r.attempts(t, "spent")) > 1 }) {
+		logEvents(t, r.events(t, "spent"))
+		t.Fatal("no move to B")
+	}
+	if err := r.a.Cancel(r.ctx, blockA); err != nil {
+		t.Fatal(err)
+	}
+	r.tickUntil(t, time.Second, func() bool { return false })
+	if got := n.Load(); got != 0 {
+		t.Fatalf("A was asked %d times for the start of a move the budget does not allow", got)
+	}
+}
+
+// estPlacer is orderedPlacer whose placements carry an estimate of their own (a start
+// in a minute), as the ranker's do.
+type estPlacer struct{ orderedPlacer }
+
+func (p estPlacer) Place(ctx context.Context, t *model.Task, exclude []string) (*Placement, error) {
+	pl, err := p.orderedPlacer.Place(ctx, t, exclude)
+	if pl != nil {
+		pl.EstimatedStart = time.Now().Add(time.Minute)
+	}
+	return pl, err
+}
+
+// TestReplanDoesNotMoveTowardASiteThatDidNotAnswer: B's estimate call fails (B is down);
+// the placement's own estimate says B would start at once, but a job is not moved
+// toward a site that just failed to answer.
+func TestReplanDoesNotMoveTowardASiteThatDidNotAnswer(t *testing.T) {
+	var n atomic.Int32
+	r := newReplanRig(t, nil, func(b *simprov.Provider) provider.Provider { return estimates{b, model.JobTag("quiet", 2), &n, true} })
+	r.e.o.Placer = estPlacer{orderedPlacer{"B", "A"}}
+	r.block(t, r.a, 4*time.Hour)
+	r.task(t, "quiet", "echo hi", 2)
+	if r.tickUntil(t, 1500*time.Millisecond, func() bool { return len(r.attempts(t, "quiet")) > 1 }) {
+		logEvents(t, r.events(t, "quiet"))
+		t.Fatal("moved toward B although B's estimate call failed")
+	}
+	if n.Load() == 0 {
+		t.Fatal("B was never asked: the test shows nothing")
+	}
+}
+
+// TestReplanWeighsTheJobsOwnPlaceInLine: the job (a whole node) is first in A's queue,
+// starting when A's blockers end in 1h; four more whole-node jobs queued behind it make
+// a *new* such job start hours later. B would start it in 2h. Weighed on its own place
+// in line (squeue --start) the job stays; weighed as a new job (--test-only) it would
+// move to B and lose its place.
+func TestReplanWeighsTheJobsOwnPlaceInLine(t *testing.T) {
+	r := newReplanRig(t, nil, nil)
+	r.block(t, r.a, time.Hour)
+	r.block(t, r.b, 2*time.Hour)
+	pol, _ := json.Marshal(model.Policy{MaxMigrations: 2})
+	now := time.Now().UTC()
+	if err := r.st.CreateTask(r.ctx, &store.TaskRow{Task: model.Task{ID: "first", Name: "first", Command: "echo hi", State: model.TaskPlaced,
+		Envelope:  model.Envelope{CPUCores: model.IntRange{Min: 8, Max: 8}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(time.Hour)}},
+		CreatedAt: now, UpdatedAt: now}, Policy: pol}); err != nil {
+		t.Fatal(err)
+	}
+	spec := specFor(&model.Task{Command: "echo hi"})
+	spec.CPUsPerTask = 8
+	if err := r.e.Dispatch(r.ctx, "first", &Placement{System: "A", Partition: "cpu", Account: "acct", Spec: spec}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := r.a.Submit(r.ctx, model.JobSpec{Tag: fmt.Sprintf("behind-%d", i), Name: "behind", Partition: "cpu", Account: "acct", Nodes: 1, NTasks: 1,
+			CPUsPerTask: 8, Walltime: model.Duration(3 * time.Hour), Command: "sleep 300"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if own, err := r.a.QueuedStart(r.ctx, r.attempts(t, "first")[0].JobID); err != nil || own.IsZero() || time.Until(own) > 75*time.Second {
+		t.Fatalf("A plans the job at %v (%v), want in about 1h of site time (60 s of wall clock)", own, err)
+	}
+	if r.tickUntil(t, 1500*time.Millisecond, func() bool { return len(r.attempts(t, "first")) > 1 }) {
+		logEvents(t, r.events(t, "first"))
+		t.Fatal("moved to B (2h) although the job starts on A in 1h in its own place in line")
+	}
+}
+
+// TestReplanDueNeitherStarvesNorPicksBusyTasks: with one job weighed per round, two
+// due jobs take turns (a job is stamped when picked, so one whose weighing returns early
+// does not stay at the head of the line), and a job whose task is busy is not picked.
+func TestReplanDueNeitherStarvesNorPicksBusyTasks(t *testing.T) {
+	e := New(Options{Providers: provMap{}, ReplanEvery: time.Minute, ReplanPerRound: 1})
+	created := time.Now().Add(-time.Hour)
+	mk := func(task string) item {
+		return item{a: &model.Attempt{TaskID: task, N: 1, Tag: model.JobTag(task, 1), System: "A", JobID: "1", State: model.JobPending, CreatedAt: created},
+			t: &store.TaskRow{Task: model.Task{ID: task}}}
+	}
+	items := []item{mk("x"), mk("y")}
+	now := time.Now()
+	first := e.replanDue(items, nil, now)
+	second := e.replanDue(items, nil, now.Add(time.Second))
+	if len(first) != 1 || len(second) != 1 || first[0].a.TaskID == second[0].a.TaskID {
+		t.Fatalf("picked %v then %v; want the two jobs in turn", first, second)
+	}
+	e.mu.Lock()
+	e.busy["z"] = true
+	e.mu.Unlock()
+	if due := e.replanDue([]item{mk("z")}, nil, now); len(due) != 0 {
+		t.Fatal("picked a job whose task is busy")
 	}
 }

@@ -62,6 +62,23 @@ type TagFinder interface {
 	FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error)
 }
 
+// PendingCanceller is implemented by providers whose scheduler can cancel a job only
+// if it is still queued, in one step: a job that started meanwhile is left running and
+// is not an error (Slurm's `scancel --state=PENDING`; the simulator). A move uses it
+// so that the old job is never killed after its command began; the caller asks the
+// job's state afterwards to learn which happened.
+type PendingCanceller interface {
+	CancelPending(ctx context.Context, jobIDs []string) error
+}
+
+// QueuedStarter is implemented by providers that can say when a job already queued is
+// expected to start, in its own place in line (squeue --start; PBS's
+// estimated.start_time; the simulator's plan). Zero time and no error: the scheduler
+// has no estimate for it now. EstimateStart (a new job, queued last) is the fallback.
+type QueuedStarter interface {
+	QueuedStart(ctx context.Context, jobID string) (time.Time, error)
+}
+
 // Closer is implemented by providers holding processes or connections.
 type Closer interface {
 	Close() error

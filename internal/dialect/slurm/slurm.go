@@ -153,6 +153,14 @@ func (p *Slurm) ParseFallbackStatus(jobIDs []string, outs []dialect.Output) (map
 // CancelCommand is scancel.
 func (p *Slurm) CancelCommand(jobIDs []string) []string { return CancelCommand(jobIDs) }
 
+// CancelPendingCommand is `scancel --state=PENDING IDS...`: slurmctld cancels only the
+// jobs still pending and leaves one that has started alone (exit 0).
+func (p *Slurm) CancelPendingCommand(jobIDs []string) []string {
+	return append([]string{"scancel", "--state=PENDING"}, jobIDs...)
+}
+
+var _ dialect.PendingCanceller = (*Slurm)(nil)
+
 // ParseCancel accepts unknown and finished ids.
 func (p *Slurm) ParseCancel(out dialect.Output) error { return ParseCancel(out) }
 

@@ -471,3 +471,11 @@ func TestSacctAllocationPlaceholder(t *testing.T) {
 		t.Errorf("%+v %v", got, err)
 	}
 }
+
+func TestCancelPendingCommand(t *testing.T) {
+	got := (&Slurm{}).CancelPendingCommand([]string{"12", "13_1"})
+	want := []string{"scancel", "--state=PENDING", "12", "13_1"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("%q, want %q", got, want)
+	}
+}

@@ -131,6 +131,45 @@ func (p *Provider) Cancel(ctx context.Context, jobIDs []string) error {
 	return nil
 }
 
+// QueuedStart asks the scheduler when queued job id is expected to start, in its own
+// place in line, when the dialect can (squeue --start, qstat's estimated.start_time);
+// ErrUnsupported otherwise. The zero time means the scheduler has no estimate now.
+func (p *Provider) QueuedStart(ctx context.Context, jobID string) (time.Time, error) {
+	qs, ok := p.d.(dialect.QueuedStarter)
+	if !ok {
+		return time.Time{}, fmt.Errorf("%s: %s cannot say when a queued job starts: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
+	}
+	out, err := p.run(ctx, qs.QueuedStartCommand(jobID), nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := qs.ParseQueuedStart(jobID, out)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", p.sys.Name, err)
+	}
+	return t, nil
+}
+
+// CancelPending cancels the jobs still queued and leaves those that have started, in
+// one scheduler call, when the dialect can (Slurm); ErrUnsupported otherwise (PBS's
+// qdel has no such filter).
+func (p *Provider) CancelPending(ctx context.Context, jobIDs []string) error {
+	pc, ok := p.d.(dialect.PendingCanceller)
+	if !ok {
+		return fmt.Errorf("%s: %s cannot cancel only a queued job: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
+	}
+	for _, ids := range chunks(dedupe(jobIDs), MaxIDsPerCall) {
+		out, err := p.run(ctx, pc.CancelPendingCommand(ids), nil)
+		if err != nil {
+			return err
+		}
+		if err := p.d.ParseCancel(out); err != nil {
+			return fmt.Errorf("%s: %w", p.sys.Name, err)
+		}
+	}
+	return nil
+}
+
 // FindByTag looks jobs up by their Mosaic tag (the job name); the newest job per tag.
 // It asks both the primary query (accounting: jobs of the last 30 days) and, when the
 // dialect has one, the fallback (the live queue), because accounting can lag behind

@@ -687,6 +687,59 @@ func (p *Provider) Cancel(ctx context.Context, jobIDs []string) error {
 	return nil
 }
 
+// QueuedStart is the model's plan for a queued job in its own place in line (like
+// squeue --start); the zero time for a job it cannot plan (ended, unknown, adopted).
+func (p *Provider) QueuedStart(ctx context.Context, jobID string) (time.Time, error) {
+	id, err := strconv.ParseInt(strings.TrimSpace(jobID), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sim %s: job id %q is not a number", p.sys.Name, jobID)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.begin(ctx); err != nil {
+		return time.Time{}, err
+	}
+	if err := p.reachable("squeue --start"); err != nil {
+		return time.Time{}, err
+	}
+	t, err := p.c.PlannedStart(p.modelID(id))
+	if errors.Is(err, sim.ErrUnknownJob) || errors.Is(err, sim.ErrNoEstimate) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return p.out(t), nil
+}
+
+// CancelPending cancels the jobs still queued and leaves running ones alone, in one
+// step under the model's lock (like scancel --state=PENDING).
+func (p *Provider) CancelPending(ctx context.Context, jobIDs []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.begin(ctx); err != nil {
+		return err
+	}
+	if err := p.reachable("scancel"); err != nil {
+		return err
+	}
+	for _, s := range jobIDs {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			continue
+		}
+		mid := p.modelID(id)
+		if j, ok := p.c.Job(mid); !ok || j.State != sim.Pending {
+			continue // started, ended, adopted from an earlier run (running) or unknown
+		}
+		if err := p.c.Cancel(mid); err != nil && !errors.Is(err, sim.ErrUnknownJob) {
+			return fmt.Errorf("sim %s: cancel %s: %w", p.sys.Name, s, err)
+		}
+	}
+	p.advanceLocked()
+	return nil
+}
+
 // EstimateStart plans when a job like spec would start (like sbatch --test-only).
 func (p *Provider) EstimateStart(ctx context.Context, spec model.JobSpec) (time.Time, error) {
 	req, err := p.request(spec)
