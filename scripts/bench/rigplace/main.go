@@ -283,7 +283,7 @@ func (b *bench) runSide(ctx context.Context, seed uint64, jobs []Job, which stri
 						end = r.End
 					}
 				}
-				s.Foreign = ForeignGPUUse(rows, ours, t0, end)
+				s.Foreign = ForeignUse(rows, ours, t0, end)
 				break
 			}
 		}
@@ -311,9 +311,13 @@ func printSide(label string, s *side) {
 	}
 	fmt.Printf("  %-24s mean %6.1fs  p95 %5.0fs  max %5.0fs  (%s; moved %d; took %s)\n", label,
 		s.Summary.Mean.Seconds(), s.Summary.P95.Seconds(), s.Summary.Max.Seconds(), strings.Join(sites, ", "), s.Summary.Moved, s.Elapsed.Round(time.Second))
-	if s.Foreign.Jobs > 0 {
+	if s.Foreign.GPUJobs > 0 {
 		fmt.Printf("  %-24s WARNING: %d GPU job(s) of other rig users ran meanwhile (%.0f GPU·s, e.g. %s): this side's waits include their load\n",
-			"", s.Foreign.Jobs, s.Foreign.GPUSeconds, strings.Join(s.Foreign.Names, ", "))
+			"", s.Foreign.GPUJobs, s.Foreign.GPUSeconds, strings.Join(s.Foreign.Names, ", "))
+	}
+	if s.Foreign.Jobs > s.Foreign.GPUJobs {
+		fmt.Printf("  %-24s note: %d CPU-only job(s) of other rig users ran meanwhile (foreign jobs' core·s: %.0f; the stream asks 2 cores per GPU, so cores rarely decide)\n",
+			"", s.Foreign.Jobs-s.Foreign.GPUJobs, s.Foreign.CPUSeconds)
 	}
 }
 

@@ -25,6 +25,7 @@ type SacctRow struct {
 	End     time.Time // zero: not ended
 	State   string    // first word: COMPLETED, CANCELLED, RUNNING, ...
 	GPUs    int       // gres/gpu in AllocTRES (0 when none or not allocated yet)
+	CPUs    int       // cpu in AllocTRES
 }
 
 // Started reports whether the job got its allocation.
@@ -73,7 +74,7 @@ func ParseSacct(out string) ([]SacctRow, error) {
 		if r.Started() && r.Start.Before(r.Submit) {
 			return nil, fmt.Errorf("sacct line %d: job %s starts (%d) before it was submitted (%d)", n, r.JobID, r.Start.Unix(), r.Submit.Unix())
 		}
-		if r.GPUs, err = tresGPUs(f[7]); err != nil {
+		if r.GPUs, r.CPUs, err = tresCounts(f[7]); err != nil {
 			return nil, fmt.Errorf("sacct line %d: AllocTRES: %w", n, err)
 		}
 		rows = append(rows, r)
@@ -97,26 +98,31 @@ func parseEpoch(s string) (time.Time, error) {
 	return time.Unix(v, 0), nil
 }
 
-// tresGPUs reads the gres/gpu count from a TRES list such as
+// tresCounts reads the gres/gpu and cpu counts from a TRES list such as
 // "billing=8,cpu=8,gres/gpu:a100=2,gres/gpu=2,mem=16G,node=1" ("" when not allocated).
-func tresGPUs(s string) (int, error) {
+func tresCounts(s string) (gpus, cpus int, err error) {
 	if s == "" {
-		return 0, nil
+		return 0, 0, nil
 	}
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return 0, fmt.Errorf("%q is not a key=value TRES list", clip(s))
+			return 0, 0, fmt.Errorf("%q is not a key=value TRES list", clip(s))
 		}
-		if k == "gres/gpu" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("gres/gpu=%q is not a count", clip(v))
-			}
-			return n, nil
+		if k != "gres/gpu" && k != "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, 0, fmt.Errorf("%s=%q is not a count", k, clip(v))
+		}
+		if k == "cpu" {
+			cpus = n
+		} else {
+			gpus = n
 		}
 	}
-	return 0, nil
+	return gpus, cpus, nil
 }
 
 // ParseSbatchParsable reads `sbatch --parsable -M …`'s answer "JOBID;CLUSTER" (the

@@ -27,7 +27,7 @@ func TestParseSacct(t *testing.T) {
 	}
 	r := rows[0]
 	if r.Cluster != "alpha" || r.JobID != "11108" || r.Name != "mosaic-2ki6m3ew-1" || r.Submit.Unix() != 1796130507 ||
-		r.Start.Unix() != 1796130507 || r.End.Unix() != 1796130512 || r.State != "COMPLETED" || r.GPUs != 2 {
+		r.Start.Unix() != 1796130507 || r.End.Unix() != 1796130512 || r.State != "COMPLETED" || r.GPUs != 2 || r.CPUs != 32 {
 		t.Fatalf("row 0 = %+v", r)
 	}
 	if rows[1].GPUs != 0 || rows[2].State != "CANCELLED" || rows[2].GPUs != 2 {
@@ -62,6 +62,7 @@ func TestParseSacctMalformed(t *testing.T) {
 		{"TRES not key=value", "alpha|11108|j|1796130507|1796130507|1796130512|COMPLETED|cpu", "key=value"},
 		{"GPU count not a number", "alpha|11108|j|1796130507|1796130507|1796130512|COMPLETED|gres/gpu=two", "not a count"},
 		{"GPU count negative", "alpha|11108|j|1796130507|1796130507|1796130512|COMPLETED|gres/gpu=-1", "not a count"},
+		{"CPU count not a number", "alpha|11108|j|1796130507|1796130507|1796130512|COMPLETED|cpu=1.5", "not a count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseSacct(good + "\n" + tc.in + "\n")
@@ -90,7 +91,7 @@ func FuzzParseSacct(f *testing.F) {
 			return
 		}
 		for _, r := range rows {
-			if !jobIDRe.MatchString(r.JobID) || !clusterRe.MatchString(r.Cluster) || r.Submit.IsZero() || r.GPUs < 0 {
+			if !jobIDRe.MatchString(r.JobID) || !clusterRe.MatchString(r.Cluster) || r.Submit.IsZero() || r.GPUs < 0 || r.CPUs < 0 {
 				t.Fatalf("accepted a bad row %+v from %q", r, s)
 			}
 			if r.Started() && r.Start.Before(r.Submit) {

@@ -18,12 +18,13 @@ type Job struct {
 	Walltime time.Duration // the limit the user asks for: whole minutes, ≥ Runtime
 }
 
-// CPUs is the job's core request: 8 per GPU, half the node's share, so other users'
-// small CPU jobs on the rig never decide whether a GPU job fits.
-func (j Job) CPUs() int { return 8 * j.GPUs }
+// CPUs is the job's core request: 2 per GPU, far below the node's share (16), so the
+// GPUs alone decide whether a job fits, also while other users of the shared rig run
+// CPU jobs there (their 24-core test jobs would otherwise block 4-GPU jobs).
+func (j Job) CPUs() int { return 2 * j.GPUs }
 
-// MemGB is the job's memory request in GB: 16 per GPU (the node has 250 GB).
-func (j Job) MemGB() int { return 16 * j.GPUs }
+// MemGB is the job's memory request in GB: 8 per GPU (the node has 250 GB).
+func (j Job) MemGB() int { return 8 * j.GPUs }
 
 // WallMinutes is the walltime in whole minutes (Slurm's granularity).
 func (j Job) WallMinutes() int { return int(j.Walltime / time.Minute) }

@@ -65,7 +65,7 @@ func TestStreamShape(t *testing.T) {
 			if j.Walltime < j.Runtime || j.Walltime%time.Minute != 0 || j.WallMinutes() < 1 || j.WallMinutes() > 2 {
 				t.Fatalf("seed %d job %d walltime %s for runtime %s", seed, i, j.Walltime, j.Runtime)
 			}
-			if j.CPUs() != 8*j.GPUs || j.MemGB() != 16*j.GPUs {
+			if j.CPUs() != 2*j.GPUs || j.MemGB() != 8*j.GPUs {
 				t.Fatalf("seed %d job %d: %d CPUs, %d GB for %d GPUs", seed, i, j.CPUs(), j.MemGB(), j.GPUs)
 			}
 			if i > 0 {

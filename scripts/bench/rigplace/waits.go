@@ -118,20 +118,21 @@ func Ratio(a, b time.Duration) float64 {
 	return float64(a) / float64(b)
 }
 
-// Foreign are jobs in sacct's rows that the benchmark did not submit and that held GPUs
-// while its stream ran: other users of the rig, whose load makes both sides' waits
-// incomparable when it falls unevenly. GPUSeconds is their GPU time inside the window.
+// Foreign are jobs in sacct's rows that the benchmark did not submit and that ran
+// while its stream did: other users of the shared rig, whose load makes the two sides'
+// waits incomparable when it falls unevenly. GPUJobs held GPUs; GPUSeconds and
+// CPUSeconds are their GPU and core time inside the window.
 type Foreign struct {
-	Jobs       int
-	GPUSeconds float64
-	Names      []string
+	Jobs, GPUJobs          int
+	GPUSeconds, CPUSeconds float64
+	Names                  []string // up to 5 GPU jobs, cluster/name
 }
 
-// ForeignGPUUse finds GPU jobs not in ours that overlapped [from, to].
-func ForeignGPUUse(rows []SacctRow, ours map[[2]string]bool, from, to time.Time) Foreign {
+// ForeignUse finds the jobs not in ours that ran during [from, to].
+func ForeignUse(rows []SacctRow, ours map[[2]string]bool, from, to time.Time) Foreign {
 	var f Foreign
 	for _, r := range rows {
-		if ours[[2]string{r.Cluster, r.JobID}] || r.GPUs == 0 || !r.Started() {
+		if ours[[2]string{r.Cluster, r.JobID}] || !r.Started() {
 			continue
 		}
 		end := r.End
@@ -143,9 +144,13 @@ func ForeignGPUUse(rows []SacctRow, ours map[[2]string]bool, from, to time.Time)
 			continue
 		}
 		f.Jobs++
-		f.GPUSeconds += float64(r.GPUs) * b.Sub(a).Seconds()
-		if len(f.Names) < 5 {
-			f.Names = append(f.Names, r.Cluster+"/"+r.Name)
+		f.CPUSeconds += float64(r.CPUs) * b.Sub(a).Seconds()
+		if r.GPUs > 0 {
+			f.GPUJobs++
+			f.GPUSeconds += float64(r.GPUs) * b.Sub(a).Seconds()
+			if len(f.Names) < 5 {
+				f.Names = append(f.Names, r.Cluster+"/"+r.Name)
+			}
 		}
 	}
 	return f

@@ -58,10 +58,14 @@ func TestWaitsFromSacct(t *testing.T) {
 	}
 
 	ours := map[[2]string]bool{{"alpha", "10"}: true, {"beta", "7"}: true, {"alpha", "11"}: true, {"beta", "8"}: true}
-	f := ForeignGPUUse(rows, ours, time.Unix(base, 0), time.Unix(base+60, 0))
-	// someone-else: 4 GPUs from +1 to +60 inside the window (it ran on to +100); the
-	// old job ended long before the window.
-	if f.Jobs != 1 || f.GPUSeconds != 4*59 || len(f.Names) != 1 || f.Names[0] != "beta/someone-else" {
+	cpuJob := row("alpha", "12", "cpu-user", base+50, base+50, 0, 0) // still running
+	cpuJob.CPUs = 24
+	rows[5].CPUs = 8
+	f := ForeignUse(append(rows, cpuJob), ours, time.Unix(base, 0), time.Unix(base+60, 0))
+	// someone-else: 4 GPUs and 8 cores from +1 to +60 inside the window (it ran on to
+	// +100); cpu-user: 24 cores from +50 to the window's end; the old job ended long
+	// before the window.
+	if f.Jobs != 2 || f.GPUJobs != 1 || f.GPUSeconds != 4*59 || f.CPUSeconds != 8*59+24*10 || len(f.Names) != 1 || f.Names[0] != "beta/someone-else" {
 		t.Fatalf("foreign %+v", f)
 	}
 }
