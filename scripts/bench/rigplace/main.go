@@ -94,8 +94,15 @@ type side struct {
 	Results []Result
 	Summary Summary
 	Foreign Foreign
-	Elapsed time.Duration
+	// Restarted names the clusters whose slurmctld restarted during the side (another
+	// user's test): jobs sent meanwhile could not go there.
+	Restarted []string
+	Elapsed   time.Duration
 }
+
+// Clean reports whether nothing of other rig users could have biased the side: no
+// foreign GPU job ran and no controller restarted.
+func (s *side) Clean() bool { return s != nil && s.Foreign.GPUJobs == 0 && len(s.Restarted) == 0 }
 
 type streamResult struct {
 	Seed     uint64
@@ -208,6 +215,7 @@ func run(ctx context.Context, c config) error {
 // the waits.
 func (b *bench) runSide(ctx context.Context, seed uint64, jobs []Job, which string) (*side, error) {
 	b.waitIdle(ctx)
+	boots := b.bootTimes(ctx)
 	prefix := fmt.Sprintf("rb%d-s%d-%s", time.Now().Unix()%100000, seed, which[:1])
 	subs := make([]Submitted, len(jobs))
 	ids := make([]string, len(jobs)) // Mosaic task ids
@@ -295,6 +303,12 @@ func (b *bench) runSide(ctx context.Context, seed uint64, jobs []Job, which stri
 	if s.Results == nil {
 		return nil, fmt.Errorf("%s side of seed %d: %w", which, seed, lastErr)
 	}
+	after := b.bootTimes(ctx)
+	for _, c := range b.clusters {
+		if boots[c] != after[c] {
+			s.Restarted = append(s.Restarted, c)
+		}
+	}
 	s.Summary = Summarize(s.Results)
 	for _, r := range s.Results {
 		_ = b.csv.Write([]string{strconv.FormatUint(seed, 10), which, strconv.Itoa(r.Job.Index),
@@ -315,6 +329,9 @@ func printSide(label string, s *side) {
 		fmt.Printf("  %-24s WARNING: %d GPU job(s) of other rig users ran meanwhile (%.0f GPU·s, e.g. %s): this side's waits include their load\n",
 			"", s.Foreign.GPUJobs, s.Foreign.GPUSeconds, strings.Join(s.Foreign.Names, ", "))
 	}
+	if len(s.Restarted) > 0 {
+		fmt.Printf("  %-24s WARNING: slurmctld of %s restarted meanwhile (another rig user's test): jobs sent then could not go there\n", "", strings.Join(s.Restarted, ", "))
+	}
 	if s.Foreign.Jobs > s.Foreign.GPUJobs {
 		fmt.Printf("  %-24s note: %d CPU-only job(s) of other rig users ran meanwhile (foreign jobs' core·s: %.0f; the stream asks 2 cores per GPU, so cores rarely decide)\n",
 			"", s.Foreign.Jobs-s.Foreign.GPUJobs, s.Foreign.CPUSeconds)
@@ -325,9 +342,12 @@ func printTable(rs []streamResult) {
 	if len(rs) == 0 {
 		return
 	}
-	fmt.Printf("\n%-6s %-5s %-5s %-16s %-16s %-12s %-12s %-12s\n", "seed", "jobs", "load", "sbatch-M mean/p95", "mosaic mean/p95", "ratio mean", "ratio p95", "foreign GPU·s")
-	var sumM, sumP, sbM, moM float64
-	n := 0
+	fmt.Printf("\n%-6s %-5s %-5s %-17s %-17s %-10s %-10s %-14s %s\n", "seed", "jobs", "load", "sbatch-M mean/p95", "mosaic mean/p95", "ratio mean", "ratio p95", "foreign GPU·s", "clean")
+	type acc struct {
+		sumM, sumP, sbM, moM float64
+		n                    int
+	}
+	var all, clean acc
 	for _, r := range rs {
 		sb, mo := "-", "-"
 		fg := 0.0
@@ -339,18 +359,31 @@ func printTable(rs []streamResult) {
 			mo = fmt.Sprintf("%.1fs / %.0fs", r.Mosaic.Summary.Mean.Seconds(), r.Mosaic.Summary.P95.Seconds())
 			fg += r.Mosaic.Foreign.GPUSeconds
 		}
-		fmt.Printf("%-6d %-5d %-5.2f %-16s %-16s %-12s %-12s %-12.0f\n", r.Seed, len(r.Jobs), r.Load, sb, mo, fmtRatio(r.MeanRate), fmtRatio(r.P95Rate), fg)
+		ok := r.Sbatch.Clean() && r.Mosaic.Clean()
+		fmt.Printf("%-6d %-5d %-5.2f %-17s %-17s %-10s %-10s %-14.0f %s\n", r.Seed, len(r.Jobs), r.Load, sb, mo, fmtRatio(r.MeanRate), fmtRatio(r.P95Rate), fg, map[bool]string{true: "yes", false: "no"}[ok])
 		if r.Sbatch != nil && r.Mosaic != nil && !math.IsNaN(r.MeanRate) && !math.IsNaN(r.P95Rate) {
-			sumM += r.MeanRate
-			sumP += r.P95Rate
-			sbM += r.Sbatch.Summary.Mean.Seconds()
-			moM += r.Mosaic.Summary.Mean.Seconds()
-			n++
+			for _, a := range []*acc{&all, &clean} {
+				if a == &clean && !ok {
+					continue
+				}
+				a.sumM += r.MeanRate
+				a.sumP += r.P95Rate
+				a.sbM += r.Sbatch.Summary.Mean.Seconds()
+				a.moM += r.Mosaic.Summary.Mean.Seconds()
+				a.n++
+			}
 		}
 	}
-	if n > 0 {
-		fmt.Printf("mean of per-stream ratios over %d stream(s): mean %.2f, p95 %.2f; pooled mean waits: sbatch -M %.1fs, mosaic %.1fs (ratio %.2f)\n",
-			n, sumM/float64(n), sumP/float64(n), sbM/float64(n), moM/float64(n), moM/sbM)
+	for _, x := range []struct {
+		what string
+		a    acc
+	}{{"all", all}, {"clean", clean}} {
+		if x.a.n == 0 {
+			continue
+		}
+		n := float64(x.a.n)
+		fmt.Printf("%s streams (%d): mean of per-stream ratios: mean %.2f, p95 %.2f; mean of mean waits: sbatch -M %.1fs, mosaic %.1fs (ratio %.2f)\n",
+			x.what, x.a.n, x.a.sumM/n, x.a.sumP/n, x.a.sbM/n, x.a.moM/n, x.a.moM/x.a.sbM)
 	}
 }
 
@@ -443,6 +476,18 @@ func (b *bench) waitIdle(ctx context.Context) {
 		}
 		_ = sleepCtx(ctx, 2*time.Second)
 	}
+}
+
+// bootTimes reads each cluster's slurmctld start time (0 when it does not answer).
+func (b *bench) bootTimes(ctx context.Context) map[string]int64 {
+	m := map[string]int64{}
+	for _, c := range b.clusters {
+		out, err := b.slurm(ctx, "scontrol", "-M", c, "show", "config")
+		if err == nil {
+			m[c], _ = ParseBootTime(out)
+		}
+	}
+	return m
 }
 
 func (b *bench) sacct(ctx context.Context, since time.Time) ([]SacctRow, error) {

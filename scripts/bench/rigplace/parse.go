@@ -292,3 +292,21 @@ func GPUJobLine(l string) bool {
 	}
 	return strings.Contains(l[i+1:], "gpu")
 }
+
+// ParseBootTime reads slurmctld's start time from `scontrol show config` run with
+// SLURM_TIME_FORMAT=%s (the line "BOOT_TIME = 1796131392"): a change between two
+// reads means the controller restarted, which sends sbatch -M elsewhere meanwhile.
+func ParseBootTime(out string) (int64, error) {
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) != "BOOT_TIME" {
+			continue
+		}
+		t, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || t <= 0 {
+			return 0, fmt.Errorf("scontrol show config: BOOT_TIME %q is not a Unix time (run it with SLURM_TIME_FORMAT=%%s)", clip(strings.TrimSpace(v)))
+		}
+		return t, nil
+	}
+	return 0, fmt.Errorf("scontrol show config printed no BOOT_TIME line")
+}

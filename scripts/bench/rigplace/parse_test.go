@@ -256,3 +256,25 @@ func TestWaitUsesOneClockAtSecondResolution(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBootTime(t *testing.T) {
+	out := "Configuration data as of 2026-12-01T13:31:12\nAccountingStorageBackupHost = (null)\nBOOT_TIME               = 1796131392\nRebootProgram           = (null)\n"
+	if v, err := ParseBootTime(out); err != nil || v != 1796131392 {
+		t.Fatalf("got %d %v", v, err)
+	}
+	for _, bad := range []string{"", "RebootProgram = (null)\n", "BOOT_TIME = 2026-12-01T13:23:12\n", "BOOT_TIME = 0\n", "BOOT_TIME =\n", "BOOT_TIME = -4\n"} {
+		if v, err := ParseBootTime(bad); err == nil {
+			t.Errorf("%q: accepted as %d", bad, v)
+		}
+	}
+}
+
+func FuzzParseBootTime(f *testing.F) {
+	f.Add("BOOT_TIME               = 1796131392\n")
+	f.Add("X = 1\nBOOT_TIME=")
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := ParseBootTime(s); err == nil && v <= 0 {
+			t.Fatalf("accepted %d from %q", v, s)
+		}
+	})
+}
