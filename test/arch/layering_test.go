@@ -80,6 +80,7 @@ var levels = map[string]int{
 	"cmd/mosaic":                     lvCmd,
 	"test/e2e":                       lvCmd,
 	"test/arch":                      lvCmd,
+	"scripts/bench/rigplace":         lvCmd, // rig benchmark: drives sbatch and the built binary (stdlib only)
 }
 
 // Surfaces (every package at lvSurface) must not import one another: each calls core,
