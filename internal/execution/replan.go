@@ -288,16 +288,17 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	if err != nil {
 		return e.revertMove(ctx, t, old, na, nil, err.Error())
 	}
-	st, found, err := e.statusOf(ctx, p, old.JobID)
+	st, found, err := e.listedStatusOf(ctx, p, old.JobID)
 	if err != nil {
 		return e.revertMove(ctx, t, old, na, nil, fmt.Sprintf("%s did not say whether job %s is still queued: %v", old.System, old.JobID, err))
 	}
-	if !found || st.State != model.JobPending {
-		state := "gone from the queue"
-		if found {
-			state = string(st.State)
-		}
-		return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("job %s on %s started meanwhile (%s)", old.JobID, old.System, state))
+	if !found {
+		// Not "started": a site's accounting (sacct) can lag behind its queue for a job
+		// submitted seconds ago. Unknown is not queued, so the old job keeps its place.
+		return e.revertMove(ctx, t, old, na, nil, fmt.Sprintf("%s does not list job %s (its accounting may lag behind the queue), so it cannot be known to be still queued", old.System, old.JobID))
+	}
+	if st.State != model.JobPending {
+		return e.revertMove(ctx, t, old, na, &observed{st, found}, fmt.Sprintf("job %s on %s started meanwhile (%s)", old.JobID, old.System, st.State))
 	}
 	// Where the scheduler can cancel a job only while it is queued (scancel
 	// --state=PENDING), the old job is never killed after its command began: if it
@@ -349,6 +350,30 @@ type observed struct {
 	st    model.JobStatus
 	found bool
 }
+
+// listedStatusOf is statusOf asked again, a bounded few times, while the site does
+// not list the job: accounting (Slurm's sacct) records a job a moment after the queue
+// has it, so a job submitted seconds ago can be missing from an answer although it is
+// queued (seen on the rig: a move reverted as "started" for a job still pending).
+func (e *Engine) listedStatusOf(ctx context.Context, p provider.Provider, id string) (model.JobStatus, bool, error) {
+	for try := 0; ; try++ {
+		st, found, err := e.statusOf(ctx, p, id)
+		if err != nil || found || try == statusListTries-1 {
+			return st, found, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, found, ctx.Err()
+		case <-time.After(statusListWait):
+		}
+	}
+}
+
+// How often and how far apart listedStatusOf asks again for a job not listed.
+const (
+	statusListTries = 4
+	statusListWait  = time.Second
+)
 
 // statusOf asks a site for one job's state, bounded by CancelTimeout.
 func (e *Engine) statusOf(ctx context.Context, p provider.Provider, id string) (model.JobStatus, bool, error) {

@@ -983,3 +983,59 @@ func TestReplanDueNeitherStarvesNorPicksBusyTasks(t *testing.T) {
 		t.Fatal("picked a job whose task is busy")
 	}
 }
+
+// laggingAccounting is A whose status answers (sacct) miss jobs for a while, as Slurm's
+// accounting does for a job submitted seconds ago: the first `misses` Status calls
+// after arm() leave every asked job out.
+type laggingAccounting struct {
+	*simprov.Provider
+	mu     *sync.Mutex
+	misses *int
+}
+
+func (s laggingAccounting) Status(ctx context.Context, ids []string) (map[string]model.JobStatus, error) {
+	s.mu.Lock()
+	miss := *s.misses > 0
+	if miss {
+		*s.misses--
+	}
+	s.mu.Unlock()
+	if miss {
+		return map[string]model.JobStatus{}, nil
+	}
+	return s.Provider.Status(ctx, ids)
+}
+
+// TestAMoveAsksAgainWhenTheOldJobIsNotListed: when the site's answer does not list the
+// old, still queued job (its accounting lags), the move asks again instead of taking
+// the job for started and reverting (seen on the rig: a move reverted with "started
+// meanwhile (gone from the queue)" for a job still pending): the job moves once.
+func TestAMoveAsksAgainWhenTheOldJobIsNotListed(t *testing.T) {
+	var mu sync.Mutex
+	misses := 0
+	var lag laggingAccounting
+	r := newReplanRig(t, func(a *simprov.Provider) provider.Provider {
+		lag = laggingAccounting{Provider: a, mu: &mu, misses: &misses}
+		return lag
+	}, func(b *simprov.Provider) provider.Provider {
+		return racingSite{Provider: b, after: func() { mu.Lock(); misses = 2; mu.Unlock() }}
+	})
+	r.block(t, r.a, 4*time.Hour)
+	blockB := r.block(t, r.b, 4*time.Hour)
+	r.task(t, "lagger", "echo hi", 1)
+	if err := r.b.Cancel(r.ctx, blockB); err != nil {
+		t.Fatal(err)
+	}
+	if !r.tickUntil(t, 10*time.Second, func() bool { return len(r.attempts(t, "lagger")) > 1 }) {
+		logEvents(t, r.events(t, "lagger"))
+		t.Fatal("no move was tried")
+	}
+	atts := r.attempts(t, "lagger")
+	if len(atts) != 2 || atts[1].System != "B" || atts[1].State == model.JobCancelling || atts[1].State == model.JobCancelled {
+		logEvents(t, r.events(t, "lagger"))
+		t.Fatalf("attempts: %d, last %s %s; want the job moved to B (not reverted)", len(atts), atts[len(atts)-1].System, atts[len(atts)-1].State)
+	}
+	if atts[0].State != model.JobCancelling && atts[0].State != model.JobCancelled {
+		t.Fatalf("attempt 1 on A is %s, want cancelled after the move", atts[0].State)
+	}
+}
