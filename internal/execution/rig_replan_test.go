@@ -86,11 +86,13 @@ func TestRigReplanMovesAPendingJobOnce(t *testing.T) {
 		if err := e.Tick(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if tr, err = st.Task(ctx, id); err == nil && tr.State.Final() {
-			break
-		}
 		atts, _ = st.Attempts(ctx, id)
 		started = started || len(atts) == 2 && atts[1].State == model.JobRunning
+		// Done when the task is final and so is every attempt: beta's job may finish
+		// before the monitor has confirmed alpha's cancel (a tick later).
+		if tr, err = st.Task(ctx, id); err == nil && tr.State.Final() && allFinal(atts) {
+			break
+		}
 	}
 	atts, _ = st.Attempts(ctx, id)
 	evs, _ := st.Events(ctx, store.EventQuery{TaskID: id, Limit: 100})
@@ -123,4 +125,14 @@ func TestRigReplanMovesAPendingJobOnce(t *testing.T) {
 	if mv, ok := findEvent(evs, "replan: move pending job "+atts[0].JobID+": alpha → beta:cpu"); ok {
 		t.Logf("event: %s — %s", mv.Message, mv.Rationale)
 	}
+}
+
+// allFinal reports whether every attempt has reached a final state.
+func allFinal(atts []*model.Attempt) bool {
+	for _, a := range atts {
+		if !a.State.Final() {
+			return false
+		}
+	}
+	return len(atts) > 0
 }
