@@ -282,12 +282,12 @@ func TestExchangeQuotas(t *testing.T) {
 	if code, text := exCall(t, "POST", ex+"/mailbox", op, mbox(u)); code != 200 {
 		t.Fatalf("register operator: %d %s", code, text)
 	}
-	big, _ := agent.NewRequest(u, coord, map[string]string{"kind": "mosaic-text", "text": strings.Repeat("x", 1_000_000)})
-	raw, _ := json.Marshal(big)
-	body := map[string]any{"message": string(raw)}
 	accepted, refused := 0, 0
 	for i := range 150 { // bounded
-		code, text := exCall(t, "PUT", ex+"/message", op, body)
+		// A fresh tag each time: the exchange de-duplicates a repeat of one message.
+		big, _ := agent.NewRequest(u, coord, map[string]string{"kind": "mosaic-text", "text": strings.Repeat("x", 1_000_000)})
+		raw, _ := json.Marshal(big)
+		code, text := exCall(t, "PUT", ex+"/message", op, map[string]any{"message": string(raw)})
 		switch {
 		case code == 200:
 			accepted++
