@@ -52,6 +52,7 @@ func RunSite(ctx context.Context, ss SpawnSite) (int, error) {
 	if err := slice.Validate(Federated); err != nil {
 		return 2, fmt.Errorf("slice %s is invalid:\n%w", strings.Join(ss.Agents, ","), err)
 	}
+	becomeSubreaper()
 	clients := make([]*agent.Client, len(slice.Agents))
 	for i, a := range slice.Agents {
 		tok := ss.Tokens[a.Name]
@@ -197,4 +198,17 @@ func parseProcStat(s string) (state string, pgrp int, ok bool) {
 		return "", 0, false
 	}
 	return f[0], n, true
+}
+
+// becomeSubreaper makes this process the reaper of its agents' orphans (Linux
+// PR_SET_CHILD_SUBREAPER): a grandchild whose parent died — a `sleep` deaf to SIGTERM
+// under a shell agent that was not — is re-parented to spawn-site instead of init, so
+// it stays a descendant of the batch job's step. A batch system that tracks a job's
+// processes by parentage (Slurm's proctrack/linuxproc) then still finds and kills it
+// when it SIGKILLs the job, even if spawn-site is killed before its own group stop
+// (seen on the rig: a second cancel of a cancelling job escalated at once). Best
+// effort: elsewhere the call fails and nothing changes.
+func becomeSubreaper() {
+	const prSetChildSubreaper = 36 // linux/prctl.h
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 }
