@@ -73,11 +73,19 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	// re-adopt the previous run's jobs when they start, and a store that is then
 	// refused must not have them killed on the way out.
 	var sopts []store.Option
-	if o.FreshStore {
+	pg := store.IsPostgres(cfg.DBPath)
+	switch {
+	case o.FreshStore && pg:
+		log.Warn("--fresh does not apply to a PostgreSQL store: it moves a damaged SQLite file aside, and a PostgreSQL database is never moved or emptied (restore it from a backup instead)",
+			"store", store.RedactDSN(cfg.DBPath))
+	case o.FreshStore:
 		sopts = append(sopts, store.Fresh())
 	}
 	st, err := store.Open(ctx, cfg.DBPath, sopts...)
 	if err != nil {
+		if pg {
+			return nil, err // its error says what to check in MOSAIC_DB
+		}
 		return nil, fmt.Errorf("%w (set MOSAIC_DB to use another file)", err)
 	}
 	defer func() {
@@ -151,7 +159,11 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	c.lease = lease
 	c.simTmp = simTmp
 	if lease != nil {
-		log.Debug("store lease taken", "lock", store.LockPath(cfg.DBPath), "generation", lease.Owner().Generation)
+		lock := store.LockPath(cfg.DBPath)
+		if pg {
+			lock = "PostgreSQL advisory lock"
+		}
+		log.Debug("store lease taken", "lock", lock, "generation", lease.Owner().Generation)
 		go watchLease(ctx, lease, log)
 	}
 	ok = true
@@ -164,6 +176,11 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 // directory (tmp is true; Close removes it), never a ":memory:.sim" in the working
 // directory.
 func simWorkDir(cfg *config.Config) (dir string, tmp bool, err error) {
+	if store.IsPostgres(cfg.DBPath) {
+		// A database on a server has no directory beside it; the state directory is
+		// this machine's (and never a path made of the URL, which may hold a password).
+		return filepath.Join(cfg.StateDir, "sim"), false, nil
+	}
 	if cfg.DBPath == "" || cfg.DBPath == ":memory:" {
 		d, err := os.MkdirTemp("", "mosaic-sim-")
 		if err != nil {
@@ -200,16 +217,19 @@ func watchLease(ctx context.Context, l store.Lease, log *slog.Logger) {
 	}
 }
 
-// acquireLease takes the lease of the store at dbPath (none for ":memory:").
+// acquireLease takes the lease of the store at dbPath (none for ":memory:"): a lock
+// file for SQLite, an advisory lock for PostgreSQL (store.NewLeaser).
 func acquireLease(ctx context.Context, dbPath, addr string) (store.Lease, error) {
 	if dbPath == "" || dbPath == ":memory:" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
-		return nil, fmt.Errorf("store %s: create its directory: %w (set MOSAIC_DB to use another file)", dbPath, err)
+	if !store.IsPostgres(dbPath) {
+		if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+			return nil, fmt.Errorf("store %s: create its directory: %w (set MOSAIC_DB to use another file)", dbPath, err)
+		}
 	}
 	host, _ := os.Hostname()
-	return store.FileLeaser{DBPath: dbPath}.Acquire(ctx, store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()})
+	return store.NewLeaser(dbPath).Acquire(ctx, store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()})
 }
 
 func allSim(cat *site.Catalog) bool {
@@ -232,7 +252,7 @@ func ownPaths(cfg *config.Config, cat *site.Catalog) []string {
 	home, _ := os.UserHomeDir()
 	var names []string
 	names = append(names, cfg.ConfigDir, cfg.StateDir, cfg.TokenPath, cfg.SitesFile)
-	if cfg.DBPath != "" && cfg.DBPath != ":memory:" {
+	if cfg.DBPath != "" && cfg.DBPath != ":memory:" && !store.IsPostgres(cfg.DBPath) {
 		names = append(names, cfg.DBPath, cfg.DBPath+"-wal", cfg.DBPath+"-shm", cfg.DBPath+"-journal")
 	}
 	names = append(names, cfg.EnvFiles...)

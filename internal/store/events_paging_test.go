@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,12 +29,12 @@ func seedEvents(t *testing.T, s *Store, t0 time.Time, n int) []int64 {
 // BeforeID = the smallest id of each page visits every event exactly once, in
 // descending order, with and without a task filter.
 func TestEventsNewestFirstPagesWithBefore(t *testing.T) {
+	forEachBackend(t, testEventsNewestFirstPagesWithBefore)
+}
+
+func testEventsNewestFirstPagesWithBefore(t *testing.T, db string) {
 	ctx := context.Background()
-	s, err := Open(ctx, ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openT(t, db)
 	ids := seedEvents(t, s, time.Now().Add(-time.Hour), 23)
 
 	for _, c := range []struct {
@@ -78,13 +77,11 @@ func TestEventsNewestFirstPagesWithBefore(t *testing.T) {
 
 // TestEventsCursorsAndSince: the limit keeps the newest events, Since and the two
 // cursors bound the window, and a window between AfterID and BeforeID is exclusive.
-func TestEventsCursorsAndSince(t *testing.T) {
+func TestEventsCursorsAndSince(t *testing.T) { forEachBackend(t, testEventsCursorsAndSince) }
+
+func testEventsCursorsAndSince(t *testing.T, db string) {
 	ctx := context.Background()
-	s, err := Open(ctx, ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openT(t, db)
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
 	ids := seedEvents(t, s, t0, 10)
 
@@ -113,8 +110,11 @@ func TestEventsCursorsAndSince(t *testing.T) {
 // back by a new Store on the same file (what a restarted core does); attempts without
 // one read as nil, unknown attempts as ErrNotFound.
 func TestAttemptOutputSurvivesReopen(t *testing.T) {
+	forEachBackend(t, testAttemptOutputSurvivesReopen)
+}
+
+func testAttemptOutputSurvivesReopen(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

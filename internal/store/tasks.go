@@ -32,29 +32,25 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-func insertEvents(ctx context.Context, x execer, evs []model.Event) ([]int64, error) {
+func insertEvents(ctx context.Context, x querier, evs []model.Event) ([]int64, error) {
 	ids := make([]int64, 0, len(evs))
 	for _, e := range evs {
 		if e.Time.IsZero() {
 			e.Time = time.Now()
 		}
-		res, err := x.ExecContext(ctx, `INSERT INTO events (time, task_id, attempt, system, kind, message, rationale, actor)
-			VALUES (?,?,?,?,?,?,?,?)`, nanos(e.Time), e.TaskID, e.Attempt, e.System, e.Kind, e.Message, e.Rationale, string(e.Actor))
-		if err != nil {
+		var id int64
+		if err := x.QueryRowContext(ctx, `INSERT INTO events (time, task_id, attempt, system, kind, message, rationale, actor)
+			VALUES (?,?,?,?,?,?,?,?) RETURNING id`, nanos(e.Time), e.TaskID, e.Attempt, e.System, e.Kind, e.Message, e.Rationale, string(e.Actor)).Scan(&id); err != nil {
 			return nil, fmt.Errorf("store: append event: %w", err)
 		}
-		id, _ := res.LastInsertId()
 		ids = append(ids, id)
 	}
 	return ids, nil
 }
 
-// tx runs fn in one immediate transaction.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+// tx runs fn in one transaction (immediate on SQLite). Write the queries in fn with
+// `?` placeholders, as everywhere in the store: tx rebinds them for PostgreSQL.
+func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
@@ -83,7 +79,7 @@ func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) 
 	if t.Target != nil {
 		ts, tp = t.Target.System, t.Target.Partition
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, name, command, script, description, envelope, target_system,
 			target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			t.ID, t.Name, t.Command, t.Script, t.Description, string(env), ts, tp, string(pol), string(t.State), t.Reason,
@@ -106,7 +102,7 @@ type TaskUpdate struct {
 
 // UpdateTask applies an update and appends events in one transaction.
 func (s *Store) UpdateTask(ctx context.Context, id string, u TaskUpdate, evs ...model.Event) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		now := nanos(time.Now())
 		if u.State != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET state=?, updated_at=? WHERE id=?`, string(*u.State), now, id); err != nil {
@@ -220,7 +216,7 @@ func (s *Store) CreateAttempt(ctx context.Context, a *model.Attempt, evs ...mode
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		var est sql.NullInt64
 		if a.EstimatedStart != nil {
 			est = sql.NullInt64{Int64: nanos(*a.EstimatedStart), Valid: true}
@@ -229,6 +225,9 @@ func (s *Store) CreateAttempt(ctx context.Context, a *model.Attempt, evs ...mode
 			state, raw_state, reason, created_at, est_start) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			a.TaskID, a.N, a.Tag, a.System, a.Partition, a.Account, string(spec), a.Script, a.JobID,
 			string(a.State), a.RawState, a.Reason, nanos(a.CreatedAt), est); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("store: create attempt %s: %w (%w)", a.Tag, ErrDuplicate, err)
+			}
 			return fmt.Errorf("store: create attempt %s: %w", a.Tag, err)
 		}
 		_, err := insertEvents(ctx, tx, evs)
@@ -252,7 +251,7 @@ type AttemptUpdate struct {
 
 // UpdateAttempt applies an update and appends events in one transaction.
 func (s *Store) UpdateAttempt(ctx context.Context, taskID string, n int, u AttemptUpdate, evs ...model.Event) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		set := func(col string, v any) error {
 			_, err := tx.ExecContext(ctx, `UPDATE attempts SET `+col+`=? WHERE task_id=? AND n=?`, v, taskID, n)
 			if err != nil {
@@ -389,7 +388,7 @@ func (s *Store) OpenAttempts(ctx context.Context) ([]*model.Attempt, error) {
 // AppendEvents adds events outside any other change.
 func (s *Store) AppendEvents(ctx context.Context, evs ...model.Event) ([]int64, error) {
 	var ids []int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var err error
 		ids, err = insertEvents(ctx, tx, evs)
 		return err
@@ -399,8 +398,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...model.Event) ([]int64, 
 
 // EventQuery filters Events. AfterID and BeforeID are exclusive cursors: a page read
 // newest first continues with BeforeID = the smallest id it returned, one read oldest
-// first with AfterID = the largest. Ids only grow (AUTOINCREMENT, one writer at a
-// time), so neither cursor skips or repeats an event, across restarts too.
+// first with AfterID = the largest. Ids only grow (AUTOINCREMENT on SQLite, an
+// identity column on PostgreSQL; one writer at a time), so neither cursor skips or repeats an event, across restarts too.
 type EventQuery struct {
 	TaskID   string
 	AfterID  int64     // only events with a larger id

@@ -65,6 +65,7 @@ var levels = map[string]int{
 	"internal/scheduler/llm/llmtest": lvServices, // test helper of llm
 	"internal/waits":                 lvServices, // per-partition correction of site start estimates (model-level imports only)
 	"internal/store":                 lvServices,
+	"internal/store/pgtest":          lvLeaf, // test helper: a fresh database on the test PostgreSQL (tests only)
 	"internal/exchange":              lvServices,
 	"internal/exchange/redistest":    lvLeaf,     // test helper: a private redis-server (tests only)
 	"internal/academyfake":           lvServices, // wire-format fake of Academy's hosted exchange (Globus-gated) for tests
@@ -105,6 +106,7 @@ var importableOnlyBy = map[string][]string{
 	"internal/exchange/redistest":    {},
 	"internal/globusfake":            {"internal/academyfake"}, // the exchange fake introspects at the auth fake
 	"internal/scheduler/llm/llmtest": {},
+	"internal/store/pgtest":          {},
 	"internal/testproc":              {},
 	"internal/transport/rigenv":      {},
 }
