@@ -17,6 +17,9 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/testproc"
 )
 
+// SQLite only: these tests are of FileLeaser (flock(2) on <db>.lock). The PostgreSQL
+// store's advisory-lock lease has its own (TestPGLease* in postgres_test.go).
+
 func TestLeaseSecondAcquirerInProcessRefused(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "mosaic.db")
 	ctx := context.Background()

@@ -108,6 +108,7 @@ func testNewerSchemaRefused(t *testing.T, path string) {
 	}
 }
 
+// TestInMemory: SQLite only (":memory:" is SQLite's private in-memory database).
 func TestInMemory(t *testing.T) {
 	s, err := Open(context.Background(), ":memory:")
 	if err != nil {
