@@ -375,14 +375,14 @@ func openCampaignCore(ctx context.Context, cfg *config.Config, dbPath, run strin
 	if errors.As(err, &held) {
 		jobs, url, serr := serveOwning(ctx, dbPath)
 		if serr == nil {
-			fmt.Fprintf(out, "campaign jobs: the store %s is owned by the core at %s; the run's tasks are its tasks (`mosaic tasks`)\n", dbPath, url)
+			fmt.Fprintf(out, "campaign jobs: the store %s is owned by the core at %s; the run's tasks are its tasks (`mosaic tasks`)\n", store.RedactDSN(dbPath), url)
 			return nil, jobs, dbPath, nil
 		}
 		if run == "" {
 			return nil, nil, "", fmt.Errorf("open the core that runs the campaign's submit-mode jobs: %w (and no core answers for it: %w)", err, serr)
 		}
 		own := filepath.Join(campaign.CampaignsRoot(cfg.StateDir), run+".tasks.db")
-		fmt.Fprintf(out, "campaign jobs: the store %s is in use (%s) and no core answers for it (%v); run %s's tasks are kept in %s\n", dbPath, held.Error(), serr, run, own)
+		fmt.Fprintf(out, "campaign jobs: the store %s is in use (%s) and no core answers for it (%v); run %s's tasks are kept in %s\n", store.RedactDSN(dbPath), held.Error(), serr, run, own)
 		c2.DBPath = own
 		c, err = core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM, MonitorEvery: campaignMonitorEvery})
 	}

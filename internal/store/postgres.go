@@ -164,6 +164,8 @@ func (s *Store) checkPostgresSchema(ctx context.Context) error {
 const (
 	// pgMigrateLockKey serializes migrations (pg_advisory_xact_lock, per transaction).
 	pgMigrateLockKey int64 = 0x6d6f7361_69630001
+	// pgWriterLockKey serializes write transactions (Store.tx), as SQLite's one writer.
+	pgWriterLockKey int64 = 0x6d6f7361_69630003
 	// pgOwnerLockKey is the single-owner lease of a store (pg_try_advisory_lock, per
 	// session, on the lease's own connection).
 	pgOwnerLockKey int64 = 0x6d6f7361_69630002

@@ -433,3 +433,46 @@ func FuzzParseOwnerAppName(f *testing.F) {
 		}
 	})
 }
+
+// TestTestPostgresLoopbackOnly: the test PostgreSQL scripts/testpg/up.sh starts listens
+// on 127.0.0.1 only and admits TCP connections from 127.0.0.1 only, with a password
+// (its test password never leaves the machine's loopback).
+func TestTestPostgresLoopbackOnly(t *testing.T) {
+	admin := pgtest.Server(t)
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var listen string
+	if err := c.QueryRow(ctx, `SHOW listen_addresses`).Scan(&listen); err != nil {
+		t.Fatal(err)
+	}
+	if listen != "127.0.0.1" {
+		t.Fatalf("listen_addresses = %q, want 127.0.0.1 only", listen)
+	}
+	rows, err := c.Query(ctx, `SELECT type, COALESCE(address, ''), COALESCE(netmask, ''), COALESCE(auth_method, ''), COALESCE(error, '') FROM pg_hba_file_rules`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var typ, addr, mask, method, rerr string
+		if err := rows.Scan(&typ, &addr, &mask, &method, &rerr); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		switch {
+		case rerr != "":
+			t.Errorf("pg_hba.conf rule with an error: %s", rerr)
+		case typ == "local":
+		case addr != "127.0.0.1" || mask != "255.255.255.255" || method == "trust":
+			t.Errorf("pg_hba.conf admits %s %s/%s by %s; want 127.0.0.1/32 with a password only", typ, addr, mask, method)
+		}
+	}
+	if err := rows.Err(); err != nil || n == 0 {
+		t.Fatalf("pg_hba rules: %d %v", n, err)
+	}
+}

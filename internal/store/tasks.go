@@ -48,12 +48,24 @@ func insertEvents(ctx context.Context, x querier, evs []model.Event) ([]int64, e
 	return ids, nil
 }
 
-// tx runs fn in one transaction (immediate on SQLite). Write the queries in fn with
-// `?` placeholders, as everywhere in the store: tx rebinds them for PostgreSQL.
+// tx runs fn in one write transaction. Write the queries in fn with `?`
+// placeholders, as everywhere in the store: tx rebinds them for PostgreSQL.
+//
+// Write transactions run one at a time on both backends: SQLite's BEGIN IMMEDIATE
+// takes the database's write lock, and on PostgreSQL tx first takes the store's
+// writer lock (pg_advisory_xact_lock, released at commit or rollback). Event ids are
+// assigned at insert, so this is what makes them commit in id order: EventQuery's
+// cursors never skip an event that a slower transaction committed later.
 func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
+	}
+	if s.db.d == dialectPostgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, pgWriterLockKey); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("store: take the writer lock: %w", err)
+		}
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
