@@ -67,14 +67,15 @@ func TestLeaseSecondAcquirerInProcessRefused(t *testing.T) {
 	}
 }
 
-// TestLeaseHelperProcess is the subprocess of TestLeaseAcrossProcesses: it takes the
-// lease, says so, and holds it until killed (bounded to a minute).
+// TestLeaseHelperProcess is the subprocess of TestLeaseAcrossProcessesAndKill9 and
+// TestPGLeaseKill9: it takes the lease of the store (a file or a PostgreSQL URL), says
+// so, and holds it until killed (bounded to a minute).
 func TestLeaseHelperProcess(t *testing.T) {
 	db := os.Getenv("MOSAIC_LEASE_HELPER_DB")
 	if db == "" {
 		t.Skip("helper process only")
 	}
-	l, err := FileLeaser{DBPath: db}.Acquire(context.Background(), Owner{PID: os.Getpid(), Addr: "127.0.0.1:7777", Host: "helper"})
+	l, err := NewLeaser(db).Acquire(context.Background(), Owner{PID: os.Getpid(), Addr: "127.0.0.1:7777", Host: "helper"})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(3)

@@ -24,32 +24,19 @@ func translateForPostgres(q string) string {
 	var b strings.Builder
 	b.Grow(len(q) + 64)
 	for i := 0; i < len(q); {
-		c := q[i]
-		switch {
-		case c == '\'' || c == '"':
-			j := skipQuoted(q, i)
+		if j, ok := skipText(q, i); ok {
 			b.WriteString(q[i:j])
 			i = j
-		case c == '-' && i+1 < len(q) && q[i+1] == '-':
-			j := strings.IndexByte(q[i:], '\n')
-			if j < 0 {
-				j = len(q) - i
-			}
-			b.WriteString(q[i : i+j])
-			i += j
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			j := skipBlockComment(q, i)
-			b.WriteString(q[i:j])
-			i = j
-		case isWordByte(c):
-			j := wordEnd(q, i)
-			next, repl := translateWord(q, i, j)
-			b.WriteString(repl)
-			i = next
-		default:
-			b.WriteByte(c)
-			i++
+			continue
 		}
+		if !isWordByte(q[i]) {
+			b.WriteByte(q[i])
+			i++
+			continue
+		}
+		next, repl := translateWord(q, i, wordEnd(q, i))
+		b.WriteString(repl)
+		i = next
 	}
 	return b.String()
 }

@@ -74,24 +74,17 @@ func TestTranslatedMigrationsHaveNoSQLiteIsms(t *testing.T) {
 func codeWords(q string) []string {
 	var out []string
 	for i := 0; i < len(q); {
-		switch c := q[i]; {
-		case c == '\'' || c == '"':
-			i = skipQuoted(q, i)
-		case c == '-' && i+1 < len(q) && q[i+1] == '-':
-			if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
-				i += j
-			} else {
-				i = len(q)
-			}
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			i = skipBlockComment(q, i)
-		case isWordByte(c):
-			j := wordEnd(q, i)
-			out = append(out, q[i:j])
+		if j, ok := skipText(q, i); ok {
 			i = j
-		default:
-			i++
+			continue
 		}
+		if !isWordByte(q[i]) {
+			i++
+			continue
+		}
+		j := wordEnd(q, i)
+		out = append(out, q[i:j])
+		i = j
 	}
 	return out
 }

@@ -5,7 +5,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"strconv"
@@ -156,28 +155,11 @@ func terminateLeaseSessions(t *testing.T, db string) {
 	}
 }
 
-// TestPGLeaseHelperProcess is the subprocess of TestPGLeaseKill9: it takes the lease
-// and holds it until killed (bounded to a minute).
-func TestPGLeaseHelperProcess(t *testing.T) {
-	db := os.Getenv("MOSAIC_PG_LEASE_HELPER_DB")
-	if db == "" {
-		t.Skip("helper process only")
-	}
-	l, err := PGLeaser{DSN: db}.Acquire(context.Background(), Owner{PID: os.Getpid(), Addr: "127.0.0.1:7777", Host: "helper"})
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(3)
-	}
-	fmt.Printf("locked %d\n", l.Owner().Generation)
-	time.Sleep(time.Minute)
-	os.Exit(4)
-}
-
 // TestPGLeaseKill9: a core killed with -9 holds no lock: the server drops its session
 // and the next core takes the store.
 func TestPGLeaseKill9(t *testing.T) {
 	db := pgtest.New(t)
-	cmd, _ := testproc.Start(t, "TestPGLeaseHelperProcess", []string{"MOSAIC_PG_LEASE_HELPER_DB=" + db}, "locked")
+	cmd, _ := testproc.Start(t, "TestLeaseHelperProcess", []string{"MOSAIC_LEASE_HELPER_DB=" + db}, "locked")
 	ctx := context.Background()
 	_, err := PGLeaser{DSN: db}.Acquire(ctx, Owner{PID: os.Getpid()})
 	var held *LeaseHeldError

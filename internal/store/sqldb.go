@@ -185,34 +185,39 @@ func rebindDollar(q string) string {
 	b.Grow(len(q) + 8)
 	n := 0
 	for i := 0; i < len(q); {
-		c := q[i]
-		switch {
-		case c == '?':
+		if j, ok := skipText(q, i); ok {
+			b.WriteString(q[i:j])
+			i = j
+			continue
+		}
+		if q[i] == '?' {
 			n++
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(n))
-			i++
-		case c == '\'' || c == '"':
-			j := skipQuoted(q, i)
-			b.WriteString(q[i:j])
-			i = j
-		case c == '-' && i+1 < len(q) && q[i+1] == '-':
-			j := strings.IndexByte(q[i:], '\n')
-			if j < 0 {
-				j = len(q) - i
-			}
-			b.WriteString(q[i : i+j])
-			i += j
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			j := skipBlockComment(q, i)
-			b.WriteString(q[i:j])
-			i = j
-		default:
-			b.WriteByte(c)
-			i++
+		} else {
+			b.WriteByte(q[i])
 		}
+		i++
 	}
 	return b.String()
+}
+
+// skipText reports whether a string, a quoted identifier or a comment starts at q[i]
+// (SQL text that is not code: no placeholder or keyword in it counts) and returns the
+// index just past it. One lexer for the rebinder and the migration translator.
+func skipText(q string, i int) (int, bool) {
+	switch c := q[i]; {
+	case c == '\'' || c == '"':
+		return skipQuoted(q, i), true
+	case c == '-' && i+1 < len(q) && q[i+1] == '-':
+		if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
+			return i + j, true
+		}
+		return len(q), true
+	case c == '/' && i+1 < len(q) && q[i+1] == '*':
+		return skipBlockComment(q, i), true
+	}
+	return i, false
 }
 
 // skipQuoted returns the index just past the quoted run starting at q[i] (its quote
