@@ -76,7 +76,7 @@ if have "$PG_INITDB"; then
   echo "== test PostgreSQL"
   scripts/testpg/up.sh
   # shellcheck disable=SC1091
-  . /tmp/mosaic-pg/pg.env
+  . "${MOSAIC_PG_DIR:-/tmp/mosaic-pg}/pg.env"
   export MOSAIC_TEST_POSTGRES
 else
   echo "== PostgreSQL is not installed: the store's PostgreSQL tests will skip"

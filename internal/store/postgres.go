@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,47 +23,143 @@ func IsPostgres(db string) bool { return config.IsPostgresURL(db) }
 
 // RedactDSN returns a PostgreSQL URL with its password (in the user info or a
 // password= parameter) replaced by "xxxxx", for errors and logs. A value that is not
-// a PostgreSQL URL is returned as it is (a file path holds no secret); one that does
-// not parse is cut to its scheme, since where its password ends cannot be known.
+// a PostgreSQL URL is returned as it is (a file path holds no secret). One that does
+// not parse, or whose parts a reader could take differently (a fragment, or text
+// before its last '@' that holds a ':' the parser did not read as the password: a
+// password with an unescaped '#', '/' or '?'), is cut to its scheme, since where its
+// password ends cannot be known.
 func RedactDSN(dsn string) string {
 	if !IsPostgres(dsn) {
 		return dsn
 	}
 	u, err := url.Parse(dsn)
-	if err != nil {
+	if err != nil || u.Fragment != "" || u.RawFragment != "" || misreadPassword(dsn, u) {
 		scheme, _, _ := strings.Cut(dsn, "://")
-		return scheme + "://(unparsable URL, not shown: it may hold a password)"
+		return strings.ToLower(scheme) + "://(URL not shown: it does not parse cleanly and may hold a password)"
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
+	u.RawQuery, _ = redactQuery(u.RawQuery)
 	return u.Redacted()
 }
 
-// dsnSecrets are the strings of a DSN that must never be shown: its password, raw
-// and escaped.
+// rawPassword is what a reader of the text would take for the password: after the
+// first ':' of what precedes the last '@' (after the scheme); "" if there is none.
+func rawPassword(dsn string) string {
+	_, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return ""
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return ""
+	}
+	_, pw, ok := strings.Cut(rest[:at], ":")
+	if !ok {
+		return ""
+	}
+	return pw
+}
+
+// misreadPassword reports whether the raw text has a password the parser did not
+// find where the text has it (so showing the parsed URL could show the password).
+func misreadPassword(dsn string, u *url.URL) bool {
+	raw := rawPassword(dsn)
+	if raw == "" {
+		return false
+	}
+	pw, ok := u.User.Password()
+	if !ok {
+		return true
+	}
+	unescaped, err := url.PathUnescape(raw)
+	return err != nil || (unescaped != pw && raw != pw)
+}
+
+// redactQuery replaces the value of every parameter whose name holds "password" (any
+// case, escaped or not, valid escapes or not, wherever in the pair the word is) with
+// xxxxx, and returns the values it replaced.
+func redactQuery(raw string) (string, []string) {
+	if raw == "" {
+		return raw, nil
+	}
+	var secrets []string
+	parts := strings.Split(raw, "&")
+	for i, p := range parts {
+		plain := p
+		if u, err := url.QueryUnescape(p); err == nil {
+			plain = u
+		}
+		if !strings.Contains(asciiLower(plain), "password") {
+			continue
+		}
+		// The value starts after the '=' that follows the word as written (or, for an
+		// escaped word, after the pair's first '=').
+		from := 0
+		if w := strings.Index(asciiLower(p), "password"); w >= 0 {
+			from = w
+		}
+		eq := strings.IndexByte(p[from:], '=')
+		if eq < 0 {
+			continue
+		}
+		eq += from
+		if v := p[eq+1:]; v != "" {
+			secrets = append(secrets, v)
+			if uv, err := url.QueryUnescape(v); err == nil && uv != "" {
+				secrets = append(secrets, uv)
+			}
+		}
+		parts[i] = p[:eq+1] + "xxxxx"
+	}
+	return strings.Join(parts, "&"), secrets
+}
+
+// asciiLower lowers ASCII letters only, keeping every byte where it is.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// dsnSecrets are the strings of a DSN that must never be shown — its password as
+// parsed, as written, escaped and unescaped, and the password parameters — longest first, so
+// that replacing them in turn never leaves part of a longer one.
 func dsnSecrets(dsn string) []string {
 	var out []string
 	add := func(s string) {
-		if s != "" {
-			out = append(out, s, url.QueryEscape(s), url.PathEscape(s))
+		if s == "" {
+			return
+		}
+		out = append(out, s, url.QueryEscape(s), url.PathEscape(s))
+		if u, err := url.PathUnescape(s); err == nil && u != "" {
+			out = append(out, u)
+		}
+		if u, err := url.QueryUnescape(s); err == nil && u != "" {
+			out = append(out, u)
 		}
 	}
+	add(rawPassword(dsn))
+	var queries []string
 	if u, err := url.Parse(dsn); err == nil {
 		if p, ok := u.User.Password(); ok {
 			add(p)
 		}
-		add(u.Query().Get("password"))
-	} else if _, rest, ok := strings.Cut(dsn, "://"); ok {
-		// Unparsable: hide whatever could be the user info.
-		if at := strings.LastIndexByte(rest, '@'); at > 0 {
-			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
-				add(pw)
-			}
+		queries = append(queries, u.RawQuery)
+	}
+	if _, q, ok := strings.Cut(dsn, "?"); ok { // as written, whatever the parser made of it
+		queries = append(queries, q)
+	}
+	for _, q := range queries {
+		_, qs := redactQuery(q)
+		for _, v := range qs {
+			add(v)
 		}
 	}
-	return out
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return slices.Compact(out)
 }
 
 // redactedError hides a DSN's password in the text of an error from the driver (which
