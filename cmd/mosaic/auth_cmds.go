@@ -50,8 +50,8 @@ $XDG_CONFIG_HOME/mosaic/globus/cli-login.json and used by the core without promp
 
 func newLogoutCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "logout",
-		Short: "Revoke and delete the Globus tokens stored by `mosaic login`",
+		Use:     "logout",
+		Short:   "Revoke and delete the Globus tokens stored by `mosaic login`",
 		Example: `  mosaic logout`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

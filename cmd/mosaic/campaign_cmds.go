@@ -233,7 +233,7 @@ func newCampaignSpawnSiteCmd() *cobra.Command {
 --tokens-file (lines "AGENT TOKEN", mode 0600; the launcher writes one per site holding
 only that site's agents) or derived from the run token in $MOSAIC_EXCHANGE_TOKEN.
 SIGINT, SIGTERM or SIGHUP stops every agent's process group and exits.`,
-		Example: `  mosaic campaign spawn-site campaign.jsonc --run-id chat-1 --agents worker-a,worker-b --tokens-file tokens --site delta`,
+		Example:           `  mosaic campaign spawn-site campaign.jsonc --run-id chat-1 --agents worker-a,worker-b --tokens-file tokens --site delta`,
 		Args:              campaignFileArg,
 		ValidArgsFunction: completeCampaignFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -702,9 +702,9 @@ func newCampaignStatusCmd() *cobra.Command {
 func newCampaignStopCmd() *cobra.Command {
 	var sitesFile string
 	cmd := &cobra.Command{
-		Use:   "stop RUN",
-		Short: "Stop a launched run: cancel its jobs and end its attach sessions",
-		Example: `  mosaic campaign stop chat-1`,
+		Use:               "stop RUN",
+		Short:             "Stop a launched run: cancel its jobs and end its attach sessions",
+		Example:           `  mosaic campaign stop chat-1`,
 		Args:              runArg(true),
 		ValidArgsFunction: completeRunArg,
 		RunE: func(cmd *cobra.Command, args []string) error {

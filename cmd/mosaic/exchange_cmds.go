@@ -137,8 +137,8 @@ func (q *exchangeQuotaFlags) apply(c *exchange.Config) {
 func newExchangePingCmd() *cobra.Command {
 	var u string
 	cmd := &cobra.Command{
-		Use:   "ping --url URL",
-		Short: "Check that an exchange answers from this machine (used by launch's preflight)",
+		Use:     "ping --url URL",
+		Short:   "Check that an exchange answers from this machine (used by launch's preflight)",
 		Example: `  mosaic exchange ping --url http://127.0.0.1:7700`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)

@@ -15,8 +15,8 @@ import (
 // newSimCmd is `mosaic sim`: offline experiments on the simulator.
 func newSimCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "sim",
-		Short: "Offline experiments on simulated federations (no running core needed)",
+		Use:     "sim",
+		Short:   "Offline experiments on simulated federations (no running core needed)",
 		Example: `  mosaic sim replay --federation examples/federations/demo.yaml --trace ../shared/traces/lublin_256.swf.gz`,
 	}
 	cmd.AddCommand(newSimReplayCmd())
