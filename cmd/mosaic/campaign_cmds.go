@@ -288,7 +288,13 @@ SIGINT, SIGTERM or SIGHUP stops every agent's process group and exits.`,
 				StartupTimeout: startup, Out: os.Stderr,
 			})
 			if err != nil {
-				return &exitError{code: commandExit(code), kind: kindError, msg: err.Error()}
+				// An agent's exit status passes through (RunSite returns the first
+				// non-zero one); the site's own failure, with none, is 125.
+				ec := exitMosaic
+				if code > 0 {
+					ec = jobExit(code)
+				}
+				return &exitError{code: ec, kind: kindError, msg: err.Error()}
 			}
 			return nil
 		},
