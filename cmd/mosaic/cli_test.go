@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -395,5 +396,25 @@ func TestFlagCompletion(t *testing.T) {
 		if err := root.Execute(); err != nil || !strings.Contains(b.String(), "__complete") {
 			t.Errorf("mosaic completion %s: %v, %d bytes without __complete", sh, err, b.Len())
 		}
+	}
+}
+
+// TestCompletionIgnoresWorkDirSites: completion finds the catalog like serve
+// (never ./sites.yaml: the working directory is not trusted), so a repository
+// one cds into cannot put names of its choosing on the command line.
+func TestCompletionIgnoresWorkDirSites(t *testing.T) {
+	isolate(t)
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("sites.yaml", []byte("systems:\n  - name: Hostile\n    kind: sim\n    machine: delta\n    partitions:\n      - {name: cpu, accounts: [demo]}\n    sim:\n      max_nodes: 4\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	comps, _ := complete(t, "env", "")
+	if slices.Contains(comps, "Hostile") || !slices.Contains(comps, "Delta@NCSA") {
+		t.Errorf("env completes %v: want the embedded federation, not ./sites.yaml", comps)
+	}
+	// Named on purpose (MOSAIC_SITES), it is used.
+	t.Setenv("MOSAIC_SITES", "./sites.yaml")
+	if comps, _ = complete(t, "env", ""); !slices.Contains(comps, "Hostile") {
+		t.Errorf("with MOSAIC_SITES=./sites.yaml env completes %v", comps)
 	}
 }

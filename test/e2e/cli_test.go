@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -122,4 +124,20 @@ func TestCLIConventions(t *testing.T) {
 		t.Error("submit --wait did not end after the cancel")
 	}
 	e.run("cancel", id)
+
+	// doctor: --json, and a warning when the running core runs another catalog
+	// than the one serve's lookup finds here.
+	out, errOut, rc = e.run("doctor", "--jq", ".ok, .core_catalog")
+	if rc != 0 || out != "true\nembedded simulated federation\n" {
+		t.Errorf("doctor --jq: exit %d, %q %s", rc, out, errOut)
+	}
+	other := filepath.Join(t.TempDir(), "other.yaml")
+	cat := "systems:\n  - name: Solo\n    kind: sim\n    machine: delta\n    partitions:\n      - {name: cpu, accounts: [demo]}\n    sim:\n      max_nodes: 4\n"
+	if err := os.WriteFile(other, []byte(cat), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, rc = e.run("doctor", "--sites", other)
+	if rc != 0 || !strings.Contains(out, "! the core at http://"+e.addr+" runs catalog embedded simulated federation, but serve's lookup here finds "+other) {
+		t.Errorf("doctor --sites %s against a core on the embedded catalog: exit %d:\n%s%s", other, rc, out, errOut)
+	}
 }
