@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,7 +54,7 @@ Quotas bound what one run can make the exchange hold (429/413 beyond).`,
 				token = os.Getenv("MOSAIC_EXCHANGE_TOKEN")
 			}
 			if token == "" {
-				return errors.New("no token: pass --token, --token-file or export MOSAIC_EXCHANGE_TOKEN (agents send it as Authorization: Bearer)")
+				return usagef("no token: pass --token, --token-file or export MOSAIC_EXCHANGE_TOKEN (agents send it as Authorization: Bearer)")
 			}
 			if err := campaign.ValidateRunID(run); err != nil {
 				return err

@@ -111,6 +111,12 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 		{"campaign", "nosuchcommand"},
 		{"tasks", "--jq", ".["},
 		{"tasks", "--json=a..b"},
+		{"submit", "--name", "x", "--gpus", "a..b"},
+		{"submit", "--name", "x", "--gpus", "2", "--envelope", "env.yaml"},
+		{"events", "--follow", "--before", "3"},
+		{"sim", "replay"},
+		{"init-sites", "nosuchmachine"},
+		{"put-file", "delta", "/nonexistent/file", "--to", "x"},
 	} {
 		root := newRootCmd()
 		root.SetArgs(args)

@@ -170,7 +170,7 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 			}
 			req, err := f.request(cmd)
 			if err != nil {
-				return err
+				return usage(err) // a flag or input file; nothing was submitted
 			}
 			c, err := newClient()
 			if err != nil {
@@ -717,12 +717,12 @@ nothing is printed twice and nothing is lost.`,
   mosaic events --since 1h --jq '.[] | select(.kind == "continuation") | .rationale'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if follow && before > 0 {
+				return usagef("--before pages back through older events; it does not combine with --follow")
+			}
 			c, err := newClient()
 			if err != nil {
 				return err
-			}
-			if follow && before > 0 {
-				return errors.New("--before pages back through older events; it does not combine with --follow")
 			}
 			if follow && limit == 0 {
 				limit = 20
