@@ -163,6 +163,9 @@ func TestUsageHintAndJSONErrors(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &e); err != nil || code != exitMosaic || e.Error.Code != kindNoCore || !strings.Contains(e.Error.Message, "mosaic serve") {
 		t.Errorf("JSON error of an absent core: exit %d, stderr %q (%v)", code, out, err)
 	}
+	if out, _ = run("tasks", "-o", "json"); !strings.HasPrefix(out, `{"error":`) {
+		t.Errorf("-o json: the error is not JSON: %q", out)
+	}
 	out, code = run("tasks")
 	if code != exitMosaic || !strings.HasPrefix(out, "mosaic: ") || strings.Contains(out, "{") {
 		t.Errorf("plain error of an absent core: exit %d, stderr %q", code, out)

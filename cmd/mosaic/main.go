@@ -140,8 +140,8 @@ type jsonError struct {
 	Exit    int    `json:"exit"`
 }
 
-// wantsJSON says whether the failed command was asked for JSON: its --json or
-// --jq flag was set, or (a flag that did not parse stops before the others are
+// wantsJSON says whether the failed command was asked for JSON: its --json, --jq
+// or -o json flag was set, or (a flag that did not parse stops before the others are
 // read) one of them is on the command line before a "--".
 func wantsJSON(cmd *cobra.Command, args []string) bool {
 	if cmd != nil {
@@ -149,6 +149,9 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 			if f := cmd.Flags().Lookup(n); f != nil && f.Changed {
 				return true
 			}
+		}
+		if f := cmd.Flags().Lookup("output"); f != nil && f.Changed && f.Value.String() == "json" {
+			return true
 		}
 	}
 	for _, a := range args {
