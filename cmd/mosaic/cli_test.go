@@ -324,6 +324,14 @@ func TestDataCommandsJSONJQAndCompletion(t *testing.T) {
 				t.Errorf("%s: a data command without --%s (addJSONFlag)", p, f)
 			}
 		}
+		if f := c.Flags().Lookup("jq"); f != nil {
+			if err := f.Value.Set(".[0]?"); err != nil {
+				t.Errorf("%s: --jq '.[0]?' refused: %v", p, err)
+			}
+			if err := f.Value.Set(".["); err == nil {
+				t.Errorf("%s: --jq '.[' accepted", p)
+			}
+		}
 		words := append(strings.Fields(p)[1:], "")
 		comps, dir := complete(t, words...)
 		switch kind {
