@@ -279,3 +279,47 @@ func FuzzJSONSelect(f *testing.F) {
 		}
 	})
 }
+
+// TestNewOutput: logs --follow prints what the newest tail adds to the one shown
+// before, exactly while the stream fits the window, and resumes after the overlap
+// once the window slides; with no overlap it marks the gap.
+func TestNewOutput(t *testing.T) {
+	cases := []struct{ prev, cur, want string }{
+		{"", "", ""},
+		{"", "a\n", "a\n"},
+		{"a\n", "a\nb\n", "b\n"},
+		{"a\nb\n", "a\nb\n", ""},
+		{"line1\nline2\nline3\n", "line2\nline3\nline4\n", "line4\n"}, // the window slid by one line
+		{"line1\nline2\n", "line3\nline4\n", "…\nline3\nline4\n"},     // more than a window between reads
+		{"abcabc", "bcabcX", "X"},
+		{"old output\n", "", ""},                 // a new, still empty file
+		{"x\n", "rewritten\n", "…\nrewritten\n"}, // the file was rewritten
+		{strings.Repeat("a", 100), strings.Repeat("a", 100) + "b", "b"},
+	}
+	for _, c := range cases {
+		if got := newOutput(c.prev, c.cur); got != c.want {
+			t.Errorf("newOutput(%q, %q) = %q, want %q", c.prev, c.cur, got, c.want)
+		}
+	}
+}
+
+// FuzzNewOutput: whatever two tails are, the new part is the end of cur (or cur
+// after the gap line), and a window that slid over distinct lines resumes exactly.
+func FuzzNewOutput(f *testing.F) {
+	f.Add("a\nb\nc\n", 2, "d\n")
+	f.Add("abcabc", 1, "X")
+	f.Add("", 0, "")
+	f.Fuzz(func(t *testing.T, prev string, slide int, added string) {
+		if slide < 0 || slide > len(prev) {
+			return
+		}
+		cur := prev[slide:] + added
+		got := newOutput(prev, cur)
+		if !strings.HasSuffix(cur, got) && got != "…\n"+cur {
+			t.Fatalf("newOutput(%q, %q) = %q: not an end of cur", prev, cur, got)
+		}
+		if len(got) > len(cur)+len("…\n") {
+			t.Fatalf("newOutput(%q, %q) = %q: longer than cur", prev, cur, got)
+		}
+	})
+}

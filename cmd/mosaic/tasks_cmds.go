@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -370,7 +371,7 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 // goes on; the message says how to follow it.
 func waitTimeout(id string, limit time.Duration) error {
 	return &exitError{code: exitMosaic, kind: kindWaitTimeout,
-		msg: fmt.Sprintf("stopped waiting after %s (--wait-timeout); the task goes on; follow it with `mosaic events --task %s --follow` / `mosaic task %s`", limit, id, id)}
+		msg: fmt.Sprintf("stopped waiting after %s (--wait-timeout); the task goes on; follow it with `mosaic logs -f %s` / `mosaic task %s`", limit, id, id)}
 }
 
 func fmtElapsed(d time.Duration) string {
@@ -657,18 +658,33 @@ func newReplanCmd() *cobra.Command {
 func newLogsCmd() *cobra.Command {
 	var j jsonFlag
 	var attempt, tail int
+	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs TASK",
-		Short: "Show the stdout/stderr tails of a task's job (also after a restart of the core)",
+		Use:   "logs TASK [-f]",
+		Short: "Show the stdout/stderr tails of a task's job (also after a restart of the core); -f follows them",
+		Long: `Show the ends of a task's job output (stdout, then stderr; at most --tail bytes of each,
+default 64 KiB), read from the site even after a restart of the core.
+
+-f/--follow keeps printing what the job writes, stdout to stdout and stderr to stderr,
+every 2 seconds, across retries and migrations (a new attempt is announced on stderr),
+until the task ends; Ctrl-C stops following (the task goes on). Output written faster
+than --tail bytes per 2 seconds is shown from the newest --tail bytes, after a "…" line.`,
 		Example: `  mosaic logs 7kq2m9xa
+  mosaic logs 7kq2m9xa -f
   mosaic logs 7kq2m9xa --attempt 1 --tail 4096
   mosaic logs 7kq2m9xa --jq .stderr`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTaskArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if follow && j.set {
+				return usagef("--follow prints the output as it comes; it does not combine with --json or --jq")
+			}
 			c, err := newClient()
 			if err != nil {
 				return err
+			}
+			if follow {
+				return followLogs(cmd.Context(), c, args[0], attempt, tail, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			l, err := c.TaskLogs(cmd.Context(), args[0], attempt, tail)
 			if err != nil {
@@ -694,9 +710,127 @@ func newLogsCmd() *cobra.Command {
 	}
 	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
 	cmd.Flags().IntVar(&tail, "tail", 0, "bytes from the end of each stream (default 64 KiB)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the task ends (Ctrl-C stops following; the task goes on)")
 	addJSONFlag(cmd, &j, client.Logs{})
 	return cmd
 }
+
+// logsFollowEvery is how often logs --follow reads the job's output.
+const logsFollowEvery = 2 * time.Second
+
+// followLogs prints a task's job output as it grows until the task is final (then
+// once more, for what the job wrote last) or Ctrl-C. attempt 0 follows the latest
+// attempt, announcing each new one on errw.
+func followLogs(ctx context.Context, c *client.Client, id string, attempt, tail int, out, errw io.Writer) error {
+	sctx, stop := signalContext()
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-sctx.Done()
+		cancel()
+	}()
+	var prevOut, prevErr string
+	shown := -1 // the attempt whose output is being shown
+	waiting := false
+	for {
+		t, err := c.Task(ctx, id)
+		if err != nil {
+			return followStopped(ctx, sctx, id, err)
+		}
+		l, err := c.TaskLogs(ctx, id, attempt, tail)
+		var api *client.APIError
+		switch {
+		case err != nil && errors.As(err, &api) && api.Status == http.StatusNotFound && !t.Final():
+			// No job yet (the task exists: it was just read): wait for one.
+			if !waiting {
+				fmt.Fprintf(errw, "mosaic: task %s has no job yet (%s); waiting for one\n", id, t.State)
+				waiting = true
+			}
+			l = nil
+		case err != nil:
+			return followStopped(ctx, sctx, id, err)
+		}
+		if l == nil {
+			select {
+			case <-ctx.Done():
+				return followStopped(ctx, sctx, id, ctx.Err())
+			case <-time.After(logsFollowEvery):
+			}
+			continue
+		}
+		if l.Attempt != shown {
+			if shown >= 0 {
+				fmt.Fprintf(errw, "mosaic: attempt %d on %s (job %s)\n", l.Attempt, l.System, dash(l.JobID))
+			}
+			shown, prevOut, prevErr = l.Attempt, "", ""
+		}
+		if _, err := io.WriteString(out, newOutput(prevOut, l.Stdout)); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(errw, newOutput(prevErr, l.Stderr)); err != nil {
+			return err
+		}
+		prevOut, prevErr = l.Stdout, l.Stderr
+		if t.Final() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return followStopped(ctx, sctx, id, ctx.Err())
+		case <-time.After(logsFollowEvery):
+		}
+	}
+}
+
+// followStopped is the error of a follow that ended early: Ctrl-C (130, the task
+// goes on) or what went wrong.
+func followStopped(ctx, sctx context.Context, id string, err error) error {
+	if sctx.Err() != nil {
+		return &exitError{code: exitInterrupted, kind: kindInterrupted,
+			msg: fmt.Sprintf("stopped following; task %s goes on (mosaic task %s, mosaic cancel %s)", id, id, id)}
+	}
+	return err
+}
+
+// newOutput is what cur (the newest tail of a stream) adds to prev (the tail shown
+// before). Below the tail window cur starts with prev; once the stream outgrows it
+// the window slides, and the new part starts after the longest end of prev that
+// begins cur. With no overlap at all (more was written than the window holds, or
+// the file was rewritten) it is cur after a "…" line.
+func newOutput(prev, cur string) string {
+	if strings.HasPrefix(cur, prev) {
+		return cur[len(prev):]
+	}
+	// The overlap is a suffix of prev that begins cur. One at least k bytes long
+	// starts where cur's first k bytes occur in prev: try those places, the longest
+	// overlap (leftmost) first, at most maxOverlapTries of them (repetitive output
+	// could offer very many); a shorter one is one of the last k-1 places.
+	k := min(len(cur), 32)
+	anchor := cur[:k]
+	for i, tries := 0, 0; k > 0 && tries < maxOverlapTries; tries++ {
+		j := strings.Index(prev[i:], anchor)
+		if j < 0 {
+			break
+		}
+		if start := i + j; strings.HasPrefix(cur, prev[start:]) {
+			return cur[len(prev)-start:]
+		}
+		i += j + 1
+	}
+	for start := max(0, len(prev)-k+1); start < len(prev); start++ {
+		if strings.HasPrefix(cur, prev[start:]) {
+			return cur[len(prev)-start:]
+		}
+	}
+	if cur == "" {
+		return ""
+	}
+	return "…\n" + cur
+}
+
+// maxOverlapTries bounds newOutput's search for where a slid window resumes.
+const maxOverlapTries = 4096
 
 func newEventsCmd() *cobra.Command {
 	var j jsonFlag

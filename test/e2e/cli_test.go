@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -75,7 +76,7 @@ func TestCLIConventions(t *testing.T) {
 	// --wait-timeout: the task goes on, and the message says how to follow it.
 	start := time.Now()
 	_, errOut, rc = e.run("submit", "--name", "slow", "--command", "sleep 300", "--cpus", "1", "--walltime", "30m", "--wait", "--wait-timeout", "2s")
-	if rc != exitMosaic || !strings.Contains(errOut, "the task goes on; follow it with `mosaic events --task ") || strings.Contains(errOut, "context deadline exceeded") {
+	if rc != exitMosaic || !strings.Contains(errOut, "the task goes on; follow it with `mosaic logs -f ") || strings.Contains(errOut, "context deadline exceeded") {
 		t.Errorf("--wait-timeout 2s: exit %d, stderr:\n%s", rc, errOut)
 	}
 	if d := time.Since(start); d > 20*time.Second {
@@ -139,5 +140,34 @@ func TestCLIConventions(t *testing.T) {
 	out, errOut, rc = e.run("doctor", "--sites", other)
 	if rc != 0 || !strings.Contains(out, "! the core at http://"+e.addr+" runs catalog embedded simulated federation, but serve's lookup here finds "+other) {
 		t.Errorf("doctor --sites %s against a core on the embedded catalog: exit %d:\n%s%s", other, rc, out, errOut)
+	}
+}
+
+// TestLogsFollow: logs -f prints a running job's stdout and stderr as they grow,
+// each line once and in order, and ends (exit 0) when the task does.
+func TestLogsFollow(t *testing.T) {
+	e := newEnv(t)
+	e.serve("--tick", "1s", "--speed", "60")
+	out, errOut, rc := e.run("submit", "--name", "chatty", "--cpus", "1", "--walltime", "30m", "--jq", ".task.id",
+		"--command", "for i in 1 2 3 4 5 6; do echo out-$i; echo err-$i >&2; sleep 1; done")
+	id := strings.TrimSpace(out)
+	if rc != 0 || id == "" {
+		t.Fatalf("submit: exit %d %s", rc, errOut)
+	}
+	start := time.Now()
+	out, errOut, rc = e.run("logs", "-f", id)
+	var wantOut, wantErr string
+	for i := 1; i <= 6; i++ {
+		wantOut += fmt.Sprintf("out-%d\n", i)
+		wantErr += fmt.Sprintf("err-%d\n", i)
+	}
+	if rc != 0 || out != wantOut || !strings.HasSuffix(errOut, wantErr) || strings.Count(errOut, "err-1\n") != 1 {
+		t.Errorf("logs -f: exit %d, stdout %q, stderr %q; want every line once", rc, out, errOut)
+	}
+	if d := time.Since(start); d > 40*time.Second {
+		t.Errorf("logs -f took %s to end after a 6 s job", d)
+	}
+	if _, errOut, rc = e.run("logs", "-f", id, "--json"); rc != exitUsage {
+		t.Errorf("logs -f --json: exit %d %s, want %d", rc, errOut, exitUsage)
 	}
 }
