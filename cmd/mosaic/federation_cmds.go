@@ -17,7 +17,11 @@ func newResourcesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resources [SYSTEM]",
 		Short: "List every partition of the federation (or of one system)",
-		Args:  cobra.MaximumNArgs(1),
+		Example: `  mosaic resources
+  mosaic resources delta
+  mosaic resources --jq '.records[] | select(.free_gpus > 0) | "\(.system):\(.partition)"'`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeSystemArg(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				system = args[0]
@@ -134,6 +138,10 @@ func newIdleCmd() *cobra.Command {
 	f.StringVar(&q.Provider, "provider", "", "only this provider kind (sim, ssh, local, globus)")
 	f.StringVar(&q.System, "system", "", "only this system")
 	addJSONFlag(cmd, &j, []client.ResourceRecord{})
+	_ = cmd.RegisterFlagCompletionFunc("system", completeSystems)
+	_ = cmd.RegisterFlagCompletionFunc("gpu-model", completeGPUModels)
+	_ = cmd.RegisterFlagCompletionFunc("arch", cobra.FixedCompletions(archs, noFiles))
+	_ = cmd.RegisterFlagCompletionFunc("provider", cobra.FixedCompletions([]string{"sim", "ssh", "local", "globus"}, noFiles))
 	return cmd
 }
 
@@ -142,7 +150,10 @@ func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Queue status per partition, as a Markdown table per system",
-		Args:  cobra.NoArgs,
+		Example: `  mosaic status
+  mosaic status --json
+  mosaic status --jq '.systems[] | select(.health != "ok") | .system'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {
@@ -172,7 +183,9 @@ func newAboutCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "about",
 		Short: "Show the running core's version and configuration",
-		Args:  cobra.NoArgs,
+		Example: `  mosaic about
+  mosaic about --jq .version`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {

@@ -45,6 +45,9 @@ nothing in the working directory is read (pass --env-file ./.env or --sites
 
 The API token is created on first start at $XDG_CONFIG_HOME/mosaic/token (mode 0600);
 the CLI reads it from there.`,
+		Example: `  mosaic serve
+  mosaic serve --sites ~/.config/mosaic/sites.yaml --tick 60s
+  mosaic serve --addr 127.0.0.1:9000 --headless`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, env, err := loadConfig()
