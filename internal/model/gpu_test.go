@@ -66,10 +66,10 @@ func TestGPUMatches(t *testing.T) {
 		arch      string
 		ok        bool
 	}{
-		{"GH200", "H100", 96, ArchAarch64, true},   // DeltaAI / Vista report the GH200's GPU as H100
-		{"GH200", "GH200", 96, ArchAarch64, true},  // a site that says GH200
-		{"GH200", "H100", 80, ArchX86_64, false},   // an x86 H100 partition is not a Grace Hopper
-		{"GH200", "H100", 96, "", false},           // unknown host: not confirmed
+		{"GH200", "H100", 96, ArchAarch64, true},  // DeltaAI / Vista report the GH200's GPU as H100
+		{"GH200", "GH200", 96, ArchAarch64, true}, // a site that says GH200
+		{"GH200", "H100", 80, ArchX86_64, false},  // an x86 H100 partition is not a Grace Hopper
+		{"GH200", "H100", 96, "", false},          // unknown host: not confirmed
 		{"GH200-144GB", "GH200", 96, ArchAarch64, false},
 		{"GH200-144GB", "GH200", 144, ArchAarch64, true},
 		{"H100", "H100", 80, ArchX86_64, true},
