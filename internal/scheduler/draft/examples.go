@@ -14,14 +14,14 @@ import (
 // FewShot, the LLM drafter's few-shot prompt (fewShotPrompt), so the two cannot drift.
 type Example struct {
 	Description string
-	GPUs        Span      // gpus (zero Span: not checked; Exact(0): CPU only)
-	Cores       Span      // cpu_cores
-	Nodes       Span      // nodes
-	MemoryGB    Span      // memory_gb
-	Walltime    TimeSpan  // walltime
-	GPUModels   []string  // exact, in order; nil: not checked, []string{}: none
-	MinGPUMemGB Span      // constraints.min_gpu_memory_gb as Min..Min
-	Arch        string    // constraints.arch[0]; "-" = none; "" = not checked
+	GPUs        Span     // gpus (zero Span: not checked; Exact(0): CPU only)
+	Cores       Span     // cpu_cores
+	Nodes       Span     // nodes
+	MemoryGB    Span     // memory_gb
+	Walltime    TimeSpan // walltime
+	GPUModels   []string // exact, in order; nil: not checked, []string{}: none
+	MinGPUMemGB Span     // constraints.min_gpu_memory_gb as Min..Min
+	Arch        string   // constraints.arch[0]; "-" = none; "" = not checked
 	Objective   model.Objective
 	FewShot     bool // also shown to the LLM drafter
 }
