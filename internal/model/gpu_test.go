@@ -1,6 +1,7 @@
 package model
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -170,4 +171,18 @@ func memOr(g GPUSpec) int {
 	}
 	info, _ := LookupGPUModel(g.Model)
 	return info.MemoryGB[0]
+}
+
+// TestGPUCatalogueDocumented: docs/ENVELOPES.md's table has a row for every model of
+// the catalogue, so the documentation cannot fall behind it.
+func TestGPUCatalogueDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/ENVELOPES.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range GPUCatalogue() {
+		if !strings.Contains(string(b), "\n| "+g.Name+" | "+g.Vendor+" | ") {
+			t.Errorf("docs/ENVELOPES.md has no row for %s", g.Name)
+		}
+	}
 }
