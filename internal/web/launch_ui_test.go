@@ -15,12 +15,18 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/scheduler/draft"
 )
 
-// signedIn opens the workbench in a new 1280×900 browser, signed in.
-func signedIn(t *testing.T, d *demo) *browser {
+// signedInDemo starts the demo federation and opens the workbench in a new 1280×900
+// browser, signed in (skipped under -short).
+func signedInDemo(t *testing.T) (*demo, *browser) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test; run without -short")
+	}
+	chromiumOrSkip(t)
+	d := startDemo(t)
 	b := newBrowser(t, 1280, 900)
 	b.do(t, "login", 30*time.Second, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(d.srv.LoginURL(d.http.URL)), chromedp.WaitVisible(css("body[data-ready=true]")))
-	return b
+	return d, b
 }
 
 // fill sets a launch-sheet field as typing would (value, then an input event).
@@ -77,12 +83,7 @@ func storedTask(t *testing.T, b *browser, d *demo) model.Task {
 // wins over .btn's inline-block), a hidden Next clicked on step 3 does nothing (the
 // TypeError of issue 21), and the pages log no error, network ones included.
 func TestLaunchSheetEveryFieldRoundTrips(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test; run without -short")
-	}
-	chromiumOrSkip(t)
-	d := startDemo(t)
-	b := signedIn(t, d)
+	d, b := signedInDemo(t)
 
 	b.do(t, "open sheet", 10*time.Second, chromedp.Click(css("#launch-btn")), chromedp.WaitVisible(css("#l-name")))
 	buttonStates(t, b, 1)
@@ -161,12 +162,7 @@ func TestLaunchSheetEveryFieldRoundTrips(t *testing.T) {
 // the GPU memory minimum of issue 21 included). Screenshots: launch-envelope (step 2
 // drafted) and launch-review (step 3 with the candidate table).
 func TestLaunchSheetDraftedEnvelopeRoundTrips(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test; run without -short")
-	}
-	chromiumOrSkip(t)
-	d := startDemo(t)
-	b := signedIn(t, d)
+	d, b := signedInDemo(t)
 	const desc = "inference of llama 70B on H100s, needs 4 nodes, at least 24 GB of VRAM, apptainer docker://nvcr.io/nvidia/pytorch:24.01-py3, 6 hours, cheap please"
 	want := draft.Heuristic(desc)
 	if want.Constraints.MinGPUMemoryGB != 24 || want.Nodes.Min != 4 || len(want.Constraints.GPUModels) == 0 || want.Constraints.Container == nil {
@@ -214,12 +210,7 @@ func TestLaunchSheetDraftedEnvelopeRoundTrips(t *testing.T) {
 // exception, HTTP error statuses included (the /auth/status 404 of issue 21 was one on
 // every page).
 func TestNoConsoleErrorsOnAnyPage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test; run without -short")
-	}
-	chromiumOrSkip(t)
-	d := startDemo(t)
-	b := signedIn(t, d)
+	d, b := signedInDemo(t)
 	for _, v := range []struct{ route, ready string }{
 		{"overview", ".system-card"}, {"idle", ".idle-card"}, {"tasks", "main h1"}, {"activity", "main h1"},
 		{"campaigns", "#campaign-list"}, {"add", ".slot"}, {"settings", "#about-ranker"}, {"resources/Delta@NCSA", "#heatmap"},
