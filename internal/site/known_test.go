@@ -1,9 +1,10 @@
 package site
 
 import (
-	"github.com/mosaic-hpc/mosaic/internal/model"
 	"slices"
 	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 func TestKnownMachinesSanity(t *testing.T) {
