@@ -253,29 +253,37 @@ func CanonicalGPU(s string) (string, bool) {
 // ("GH200" matches GH200 partitions and H100 partitions on aarch64, never an x86 H100
 // partition); the class name matches the superchip too ("H100" matches GH200).
 func GPUMatches(want, recModel string, recMemGB int, recArch string) bool {
-	spec, ok := ParseGPUModelLenient(want)
-	if !ok {
+	spec, err := ParseGPUModel(want)
+	if err != nil {
+		if spec, ok := ParseGPUModelLenient(want); ok {
+			return spec.Matches(recModel, recMemGB, recArch)
+		}
 		return strings.EqualFold(want, recModel)
 	}
-	if sp, err := ParseGPUModel(want); err == nil {
-		spec = sp
+	return spec.Matches(recModel, recMemGB, recArch)
+}
+
+// Matches is GPUMatches for a parsed request (the scheduler parses once per request).
+func (g GPUSpec) Matches(recModel string, recMemGB int, recArch string) bool {
+	if g.MemoryGB > 0 && recMemGB != g.MemoryGB {
+		return false
 	}
-	rec, ok := ParseGPUModelLenient(recModel)
+	rec, ok := LookupGPUModel(recModel) // records carry canonical names
 	if !ok {
-		return false
+		spec, ok := ParseGPUModelLenient(recModel)
+		if !ok {
+			return false
+		}
+		rec, _ = LookupGPUModel(spec.Model)
 	}
-	if spec.MemoryGB > 0 && recMemGB != spec.MemoryGB {
-		return false
-	}
-	if rec.Model == spec.Model {
+	if rec.Name == g.Model {
 		return true
 	}
-	w, _ := LookupGPUModel(spec.Model)
-	if w.Class != "" && rec.Model == w.Class {
+	w, _ := LookupGPUModel(g.Model)
+	if w.Class != "" && rec.Name == w.Class {
 		return strings.EqualFold(recArch, w.HostArch)
 	}
-	r, _ := LookupGPUModel(rec.Model)
-	return r.Class != "" && r.Class == spec.Model
+	return rec.Class != "" && rec.Class == g.Model
 }
 
 // GPUSpecIsPlain reports whether want (a CanonicalGPU name) matches by model name

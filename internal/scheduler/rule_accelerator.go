@@ -102,14 +102,37 @@ func gpuName(m string) string {
 // catalogue (model.GPUMatches).
 func modelExcludedRec(r *Request, rec *model.ResourceRecord) bool {
 	c := &r.Envelope.Constraints
-	if !r.models.checked {
-		r.models.checked = true
-		r.models.complex = !allPlain(c.GPUModels) || !allPlain(c.AvoidGPUModels)
+	v := &r.models
+	if !v.checked {
+		v.checked = true
+		v.complex = !allPlain(c.GPUModels) || !allPlain(c.AvoidGPUModels)
+		if v.complex {
+			v.allow, v.avoid = parseSpecs(c.GPUModels), parseSpecs(c.AvoidGPUModels)
+		}
 	}
-	if !r.models.complex {
+	if !v.complex {
 		return modelExcluded(r, rec.GPUModel)
 	}
-	return (len(c.GPUModels) > 0 && !anyGPUMatch(c.GPUModels, rec)) || anyGPUMatch(c.AvoidGPUModels, rec)
+	return (len(c.GPUModels) > 0 && !specsMatch(v.allow, rec)) || specsMatch(v.avoid, rec)
+}
+
+func parseSpecs(list []string) []model.GPUSpec {
+	out := make([]model.GPUSpec, 0, len(list))
+	for _, m := range list {
+		if g, err := model.ParseGPUModel(m); err == nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func specsMatch(specs []model.GPUSpec, rec *model.ResourceRecord) bool {
+	for _, g := range specs {
+		if g.Matches(rec.GPUModel, rec.GPUMemoryGB, rec.Arch) {
+			return true
+		}
+	}
+	return false
 }
 
 func allPlain(list []string) bool {
@@ -197,9 +220,10 @@ func modelExcluded(r *Request, m string) bool {
 
 // modelVerdicts remembers modelExcluded's answers within one request.
 type modelVerdicts struct {
-	checked bool // complex is set
-	complex bool // some name needs the record's memory or arch (see modelExcludedRec)
-	n       int
-	names   [6]string
-	bad     [6]bool
+	checked      bool            // complex is set
+	complex      bool            // some name needs the record's memory or arch (see modelExcludedRec)
+	allow, avoid []model.GPUSpec // parsed gpu_models / avoid_gpu_models when complex
+	n            int
+	names        [6]string
+	bad          [6]bool
 }
