@@ -47,3 +47,28 @@ func TestIdleExplanationOverTheWire(t *testing.T) {
 		t.Fatal("500 for a bad model")
 	}
 }
+
+// TestAuthStatusWithoutSignIn: with no Globus client the web UI's GET /auth/status is
+// told "not configured" (200), not a 404 the browser logs on every page; the other
+// /auth/ routes stay unmounted, and /auth/status still needs authentication.
+func TestAuthStatusWithoutSignIn(t *testing.T) {
+	hs, _ := coreServer(t, Options{Token: "tok"})
+	var st struct {
+		Configured *bool `json:"configured"`
+		SignedIn   bool  `json:"signed_in"`
+	}
+	if code := apiGet(t, hs, "/auth/status", nil, &st); code != http.StatusOK || st.Configured == nil || *st.Configured || st.SignedIn {
+		t.Fatalf("GET /auth/status: %d %+v", code, st)
+	}
+	if code := apiGet(t, hs, "/auth/login", nil, nil); code != http.StatusNotFound {
+		t.Errorf("GET /auth/login without a client: %d, want 404", code)
+	}
+	resp, err := hs.Client().Get(hs.URL + "/auth/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /auth/status without a token: %d, want 401", resp.StatusCode)
+	}
+}
