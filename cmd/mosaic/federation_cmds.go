@@ -113,18 +113,22 @@ func newIdleCmd() *cobra.Command {
 			if maxQueue >= 0 {
 				q.MaxQueue = &maxQueue
 			}
-			recs, err := c.Idle(cmd.Context(), q)
+			res, err := c.IdleExplained(cmd.Context(), q)
 			if err != nil {
 				return err
 			}
 			if j.set {
-				return j.print(cmd.OutOrStdout(), recs)
+				return j.print(cmd.OutOrStdout(), res)
 			}
-			if len(recs) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no partition has that much free right now; try fewer GPUs, drop --max-queue, or run `mosaic status`")
+			if len(res.Partitions) == 0 {
+				why := res.Explanation
+				if why == "" {
+					why = "no partition has that much free right now"
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), why)
 				return nil
 			}
-			printRecords(cmd.OutOrStdout(), recs)
+			printRecords(cmd.OutOrStdout(), res.Partitions)
 			return nil
 		},
 	}
@@ -137,7 +141,7 @@ func newIdleCmd() *cobra.Command {
 	f.IntVar(&maxQueue, "max-queue", -1, "at most this many pending jobs (-1 = any)")
 	f.StringVar(&q.Provider, "provider", "", "only this provider kind (sim, ssh, local, globus)")
 	f.StringVar(&q.System, "system", "", "only this system")
-	addJSONFlag(cmd, &j, []client.ResourceRecord{})
+	addJSONFlag(cmd, &j, client.IdleResult{})
 	_ = cmd.RegisterFlagCompletionFunc("system", completeSystems)
 	_ = cmd.RegisterFlagCompletionFunc("gpu-model", completeGPUModels)
 	_ = cmd.RegisterFlagCompletionFunc("arch", cobra.FixedCompletions(archs, noFiles))

@@ -72,6 +72,8 @@ type idleIn struct {
 type idleOut struct {
 	Body struct {
 		Partitions []v1.ResourceRecord `json:"partitions"`
+		// Explanation says, when partitions is empty, which filter removed the last ones.
+		Explanation string `json:"explanation,omitempty" doc:"When nothing matches: the filter that removed the last partitions, e.g. no partition has B200 GPUs (models here: A100, H100)"`
 	}
 }
 
@@ -146,12 +148,12 @@ func (s *Server) registerFederation() {
 		if in.MaxQueue >= 0 {
 			q.MaxQueue = &in.MaxQueue
 		}
-		recs, err := s.core.Idle(core.IdleFilterFromV1(q))
+		recs, why, err := s.core.IdleExplained(core.IdleFilterFromV1(q))
 		if err != nil {
 			return nil, toHTTP(err)
 		}
 		out := &idleOut{}
-		out.Body.Partitions = core.V1Records(recs)
+		out.Body.Partitions, out.Body.Explanation = core.V1Records(recs), why
 		return out, nil
 	})
 

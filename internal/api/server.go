@@ -10,6 +10,7 @@ package api
 import (
 	"crypto/subtle"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -120,6 +121,14 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	}
 	if opts.SignIn != nil {
 		s.mux.Handle("/auth/", opts.SignIn)
+	} else {
+		// Without a Globus client the web UI still asks; it is told so (auth.WebStatus's
+		// shape) instead of a 404 the browser logs as an error on every page.
+		s.mux.HandleFunc("GET /auth/status", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "no-store")
+			_, _ = io.WriteString(w, `{"configured":false,"signed_in":false,"login_url":""}`+"\n")
+		})
 	}
 	s.handler = s.guard(s.mux)
 	return s, nil

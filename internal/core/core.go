@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -288,60 +287,6 @@ type IdleFilter struct {
 	MaxQueue int    // at most this many pending jobs (-1 = any)
 	Provider string // sim, ssh, local, globus
 	System   string
-}
-
-// Idle returns partitions that have the requested free capacity right now, most free
-// gating units first.
-func (c *Core) Idle(f IdleFilter) ([]model.ResourceRecord, error) {
-	snap, err := c.Federation()
-	if err != nil {
-		return nil, err
-	}
-	out := []model.ResourceRecord{}
-	for _, r := range snap.Records {
-		if !r.Health.Usable() {
-			continue
-		}
-		if f.GPUs > 0 && r.FreeGPUs < f.GPUs {
-			continue
-		}
-		if f.GPUMemGB > 0 && (r.GPUsPerNode == 0 || r.GPUMemoryGB < f.GPUMemGB) {
-			continue
-		}
-		if f.Cores > 0 && r.FreeCores < f.Cores {
-			continue
-		}
-		if f.Arch != "" && !strings.EqualFold(r.Arch, f.Arch) {
-			continue
-		}
-		if f.GPUModel != "" && !strings.EqualFold(r.GPUModel, f.GPUModel) {
-			continue
-		}
-		if f.MaxQueue >= 0 && r.PendingJobs > f.MaxQueue {
-			continue
-		}
-		if f.Provider != "" && r.Provider != f.Provider {
-			continue
-		}
-		if f.System != "" {
-			if sys, ok := c.cat.System(f.System); !ok || sys.Name != r.System {
-				continue
-			}
-		}
-		if f.GPUs == 0 && f.Cores == 0 {
-			if free, _ := r.FreeUnits(); free == 0 {
-				continue
-			}
-		}
-		out = append(out, r)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].FreeGPUs != out[j].FreeGPUs {
-			return out[i].FreeGPUs > out[j].FreeGPUs
-		}
-		return out[i].FreeCores > out[j].FreeCores
-	})
-	return out, nil
 }
 
 // About describes this core.
