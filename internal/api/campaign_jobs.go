@@ -73,7 +73,7 @@ func (s *Server) registerCampaignJobs() {
 			if err == nil {
 				return nil, huma.NewError(http.StatusInternalServerError, "the core stored no task for the campaign job")
 			}
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &campaignJobSubmitOut{Body: &v1.CampaignJobSubmitted{TaskID: id, Error: core.V1Error(err)}}
 		if v, verr := s.core.CampaignJob(context.WithoutCancel(ctx), id); verr == nil {
@@ -94,7 +94,7 @@ func (s *Server) registerCampaignJobs() {
 	}, func(ctx context.Context, in *campaignJobTaskIn) (*campaignJobOut, error) {
 		v, err := s.core.CampaignJob(ctx, in.Task)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		j := core.V1CampaignJob(v)
 		return &campaignJobOut{Body: &j}, nil
@@ -115,11 +115,11 @@ func (s *Server) registerCampaignJobs() {
 		// the answer says it is pending (cancel_pending), and the engine keeps asking.
 		cerr := s.core.CancelCampaignJob(ctx, in.Task, why)
 		if cerr != nil && !errors.Is(cerr, campaign.ErrCancelPending) {
-			return nil, toHTTP(cerr)
+			return nil, toHTTP(ctx, cerr)
 		}
 		v, err := s.core.CampaignJob(ctx, in.Task)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		j := core.V1CampaignJob(v)
 		j.CancelPending = cerr != nil

@@ -51,7 +51,7 @@ func (s *Server) registerCampaigns() {
 	}, func(ctx context.Context, _ *struct{}) (*campaignRunsOut, error) {
 		runs, err := s.core.CampaignRuns()
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &campaignRunsOut{}
 		out.Body.Runs = core.V1CampaignRuns(runs)
@@ -63,7 +63,7 @@ func (s *Server) registerCampaigns() {
 	}, func(ctx context.Context, in *campaignRunIn) (*campaignRunOut, error) {
 		d, err := s.core.CampaignRun(ctx, in.Run)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &campaignRunOut{Body: core.V1CampaignRun(d)}, nil
 	})
@@ -75,7 +75,7 @@ func (s *Server) registerCampaigns() {
 	}, func(ctx context.Context, in *campaignRunIn) (*campaignTimelineOut, error) {
 		tl, err := s.core.CampaignTimeline(ctx, in.Run)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &campaignTimelineOut{Body: core.V1CampaignTimeline(tl)}, nil
 	})
@@ -94,7 +94,7 @@ func (s *Server) registerCampaigns() {
 		}
 		tok, err := s.core.CampaignToken(ctx, in.Run, c)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &campaignTokenOut{Body: v1.CampaignTokenResponse{RunID: in.Run, ExchangePath: ExchangePrefix, Token: tok}}, nil
 	})

@@ -5,24 +5,65 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 )
 
 var jsonMarshal = json.Marshal
 
 // toHTTP maps core errors to problem responses with the message intact (the
-// classification is core.V1Error's, shared with the in-process MCP backend).
-func toHTTP(err error) error {
+// classification is core.V1Error's, shared with the in-process MCP backend), except
+// that a failure of a site is never a 500: 503 (with Retry-After) when the site
+// cannot be reached or was briefly busy, 502 when it answered but not as it should
+// (refused credentials). A 5xx's cause goes to the access log (accesslog.go).
+func toHTTP(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
 	e := core.V1Error(err)
-	return huma.NewError(e.Status, e.Detail)
+	status := e.Status
+	switch {
+	case status == http.StatusNotFound, status == http.StatusConflict, status == http.StatusForbidden, status == http.StatusRequestEntityTooLarge:
+		// The request's own problem, even if a site was involved.
+	case errors.Is(err, errs.ErrSiteDown), errors.Is(err, errs.ErrTransient):
+		status = http.StatusServiceUnavailable
+	case errors.Is(err, errs.ErrNeedsLogin):
+		status = http.StatusBadGateway
+	}
+	if status >= 500 {
+		noteCause(ctx, err)
+	}
+	he := huma.NewError(status, e.Detail)
+	if status == http.StatusServiceUnavailable {
+		return huma.ErrorWithHeaders(he, http.Header{"Retry-After": {strconv.Itoa(siteRetryAfter)}})
+	}
+	return he
+}
+
+// siteRetryAfter is the Retry-After (seconds) of a 503: about one probe tick.
+const siteRetryAfter = 30
+
+// siteHTTP is toHTTP for an operation that calls one site (look-around): any other
+// failure of the call is the site's answer, so 502 rather than 500, and the detail
+// names the site.
+func siteHTTP(ctx context.Context, system string, err error) error {
+	he := toHTTP(ctx, err)
+	var se huma.StatusError
+	if !errors.As(he, &se) || se.GetStatus() != http.StatusInternalServerError {
+		return he
+	}
+	detail := err.Error()
+	if !strings.Contains(detail, system) {
+		detail = "site " + system + ": " + detail
+	}
+	return huma.NewError(http.StatusBadGateway, detail+" (the site's answer was not usable; check the site with `mosaic status` and `mosaic env "+system+"`)")
 }
 
 type federationOut struct {
@@ -87,7 +128,7 @@ func (s *Server) registerFederation() {
 	}, func(ctx context.Context, _ *struct{}) (*federationOut, error) {
 		snap, err := s.core.Federation()
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &federationOut{Body: core.V1Snapshot(snap)}, nil
 	})
@@ -98,11 +139,11 @@ func (s *Server) registerFederation() {
 	}, func(ctx context.Context, in *historyIn) (*historyOut, error) {
 		since, err := core.ParseSince(in.Since, time.Now())
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		pts, err := s.core.History(ctx, in.System, since, in.Limit)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &historyOut{}
 		out.Body.Since = since.UTC()
@@ -121,7 +162,7 @@ func (s *Server) registerFederation() {
 	}, func(ctx context.Context, in *statusIn) (*statusOut, error) {
 		st, err := s.core.Status()
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &statusOut{Body: core.V1Status(st)}, nil
 	})
@@ -132,7 +173,7 @@ func (s *Server) registerFederation() {
 	}, func(ctx context.Context, in *resourceIn) (*resourceOut, error) {
 		d, err := s.core.Resource(in.System)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &resourceOut{Body: core.V1ResourceDetail(d)}, nil
 	})
@@ -148,7 +189,7 @@ func (s *Server) registerFederation() {
 		}
 		recs, err := s.core.Idle(core.IdleFilterFromV1(q))
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &idleOut{}
 		out.Body.Partitions = core.V1Records(recs)

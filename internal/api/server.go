@@ -22,6 +22,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/prometheus/client_golang/prometheus"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
@@ -75,7 +76,9 @@ type Server struct {
 	api      huma.API
 	handler  http.Handler
 	sessions *session.Sessions
-	streams  streamStop // ends event streams on shutdown (tasks.go)
+	streams  streamStop               // ends event streams on shutdown (tasks.go)
+	reg      *prometheus.Registry     // the server's metrics (metrics.go); the core's are in core.Metrics
+	httpDur  *prometheus.HistogramVec // mosaic_http_request_duration_seconds, fed by accessLog
 }
 
 // New builds the handler.
@@ -90,6 +93,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 		opts.Sessions = session.NewSessions(nil)
 	}
 	s := &Server{core: c, opts: opts, mux: http.NewServeMux(), sessions: opts.Sessions}
+	s.newServerMetrics()
 	cfg := huma.DefaultConfig("Mosaic", core.Version)
 	cfg.Info.Description = "Mosaic treats a researcher's allocations on several supercomputers as one machine. " +
 		"Every /api route needs `Authorization: Bearer <token>`; the token is in $XDG_CONFIG_HOME/mosaic/token."
@@ -121,7 +125,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	if opts.SignIn != nil {
 		s.mux.Handle("/auth/", opts.SignIn)
 	}
-	s.handler = s.guard(s.mux)
+	s.handler = s.accessLog(s.guard(s.mux))
 	return s, nil
 }
 
@@ -208,6 +212,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				defer func() { <-unauth }()
 			default:
 				w.Header().Set("Retry-After", strconv.Itoa(unauthRetryAfter))
+				noteCause(r.Context(), errTooManyUnauth)
 				writeProblem(w, http.StatusServiceUnavailable, "too many requests without a token are in progress; "+
 					"retry in a few seconds, or send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token)")
 				return
@@ -261,6 +266,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// errTooManyUnauth is the cause logged for the guard's 503 (the unauthenticated limit).
+var errTooManyUnauth = errors.New("MaxUnauth requests without a valid credential were already in progress")
 
 // credentialed reports whether a request carries a valid credential: the API token
 // as a bearer token, or (without an Authorization header) a live session cookie.

@@ -120,7 +120,7 @@ func (s *Server) registerTasks() {
 	}, func(ctx context.Context, in *submitIn) (*submitOut, error) {
 		res, err := s.core.SubmitTask(ctx, in.Body)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		st := http.StatusCreated
 		if res.DryRun {
@@ -139,7 +139,7 @@ func (s *Server) registerTasks() {
 		}
 		ts, err := s.core.Tasks(ctx, states, in.Limit)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &tasksOut{}
 		out.Body.Tasks = core.V1TaskSummaries(ts)
@@ -152,7 +152,7 @@ func (s *Server) registerTasks() {
 	}, func(ctx context.Context, in *taskIn) (*taskOut, error) {
 		t, err := s.core.Task(ctx, in.ID)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return taskOutOf(t)
 	})
@@ -163,7 +163,7 @@ func (s *Server) registerTasks() {
 	}, func(ctx context.Context, in *taskIn) (*taskOut, error) {
 		t, err := s.core.CancelTask(ctx, in.ID)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return taskOutOf(t)
 	})
@@ -175,7 +175,7 @@ func (s *Server) registerTasks() {
 		clear := in.Body != nil && in.Body.ClearTarget
 		t, err := s.core.ReplanTask(ctx, in.ID, clear)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return taskOutOf(t)
 	})
@@ -189,7 +189,7 @@ func (s *Server) registerTasks() {
 	}, func(ctx context.Context, in *logsIn) (*logsOut, error) {
 		l, err := s.core.TaskLogs(ctx, in.ID, in.Attempt, in.Tail)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &logsOut{Body: core.V1Logs(l)}, nil
 	})
@@ -203,11 +203,11 @@ func (s *Server) registerTasks() {
 		q, err := core.EventQueryFromV1(v1.EventQuery{Task: in.Task, Since: in.Since, AfterID: in.AfterID, BeforeID: in.Before,
 			Kinds: model.SplitList(in.Kind), Limit: in.Limit, Order: in.Order}, time.Now())
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		page, err := s.core.EventPage(ctx, q)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &eventsOut{Body: core.V1EventPage(page)}, nil
 	})
@@ -230,7 +230,7 @@ func (s *Server) registerTasks() {
 	}, func(ctx context.Context, in *envelopeIn) (*envelopeOut, error) {
 		r, err := s.core.DraftEnvelope(ctx, in.Body.Name, in.Body.Description)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &envelopeOut{Body: core.V1Draft(r, s.core.About().Drafter)}, nil
 	})

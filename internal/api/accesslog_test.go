@@ -1,0 +1,252 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
+)
+
+// jsonLogServer is a real core behind the API with its logger writing JSON lines
+// into the returned buffer.
+func jsonLogServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) {
+	t.Helper()
+	buf := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := coretest.Start(t, coretest.Options{SimSpeed: 60})
+	srv, err := New(c, Options{Token: token, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return hs, buf
+}
+
+// accessLines parses the JSON log and returns its access-log lines.
+func accessLines(t *testing.T, buf *syncBuffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(buf.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("a log line is not JSON: %v: %s", err, sc.Text())
+		}
+		if m["msg"] == "http request" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func do(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestAccessLogNeverLogsCredentials: every request gets one access-log line with
+// method, route pattern, path, status, bytes, duration, user agent and remote
+// address — and neither the API token (in Authorization), nor a cookie, nor a value
+// in the query (a login code, a token someone put in the URL) reaches the log.
+func TestAccessLogNeverLogsCredentials(t *testing.T) {
+	const token = "tok-9f8e7d6c5b4a-secret"
+	hs, buf := jsonLogServer(t, token)
+	const cookieSecret = "cookie-77aa-secret"
+	const querySecret = "query-55bb-secret"
+
+	req, _ := http.NewRequest("GET", hs.URL+"/api/tasks/t-nope?token="+querySecret, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("User-Agent", "ops-test/1.0")
+	req.Header.Set("Cookie", "mosaic_session="+cookieSecret)
+	if code, body := do(t, req); code != http.StatusNotFound {
+		t.Fatalf("unknown task: HTTP %d %s", code, body)
+	}
+	req, _ = http.NewRequest("GET", hs.URL+"/api/tasks", nil)
+	req.Header.Set("Authorization", "Bearer wrong-"+token)
+	if code, _ := do(t, req); code != http.StatusUnauthorized {
+		t.Fatalf("wrong token: HTTP %d", code)
+	}
+	req, _ = http.NewRequest("GET", hs.URL+"/login?code="+querySecret, nil)
+	do(t, req)
+	req, _ = http.NewRequest("GET", hs.URL+"/healthz", nil)
+	do(t, req)
+
+	lines := accessLines(t, buf)
+	if len(lines) != 4 {
+		t.Fatalf("want 4 access-log lines, got %d:\n%s", len(lines), buf.String())
+	}
+	first := lines[0]
+	want := map[string]any{"method": "GET", "route": "/api/tasks/{id}", "path": "/api/tasks/t-nope", "status": float64(404),
+		"user_agent": "ops-test/1.0", "level": "INFO"}
+	for k, v := range want {
+		if first[k] != v {
+			t.Errorf("access log %s = %v, want %v (line %v)", k, first[k], v, first)
+		}
+	}
+	for _, k := range []string{"duration_ms", "bytes", "remote", "time"} {
+		if _, ok := first[k]; !ok {
+			t.Errorf("access log line has no %s: %v", k, first)
+		}
+	}
+	if r, _ := first["remote"].(string); !strings.HasPrefix(r, "127.0.0.1:") {
+		t.Errorf("remote = %q, want the client's 127.0.0.1:port", r)
+	}
+	if b, _ := first["bytes"].(float64); b <= 0 {
+		t.Errorf("bytes = %v, want the problem's size", first["bytes"])
+	}
+	if lines[1]["status"] != float64(401) || lines[1]["route"] != "/api/tasks" {
+		t.Errorf("the refused request is logged with its status and route: %v", lines[1])
+	}
+	if lines[3]["level"] != "DEBUG" || lines[3]["route"] != "/healthz" {
+		t.Errorf("/healthz is logged at DEBUG: %v", lines[3])
+	}
+	all := buf.String()
+	for _, secret := range []string{token, cookieSecret, querySecret} {
+		if strings.Contains(all, secret) {
+			t.Errorf("the log holds a credential %q:\n%s", secret, all)
+		}
+	}
+}
+
+// siteDownServer is a real core whose only system is reached over ssh at a closed
+// port of 127.0.0.1 (so every call to it fails to connect), behind the API, logging
+// JSON into the returned buffer.
+func siteDownServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now: connections are refused at once
+	dir := t.TempDir()
+	sites := filepath.Join(dir, "sites.yaml")
+	body := fmt.Sprintf(`systems:
+  - name: Gone
+    kind: ssh
+    host: 127.0.0.1
+    ssh:
+      port: %d
+      connect_timeout: 2s
+      options: [StrictHostKeyChecking=no, UserKnownHostsFile=/dev/null]
+    accounts: [acct]
+    workdir: /tmp/mosaic-gone
+    partitions:
+      - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: "1h"}
+`, port)
+	if err := os.WriteFile(sites, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	buf := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := &config.Config{StateDir: dir, ConfigDir: dir, DBPath: ":memory:", Tick: time.Second, SitesFile: sites}
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: func(string) string { return "" }})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait(); c.Close() })
+	srv, err := New(c, Options{Token: token, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return hs, buf
+}
+
+// TestSiteDownIs503WithTheSiteNamedAndLogged: a look-around call to a site that
+// cannot be reached answers 503 with Retry-After and the site's name (not 500), and
+// the access log has the 5xx at level ERROR with its cause.
+func TestSiteDownIs503WithTheSiteNamedAndLogged(t *testing.T) {
+	const token = "tok-site-down-1234"
+	hs, buf := siteDownServer(t, token)
+	req, _ := http.NewRequest("POST", hs.URL+"/api/resources/Gone/exec", strings.NewReader(`{"command":"sinfo -s"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "Gone") {
+		t.Fatalf("exec on a site that is down: HTTP %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	var found map[string]any
+	for _, l := range accessLines(t, buf) {
+		if l["route"] == "/api/resources/{system}/exec" {
+			found = l
+		}
+	}
+	if found == nil || found["level"] != "ERROR" || found["status"] != float64(503) {
+		t.Fatalf("the 503 is not logged at ERROR: %v\n%s", found, buf.String())
+	}
+	if cause, _ := found["err"].(string); !strings.Contains(cause, "Gone") || !strings.Contains(cause, "unreachable") {
+		t.Errorf("the logged cause does not name the site and why: %q", cause)
+	}
+	if strings.Contains(buf.String(), token) {
+		t.Errorf("the log holds the API token")
+	}
+}
+
+// TestRedactCredentials: texts bound for the log lose the API token and anything
+// shaped like a credential, and keep the rest.
+func TestRedactCredentials(t *testing.T) {
+	s := &Server{opts: Options{Token: "tok-abcdef"}}
+	for _, tc := range []struct{ in, want string }{
+		{"plain failure: exit 1", "plain failure: exit 1"},
+		{"sent tok-abcdef to x", "sent [redacted] to x"},
+		{"Authorization: Bearer abc.def-ghi failed", "Authorization: Bearer [redacted] failed"},
+		{"GET /x?token=s3cr3t&y=1", "GET /x?token=[redacted]&y=1"},
+		{"password: hunter2, retry", "password: [redacted], retry"},
+		{"api_key=K123 secret=S", "api_key=[redacted] secret=[redacted]"},
+		{"dial redis://:pw123@127.0.0.1:6379", "dial redis://:[redacted]@127.0.0.1:6379"},
+		{"login?code=XYZ", "login?code=[redacted]"},
+		{"", ""},
+	} {
+		if got := s.redact(tc.in); got != tc.want {
+			t.Errorf("redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzRedact: whatever the text, the token never survives redaction.
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{"x tok-abcdef y", "Bearer tok-abcdef", "token=tok-abcdef", "tok-abcdeftok-abcdef", "://u:tok-abcdef@h"} {
+		f.Add(s)
+	}
+	s := &Server{opts: Options{Token: "tok-abcdef"}}
+	f.Fuzz(func(t *testing.T, in string) {
+		if out := s.redact(in); strings.Contains(out, "tok-abcdef") {
+			t.Fatalf("redact(%q) = %q keeps the token", in, out)
+		}
+	})
+}
