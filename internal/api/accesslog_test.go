@@ -131,33 +131,13 @@ func TestAccessLogNeverLogsCredentials(t *testing.T) {
 	}
 }
 
-// siteDownServer is a real core whose only system is reached over ssh at a closed
-// port of 127.0.0.1 (so every call to it fails to connect), behind the API, logging
-// JSON into the returned buffer.
-func siteDownServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) {
+// siteServer is a real core on the given site catalog behind the API, logging JSON
+// into the returned buffer.
+func siteServer(t *testing.T, token, sitesYAML string) (*httptest.Server, *syncBuffer) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close() // nothing listens there now: connections are refused at once
 	dir := t.TempDir()
 	sites := filepath.Join(dir, "sites.yaml")
-	body := fmt.Sprintf(`systems:
-  - name: Gone
-    kind: ssh
-    host: 127.0.0.1
-    ssh:
-      port: %d
-      connect_timeout: 2s
-      options: [StrictHostKeyChecking=no, UserKnownHostsFile=/dev/null]
-    accounts: [acct]
-    workdir: /tmp/mosaic-gone
-    partitions:
-      - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: "1h"}
-`, port)
-	if err := os.WriteFile(sites, []byte(body), 0o600); err != nil {
+	if err := os.WriteFile(sites, []byte(sitesYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	buf := &syncBuffer{}
@@ -182,13 +162,34 @@ func siteDownServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) 
 	return hs, buf
 }
 
-// TestSiteDownIs503WithTheSiteNamedAndLogged: a look-around call to a site that
-// cannot be reached answers 503 with Retry-After and the site's name (not 500), and
-// the access log has the 5xx at level ERROR with its cause.
-func TestSiteDownIs503WithTheSiteNamedAndLogged(t *testing.T) {
-	const token = "tok-site-down-1234"
-	hs, buf := siteDownServer(t, token)
-	req, _ := http.NewRequest("POST", hs.URL+"/api/resources/Gone/exec", strings.NewReader(`{"command":"sinfo -s"}`))
+// siteDownServer: the only system is reached over ssh at a closed port of
+// 127.0.0.1, so every call to it fails to connect.
+func siteDownServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now: connections are refused at once
+	return siteServer(t, token, fmt.Sprintf(`systems:
+  - name: Gone
+    kind: ssh
+    host: 127.0.0.1
+    ssh:
+      port: %d
+      connect_timeout: 2s
+      options: [StrictHostKeyChecking=no, UserKnownHostsFile=/dev/null]
+    accounts: [acct]
+    workdir: /tmp/mosaic-gone
+    partitions:
+      - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: "1h"}
+`, port))
+}
+
+func postJSON(t *testing.T, hs *httptest.Server, token, path, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", hs.URL+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -197,7 +198,39 @@ func TestSiteDownIs503WithTheSiteNamedAndLogged(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "Gone") {
+	return resp, string(b)
+}
+
+// TestSiteFailureIs502WithTheSiteNamed: a site that is reached but fails the request
+// (here a local site whose workdir cannot be created) answers 502 naming the site,
+// not 500, and the access log has it at ERROR with the site's own words.
+func TestSiteFailureIs502WithTheSiteNamed(t *testing.T) {
+	const token = "tok-site-fails-5678"
+	hs, buf := siteServer(t, token, "systems:\n  - name: Loc\n    kind: local\n    accounts: [acct]\n    workdir: /proc/mosaic-no-such-dir\n"+
+		"    partitions:\n      - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: \"1h\"}\n")
+	resp, body := postJSON(t, hs, token, "/api/resources/Loc/files", `{"path":"x.txt","content":"hi"}`)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "Loc") || !strings.Contains(body, "mkdir") {
+		t.Fatalf("put-file the site cannot write: HTTP %d %s", resp.StatusCode, body)
+	}
+	var found map[string]any
+	for _, l := range accessLines(t, buf) {
+		if l["route"] == "/api/resources/{system}/files" {
+			found = l
+		}
+	}
+	if found == nil || found["level"] != "ERROR" || found["status"] != float64(502) || !strings.Contains(fmt.Sprint(found["err"]), "mkdir") {
+		t.Fatalf("the 502 is not logged at ERROR with its cause: %v", found)
+	}
+}
+
+// TestSiteDownIs503WithTheSiteNamedAndLogged: a look-around call to a site that
+// cannot be reached answers 503 with Retry-After and the site's name (not 500), and
+// the access log has the 5xx at level ERROR with its cause.
+func TestSiteDownIs503WithTheSiteNamedAndLogged(t *testing.T) {
+	const token = "tok-site-down-1234"
+	hs, buf := siteDownServer(t, token)
+	resp, b := postJSON(t, hs, token, "/api/resources/Gone/exec", `{"command":"sinfo -s"}`)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(b, "Gone") {
 		t.Fatalf("exec on a site that is down: HTTP %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
 	}
 	var found map[string]any

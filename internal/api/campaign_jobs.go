@@ -52,6 +52,7 @@ func (s *Server) registerCampaignJobs() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "submit-campaign-job", Method: http.MethodPost, Path: "/api/campaign-jobs",
 		Summary: "Run a campaign site's slice job as a task of this core", Tags: []string{"campaigns"},
+		Errors:        apiErrors(400, 404, 409, 422, 503),
 		DefaultStatus: http.StatusCreated, SkipValidateBody: true,
 		// A raw body gets no default limits: a script (1 Mi characters) and the
 		// environment fit.
@@ -91,6 +92,8 @@ func (s *Server) registerCampaignJobs() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-campaign-job", Method: http.MethodGet, Path: "/api/campaign-jobs/{task}",
 		Summary: "A campaign job's task state and its job's", Tags: []string{"campaigns"},
+		Errors:      apiErrors(404),
+		Description: "The task that runs a campaign site's slice job: the task's state and the job's at the site (id, state, exit code), as the launcher follows it.",
 	}, func(ctx context.Context, in *campaignJobTaskIn) (*campaignJobOut, error) {
 		v, err := s.core.CampaignJob(ctx, in.Task)
 		if err != nil {
@@ -102,6 +105,7 @@ func (s *Server) registerCampaignJobs() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "cancel-campaign-job", Method: http.MethodPost, Path: "/api/campaign-jobs/{task}/cancel",
 		Summary: "Cancel a campaign job's task (and its job at the site)", Tags: []string{"campaigns"},
+		Errors:      apiErrors(404, 422, 503),
 		Description: "A task that already ended is left as it is (not an error). Answers the task as it stands after the cancel.",
 	}, func(ctx context.Context, in *campaignJobCancelIn) (*campaignJobOut, error) {
 		why := "campaign job cancelled"

@@ -63,7 +63,7 @@ func siteHTTP(ctx context.Context, system string, err error) error {
 	if !strings.Contains(detail, system) {
 		detail = "site " + system + ": " + detail
 	}
-	return huma.NewError(http.StatusBadGateway, detail+" (the site's answer was not usable; check the site with `mosaic status` and `mosaic env "+system+"`)")
+	return huma.NewError(http.StatusBadGateway, detail+" (the site failed the request; check it with `mosaic status` and `mosaic env "+system+"`)")
 }
 
 type federationOut struct {
@@ -124,6 +124,7 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-federation", Method: http.MethodGet, Path: "/api/federation",
 		Summary: "Latest merged snapshot", Tags: []string{"federation"},
+		Errors:      apiErrors(503),
 		Description: "Every (system, partition, account) record from the latest probe round, with per-system health.",
 	}, func(ctx context.Context, _ *struct{}) (*federationOut, error) {
 		snap, err := s.core.Federation()
@@ -136,6 +137,8 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-federation-history", Method: http.MethodGet, Path: "/api/federation/history",
 		Summary: "Downsampled partition history", Tags: []string{"federation"},
+		Errors:      apiErrors(404, 422, 503),
+		Description: "Per (system, partition), points of free and total GPUs and cores and queue depth, downsampled to one a bucket (a minute), oldest first, from the store (so it survives restarts). since is an RFC 3339 time or a duration back from now; system narrows to one system (404 for one not in the catalog).",
 	}, func(ctx context.Context, in *historyIn) (*historyOut, error) {
 		since, err := core.ParseSince(in.Since, time.Now())
 		if err != nil {
@@ -157,6 +160,7 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-status", Method: http.MethodGet, Path: "/api/status",
 		Summary: "Queue status per partition", Tags: []string{"federation"},
+		Errors: apiErrors(422, 503),
 		Description: "Per partition: free GPUs/cores, busy %, node states, queue depth, my jobs, wall cap and a wait heuristic. " +
 			"`format=text` returns the same as Markdown (text/markdown).",
 	}, func(ctx context.Context, in *statusIn) (*statusOut, error) {
@@ -170,6 +174,8 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-resource", Method: http.MethodGet, Path: "/api/resources/{system}",
 		Summary: "One system: health, partitions, how it is reached", Tags: []string{"federation"},
+		Errors:      apiErrors(404, 503),
+		Description: "The system's probe health (state, last error, latency), its partitions as the latest probe saw them, its accounts and workdir, and how Mosaic reaches it (kind, dialect, host or endpoint). The name is the catalog's (Delta@NCSA) or the machine's (delta); 404 lists the known ones.",
 	}, func(ctx context.Context, in *resourceIn) (*resourceOut, error) {
 		d, err := s.core.Resource(in.System)
 		if err != nil {
@@ -181,6 +187,8 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "find-idle", Method: http.MethodGet, Path: "/api/idle",
 		Summary: "Partitions with free capacity now", Tags: []string{"federation"},
+		Errors:      apiErrors(422, 503),
+		Description: "Partitions of the latest snapshot with at least the given free GPUs and cores, GPU memory, architecture, GPU model and at most max_queue pending jobs, on healthy systems, most free first. An empty list is an answer, not an error.",
 	}, func(ctx context.Context, in *idleIn) (*idleOut, error) {
 		q := v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMem, Cores: in.Cores, Arch: in.Arch,
 			GPUModel: in.GPUModel, Provider: in.Provider, System: in.System}
@@ -199,6 +207,8 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-about", Method: http.MethodGet, Path: "/api/about",
 		Summary: "Version, catalog, tick, store and active ranker", Tags: []string{"meta"},
+		Errors:      apiErrors(),
+		Description: "The core's version, the site catalog in use, the probe tick, the store, the active ranker and drafter, and (on the simulated federation) the simulated clock. Needs no site.",
 	}, func(ctx context.Context, _ *struct{}) (*aboutOut, error) {
 		return &aboutOut{Body: core.V1About(s.core.About())}, nil
 	})

@@ -113,6 +113,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	s.registerSkill()
 	s.registerCampaigns()
 	s.registerCampaignJobs()
+	s.typeDecision()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.mux.HandleFunc("GET /docs", serveDocs)
@@ -132,9 +133,10 @@ func New(c *core.Core, opts Options) (*Server, error) {
 // schemaName names OpenAPI schemas. Answers are api/v1 types, named as they are;
 // request bodies are decoded with the core's own types (internal/model), which read
 // every duration form a user types ("2-00:00:00", "2d", "90"), and share names with
-// wire types (Envelope, Policy), so those are named <Name>Input.
+// wire types (Envelope, Policy), so those are named <Name>Input. The anonymous bodies
+// of handlers get real names (openapi.go).
 func schemaName(t reflect.Type, hint string) string {
-	name := huma.DefaultSchemaNamer(t, hint)
+	name := cleanWrapperName(huma.DefaultSchemaNamer(t, hint))
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
 		t = t.Elem()
 	}
