@@ -145,23 +145,14 @@ func clip(s string, n int) string {
 // credentialText matches what may carry a credential inside an error text: a bearer
 // value, a key=value or key: value pair whose key names a token, secret or password,
 // and a URL's user-info password.
-var credentialText = regexp.MustCompile(`(?i)(bearer\s+)[^\s,;"']+|((?:token|secret|password|passwd|api[_-]?key|code)\s*[=:]\s*)[^\s,;&"']+|(://[^/\s:@]*:)[^@/\s]+@`)
+var credentialText = regexp.MustCompile(`(?i)(bearer\s+)[^\s,;"']+|((?:token|secret|password|passwd|api[_-]?key|code)\s*[=:]\s*)[^\s,;&"']+|(://[^/\s:@]*:)[^@/\s]+(@)`)
 
 // redact removes credentials from a text bound for the log: the API token itself
-// wherever it appears, and anything credentialText matches.
+// wherever it appears, and anything credentialText matches (one pass; the groups
+// that did not take part in a match are empty).
 func (s *Server) redact(text string) string {
 	if tok := s.opts.Token; len(tok) >= 4 {
 		text = strings.ReplaceAll(text, tok, "[redacted]")
 	}
-	return credentialText.ReplaceAllStringFunc(text, func(m string) string {
-		sm := credentialText.FindStringSubmatch(m)
-		switch {
-		case sm[1] != "":
-			return sm[1] + "[redacted]"
-		case sm[2] != "":
-			return sm[2] + "[redacted]"
-		default:
-			return sm[3] + "[redacted]@"
-		}
-	})
+	return credentialText.ReplaceAllString(text, "${1}${2}${3}[redacted]${4}")
 }
