@@ -19,36 +19,34 @@ import (
 var jsonMarshal = json.Marshal
 
 // toHTTP maps core errors to problem responses with the message intact (the
-// classification is core.V1Error's, shared with the in-process MCP backend), except
-// that a failure of a site is never a 500: 503 (with Retry-After) when the site
-// cannot be reached or was briefly busy, 502 when it answered but not as it should
-// (refused credentials). A 5xx's cause goes to the access log (accesslog.go).
+// classification is core.V1Error's, shared with the in-process MCP backend: a site
+// that cannot be reached is 503, one that refused Mosaic's credentials 502). A 503
+// carries Retry-After; a 5xx's cause goes to the access log (accesslog.go).
 func toHTTP(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
 	e := core.V1Error(err)
-	status := e.Status
-	switch {
-	case status == http.StatusNotFound, status == http.StatusConflict, status == http.StatusForbidden, status == http.StatusRequestEntityTooLarge:
-		// The request's own problem, even if a site was involved.
-	case errors.Is(err, errs.ErrSiteDown), errors.Is(err, errs.ErrTransient):
-		status = http.StatusServiceUnavailable
-	case errors.Is(err, errs.ErrNeedsLogin):
-		status = http.StatusBadGateway
-	}
-	if status >= 500 {
+	if e.Status >= 500 {
 		noteCause(ctx, err)
 	}
-	he := huma.NewError(status, e.Detail)
-	if status == http.StatusServiceUnavailable {
-		return huma.ErrorWithHeaders(he, http.Header{"Retry-After": {strconv.Itoa(siteRetryAfter)}})
+	he := huma.NewError(e.Status, e.Detail)
+	if e.Status == http.StatusServiceUnavailable {
+		after := notReadyRetryAfter
+		if errors.Is(err, errs.ErrSiteDown) || errors.Is(err, errs.ErrTransient) {
+			after = siteRetryAfter
+		}
+		return huma.ErrorWithHeaders(he, http.Header{"Retry-After": {strconv.Itoa(after)}})
 	}
 	return he
 }
 
-// siteRetryAfter is the Retry-After (seconds) of a 503: about one probe tick.
-const siteRetryAfter = 30
+// Retry-After (seconds) of a 503: a site that is down is probed again within a
+// tick or so; a core that is not ready yet (the first probe round) is ready soon.
+const (
+	siteRetryAfter     = 30
+	notReadyRetryAfter = 5
+)
 
 // siteHTTP is toHTTP for an operation that calls one site (look-around): any other
 // failure of the call is the site's answer, so 502 rather than 500, and the detail

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 )
 
@@ -99,5 +102,32 @@ func TestOpenAPIDocumentsEveryOperation(t *testing.T) {
 	b, _ := json.Marshal(doc)
 	if strings.Contains(string(b), `"version":"dev"`) {
 		t.Error("the document still says version dev")
+	}
+}
+
+// TestTaskDecisionIsTheDocumentedDecision: the decision a task read returns (the
+// stored scheduler trace) decodes as the Decision the document promises with no field
+// left over, candidate table included — the typed schema is the data's.
+func TestTaskDecisionIsTheDocumentedDecision(t *testing.T) {
+	hs, c := coreServer(t, Options{Token: "tok"})
+	submitTasks(t, c, 1)
+	ts, err := c.Tasks(context.Background(), nil, 1)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("tasks: %v %v", ts, err)
+	}
+	var raw struct {
+		Decision json.RawMessage `json:"decision"`
+	}
+	if code := apiGet(t, hs, "/api/tasks/"+ts[0].ID, nil, &raw); code != 200 {
+		t.Fatalf("get task: HTTP %d", code)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw.Decision))
+	dec.DisallowUnknownFields()
+	var d v1.Decision
+	if err := dec.Decode(&d); err != nil {
+		t.Fatalf("the stored decision is not a v1.Decision: %v\n%s", err, raw.Decision)
+	}
+	if d.Chosen == "" || len(d.Candidates) == 0 || d.ChosenCandidate() == nil || len(d.Candidates[0].Verdicts) == 0 {
+		t.Errorf("decision without its candidate table: %+v", d)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 )
 
 // TestDeprecatedArgsTableMatchesTheTools: every renamed argument in the table
@@ -64,5 +66,24 @@ func TestPickAlias(t *testing.T) {
 	}
 	if _, err := pickList([]string{"a"}, []string{"b"}, "kind", "kinds"); err == nil {
 		t.Error("pickList with two different lists accepted")
+	}
+}
+
+// TestActionableSiteFailures: an agent told of a site failure learns which site and
+// what to look at, not that the core is "not ready".
+func TestActionableSiteFailures(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		want   []string
+	}{
+		{503, []string{"unavailable now", "Gone", "cannot be reached", "list_resources"}},
+		{502, []string{"a site failed the request", "Gone", "system_env"}},
+	} {
+		err := actionable(&v1.Error{Status: tc.status, Detail: "Gone: ssh 127.0.0.1: connection refused"})
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%d: %q does not say %q", tc.status, err, w)
+			}
+		}
 	}
 }
