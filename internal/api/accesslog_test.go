@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,22 +12,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/config"
-	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 )
 
-// jsonLogServer is a real core behind the API with its logger writing JSON lines
-// into the returned buffer.
-func jsonLogServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) {
+// jsonLogServer is a real core (coretest options o: the simulated federation, or a
+// catalog) behind the API with the logger of both writing JSON lines into the
+// returned buffer.
+func jsonLogServer(t *testing.T, token string, o coretest.Options) (*httptest.Server, *syncBuffer) {
 	t.Helper()
 	buf := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c := coretest.Start(t, coretest.Options{SimSpeed: 60})
+	o.Logger = log
+	c := coretest.Start(t, o)
 	srv, err := New(c, Options{Token: token, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +70,7 @@ func do(t *testing.T, req *http.Request) (int, string) {
 // in the query (a login code, a token someone put in the URL) reaches the log.
 func TestAccessLogNeverLogsCredentials(t *testing.T) {
 	const token = "tok-9f8e7d6c5b4a-secret"
-	hs, buf := jsonLogServer(t, token)
+	hs, buf := jsonLogServer(t, token, coretest.Options{SimSpeed: 60})
 	const cookieSecret = "cookie-77aa-secret"
 	const querySecret = "query-55bb-secret"
 
@@ -131,35 +128,14 @@ func TestAccessLogNeverLogsCredentials(t *testing.T) {
 	}
 }
 
-// siteServer is a real core on the given site catalog behind the API, logging JSON
-// into the returned buffer.
+// siteServer is jsonLogServer on the given site catalog.
 func siteServer(t *testing.T, token, sitesYAML string) (*httptest.Server, *syncBuffer) {
 	t.Helper()
-	dir := t.TempDir()
-	sites := filepath.Join(dir, "sites.yaml")
+	sites := filepath.Join(t.TempDir(), "sites.yaml")
 	if err := os.WriteFile(sites, []byte(sitesYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	buf := &syncBuffer{}
-	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg := &config.Config{StateDir: dir, ConfigDir: dir, DBPath: ":memory:", Tick: time.Second, SitesFile: sites}
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: func(string) string { return "" }})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait(); c.Close() })
-	srv, err := New(c, Options{Token: token, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return hs, buf
+	return jsonLogServer(t, token, coretest.Options{SitesFile: sites})
 }
 
 // siteDownServer: the only system is reached over ssh at a closed port of

@@ -1,12 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,47 +13,8 @@ import (
 // version /api/about reports; /metrics has the Prometheus-named families.
 func TestServeJSONLogsAccessLogAndMetrics(t *testing.T) {
 	e := newEnv(t)
-	errPath := filepath.Join(t.TempDir(), "stderr.log")
-	errFile, err := os.Create(errPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	cmd := exec.Command(binary, "serve", "--addr", e.addr, "--log-format", "json", "--headless")
-	cmd.Env, cmd.Dir = append(e.vars, "MOSAIC_LOG_LEVEL=debug"), e.home
-	cmd.Stdout, cmd.Stderr = &stdout, errFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		errFile.Close()
-	}
-	t.Cleanup(stop)
-	healthy := false
-	for range 200 { // bounded: 20 s
-		if code, _ := httpGet("http://"+e.addr+"/healthz", ""); code == 200 {
-			healthy = true
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !healthy {
-		t.Fatal("serve did not become healthy within 20s")
-	}
+	e.vars = append(e.vars, "MOSAIC_LOG_LEVEL=debug")
+	logOf := e.serveLogged("--log-format", "json", "--headless")
 	tok := e.token()
 	base := "http://" + e.addr
 	if code, _ := httpGet(base+"/api/tasks", tok); code != 200 {
@@ -86,31 +42,43 @@ func TestServeJSONLogsAccessLogAndMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %q", name)
 		}
 	}
-	stop()
 
-	if !strings.Contains(stdout.String(), "serving") {
-		t.Errorf("the banner is not on stdout: %q", stdout.String())
-	}
-	raw, _ := os.ReadFile(errPath)
+	// serve's output: the banner on stdout (plain text, lines of its own), then only
+	// JSON lines. An access line is written once its answer is out: wait for them.
+	var raw string
 	access := 0
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Errorf("a stderr line is not JSON: %q", sc.Text())
-			continue
-		}
-		if m["msg"] == "http request" {
-			access++
-			if m["route"] == "/api/tasks/{id}" && (m["status"] != float64(404) || m["path"] != "/api/tasks/t-none") {
-				t.Errorf("access log line: %v", m)
+	for range 50 { // bounded: 5 s
+		raw, access = logOf(), 0
+		for _, line := range strings.Split(strings.TrimSpace(raw), "\n") {
+			if !strings.HasPrefix(line, "{") {
+				if !strings.HasPrefix(line, "Mosaic ") && !strings.HasPrefix(line, "  ") {
+					t.Fatalf("serve wrote a line that is neither its banner nor JSON: %q", line)
+				}
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("a log line is not JSON: %q", line)
+			}
+			if m["msg"] == "http request" {
+				access++
+				if m["route"] == "/api/tasks/{id}" && (m["status"] != float64(404) || m["path"] != "/api/tasks/t-none") {
+					t.Errorf("access log line: %v", m)
+				}
 			}
 		}
+		if access >= 6 { // healthz polls, tasks, the 404, openapi, about, metrics
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if access < 5 {
-		t.Errorf("%d access-log lines for at least 5 requests:\n%s", access, raw)
+	if access < 6 {
+		t.Errorf("%d access-log lines for at least 6 requests:\n%s", access, raw)
 	}
-	if strings.Contains(string(raw), tok) {
+	if !strings.Contains(raw, "serving") {
+		t.Errorf("no banner:\n%s", raw)
+	}
+	if strings.Contains(raw, tok) {
 		t.Errorf("the log holds the API token:\n%s", raw)
 	}
 }
