@@ -72,7 +72,9 @@ func (s *Server) registerCampaignJobs() {
 		id, err := s.core.SubmitCampaignJob(ctx, core.CampaignJobRequestFromV1(req))
 		if id == "" {
 			if err == nil {
-				return nil, huma.NewError(http.StatusInternalServerError, "the core stored no task for the campaign job")
+				err = errors.New("the core stored no task for the campaign job")
+				noteCause(ctx, err)
+				return nil, huma.NewError(http.StatusInternalServerError, err.Error())
 			}
 			return nil, toHTTP(ctx, err)
 		}

@@ -219,6 +219,7 @@ func (s *Server) statusText(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, core.ErrNotReady) {
 			code = http.StatusServiceUnavailable
 		}
+		noteCause(r.Context(), err)
 		writeProblem(w, code, err.Error())
 		return
 	}
