@@ -74,10 +74,11 @@ type Core struct {
 	stopMu    sync.Mutex
 	stopRun   context.CancelFunc // cancels Run's context (Close)
 	ownsStore bool
-	lease     store.Lease      // the store's owner lease (Open takes it, Close releases it); nil if none
-	simTmp    string           // temporary sim work directory of an in-memory store (Close removes it)
-	camp      *campaignState   // this core's exchange and campaigns directory (campaigns.go)
-	metrics   *metrics.Metrics // instruments fed by the hooks below (metrics.go)
+	lease     store.Lease    // the store's owner lease (Open takes it, Close releases it); nil if none
+	simTmp    string         // temporary sim work directory of an in-memory store (Close removes it)
+	camp      *campaignState // this core's exchange and campaigns directory (campaigns.go)
+
+	metrics *metrics.Metrics // instruments fed by the hooks New wires (metrics.go)
 }
 
 // New assembles a core; call Run to start probing.

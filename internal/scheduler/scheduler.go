@@ -97,15 +97,15 @@ type Scheduler struct {
 // New builds a Scheduler.
 func New(opts Options) *Scheduler {
 	s := &Scheduler{
-		rules:   opts.Rules,
-		heur:    &HeuristicRanker{Estimator: opts.Estimator, History: opts.History, MaxEstimates: opts.MaxEstimates, WalltimeProbes: opts.WalltimeProbes},
-		llm:     opts.LLM,
-		llmTO:   opts.LLMTimeout,
-		now:     opts.Now,
-		log:     opts.Logger,
-		onPlace: opts.OnPlace,
+		rules: opts.Rules,
+		heur:  &HeuristicRanker{Estimator: opts.Estimator, History: opts.History, MaxEstimates: opts.MaxEstimates, WalltimeProbes: opts.WalltimeProbes},
+		llm:   opts.LLM,
+		llmTO: opts.LLMTimeout,
+		now:   opts.Now,
+		log:   opts.Logger,
 	}
 	s.heur.Waits = opts.Waits
+	s.onPlace = opts.OnPlace
 	if s.rules == nil {
 		s.rules = DefaultRules()
 	}
