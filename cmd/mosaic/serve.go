@@ -123,7 +123,6 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Logger, headless bool, unauthTimeout time.Duration) error {
-
 	// Claim the port first: a busy port must fail before anything else starts.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

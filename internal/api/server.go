@@ -76,9 +76,10 @@ type Server struct {
 	api      huma.API
 	handler  http.Handler
 	sessions *session.Sessions
-	streams  streamStop               // ends event streams on shutdown (tasks.go)
-	reg      *prometheus.Registry     // the server's metrics (metrics.go); the core's are in core.Metrics
-	httpDur  *prometheus.HistogramVec // mosaic_http_request_duration_seconds, fed by accessLog
+	streams  streamStop // ends event streams on shutdown (tasks.go)
+
+	reg     *prometheus.Registry     // the server's metrics (metrics.go); the core's are in core.Metrics
+	httpDur *prometheus.HistogramVec // mosaic_http_request_duration_seconds, fed by accessLog
 }
 
 // New builds the handler.
