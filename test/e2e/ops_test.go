@@ -7,13 +7,24 @@ import (
 	"time"
 )
 
-// TestServeJSONLogsAccessLogAndMetrics: `mosaic serve --log-format json` writes one
-// JSON object a line on stderr (its banner stays plain text on stdout), with an
+// TestServeJSONLogsAccessLogAndMetrics: `mosaic serve --log-format json` (the flag
+// over MOSAIC_LOG_FORMAT; another format is refused from either) writes one JSON
+// object a line on stderr (its banner stays plain text on stdout), with an
 // access-log line per request that never holds the token; /openapi.json carries the
 // version /api/about reports; /metrics has the Prometheus-named families.
 func TestServeJSONLogsAccessLogAndMetrics(t *testing.T) {
 	e := newEnv(t)
-	e.vars = append(e.vars, "MOSAIC_LOG_LEVEL=debug")
+	// A format neither text nor json is refused, from the flag and from the environment.
+	if _, errOut, rc := e.run("serve", "--addr", e.addr, "--log-format", "xml"); rc == 0 || !strings.Contains(errOut, "want text or json") {
+		t.Errorf("--log-format xml: rc=%d %s", rc, errOut)
+	}
+	bad := *e
+	bad.vars = append(append([]string(nil), e.vars...), "MOSAIC_LOG_FORMAT=xml")
+	if _, errOut, rc := bad.run("serve", "--addr", e.addr); rc == 0 || !strings.Contains(errOut, `"xml": want text or json`) {
+		t.Errorf("MOSAIC_LOG_FORMAT=xml: rc=%d %s", rc, errOut)
+	}
+	// The flag wins over the environment.
+	e.vars = append(e.vars, "MOSAIC_LOG_LEVEL=debug", "MOSAIC_LOG_FORMAT=text")
 	logOf := e.serveLogged("--log-format", "json", "--headless")
 	tok := e.token()
 	base := "http://" + e.addr
