@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,6 +30,7 @@ func newServeCmd() *cobra.Command {
 	var allowHosts []string
 	var headless bool
 	var unauthTimeout time.Duration
+	var logFormat string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Mosaic core: probes, API and UI (default: a simulated federation)",
@@ -77,7 +79,16 @@ the CLI reads it from there.`,
 				return fmt.Errorf("--unauth-timeout %s: want a positive duration", unauthTimeout)
 			}
 			cfg.AllowHosts = append(cfg.AllowHosts, allowHosts...)
-			return serve(cmd, cfg, env, headless, unauthTimeout)
+			if !f.Changed("log-format") {
+				if v, ok := env("MOSAIC_LOG_FORMAT"); ok && v != "" {
+					logFormat = v
+				}
+			}
+			log, err := newLogger(os.Stderr, logFormat, cfg.LogLevel)
+			if err != nil {
+				return err
+			}
+			return serve(cmd, cfg, env, log, headless, unauthTimeout)
 		},
 	}
 	f := cmd.Flags()
@@ -87,6 +98,7 @@ the CLI reads it from there.`,
 	f.Float64Var(&speed, "speed", 0, "simulated seconds per real second (default 60; env MOSAIC_SIM_SPEED)")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "accept requests for this Host name besides loopback names (repeatable)")
 	f.BoolVar(&headless, "headless", false, "serve the API only, without the web UI")
+	f.StringVar(&logFormat, "log-format", "text", "log format on stderr: text (logfmt) or json (one object a line); env MOSAIC_LOG_FORMAT")
 	// How long a request without a valid credential may take to send its headers and
 	// body (and to read its answer); hidden: tests shorten it.
 	f.DurationVar(&unauthTimeout, "unauth-timeout", api.DefaultUnauthTimeout, "time limit of requests without a valid credential")
@@ -95,13 +107,25 @@ the CLI reads it from there.`,
 	return cmd
 }
 
-func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool, unauthTimeout time.Duration) error {
-	level := slog.LevelInfo
-	if strings.EqualFold(cfg.LogLevel, "debug") {
-		level = slog.LevelDebug
+// newLogger builds the core's logger: format text (slog's key=value lines) or json
+// (one JSON object a line, for log shippers), at level info, or debug when level
+// (MOSAIC_LOG_LEVEL) says so.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	lv := slog.LevelInfo
+	if strings.EqualFold(level, "debug") {
+		lv = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	o := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(strings.TrimSpace(format)) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
 
+func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Logger, headless bool, unauthTimeout time.Duration) error {
 	// Claim the port first: a busy port must fail before anything else starts.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

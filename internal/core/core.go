@@ -16,6 +16,7 @@ import (
 
 	"github.com/mosaic-hpc/mosaic/internal/execution"
 	"github.com/mosaic-hpc/mosaic/internal/federation"
+	"github.com/mosaic-hpc/mosaic/internal/metrics"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/scheduler"
@@ -75,6 +76,8 @@ type Core struct {
 	lease     store.Lease    // the store's owner lease (Open takes it, Close releases it); nil if none
 	simTmp    string         // temporary sim work directory of an in-memory store (Close removes it)
 	camp      *campaignState // this core's exchange and campaigns directory (campaigns.go)
+
+	metrics *metrics.Metrics // instruments fed by the hooks New wires (metrics.go)
 }
 
 // New assembles a core; call Run to start probing.
@@ -92,13 +95,14 @@ func New(opts Options) (*Core, error) {
 	if opts.Store != nil {
 		sink = opts.Store
 	}
+	m := metrics.New()
 	col, err := federation.New(opts.Providers, federation.Options{
-		Tick: opts.Tick, Sink: sink, Clock: opts.Clock, Logger: opts.Logger,
+		Tick: opts.Tick, Sink: sink, Clock: opts.Clock, Logger: opts.Logger, OnProbe: m.ObserveProbe,
 	})
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{cat: opts.Catalog, store: opts.Store, collector: col, log: opts.Logger, clock: opts.Clock, started: opts.Clock(), camp: &campaignState{}}
+	c := &Core{cat: opts.Catalog, store: opts.Store, collector: col, log: opts.Logger, clock: opts.Clock, started: opts.Clock(), camp: &campaignState{}, metrics: m}
 	var llmClient llm.Client
 	if opts.Getenv != nil {
 		cl, err := llm.FromEnv(opts.Getenv)
@@ -111,7 +115,7 @@ func New(opts Options) (*Core, error) {
 	}
 	c.waits = newWaitLearner()
 	c.loadWaitHistory(context.Background())
-	so := scheduler.Options{Estimator: estimator{c}, Waits: c.waits, Logger: opts.Logger, Now: opts.Clock}
+	so := scheduler.Options{Estimator: estimator{c}, Waits: c.waits, Logger: opts.Logger, Now: opts.Clock, OnPlace: m.ObservePlacement}
 	if llmClient != nil {
 		so.LLM = scheduler.NewLLMRanker(llmClient)
 	}
@@ -123,7 +127,8 @@ func New(opts Options) (*Core, error) {
 	}
 	if opts.Store != nil {
 		c.engine = execution.New(execution.Options{Store: opts.Store, Providers: col, Placer: placer{c},
-			Snapshot: col.Snapshot, Clock: opts.Clock, Logger: opts.Logger, OnStart: c.observeStart})
+			Snapshot: col.Snapshot, Clock: opts.Clock, Logger: opts.Logger, OnStart: c.observeStart,
+			OnTaskEnded: func(s model.TaskState) { m.TaskEnded(string(s)) }, OnContinuation: m.Continuation})
 	}
 	return c, nil
 }

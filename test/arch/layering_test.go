@@ -37,6 +37,7 @@ var levels = map[string]int{
 	"client":                         lvLeaf, // public HTTP client: stdlib + api/v1 (see publicOnly, importableOnlyBy)
 	"internal/model":                 lvLeaf, // domain types
 	"internal/errs":                  lvLeaf, // sentinel errors shared by every layer
+	"internal/metrics":               lvLeaf, // the core's Prometheus instruments (client_golang only); lower layers feed them through func hooks
 	"internal/config":                lvLeaf, // paths, env files, API token (imports only model)
 	"internal/skill":                 lvLeaf, // embedded agent instructions (data)
 	"internal/term":                  lvLeaf, // colour decision (NO_COLOR, --color, terminal) and painting

@@ -20,6 +20,9 @@ type Options struct {
 	SimSpeed float64      // simulated seconds per real second (0 = 30)
 	OnDisk   bool         // a SQLite file in the test's temporary directory instead of :memory:
 	Logger   *slog.Logger // nil = discard
+	// SitesFile is a site catalog to run instead of the simulated federation ("" =
+	// the embedded one); its probe tick is a second (a real site answers slower).
+	SitesFile string
 }
 
 // Start opens a core on the embedded simulated federation, runs it, waits until the
@@ -31,6 +34,9 @@ func Start(t testing.TB, o Options) *core.Core {
 	}
 	dir := t.TempDir()
 	cfg := &config.Config{StateDir: dir, DBPath: ":memory:", Tick: 250 * time.Millisecond, SimSpeed: o.SimSpeed}
+	if o.SitesFile != "" {
+		cfg.SitesFile, cfg.ConfigDir, cfg.Tick = o.SitesFile, dir, time.Second
+	}
 	if o.OnDisk {
 		cfg.DBPath = filepath.Join(dir, "mosaic.db")
 	}
