@@ -39,8 +39,10 @@ type Task struct {
 	Target      *Target   `json:"target,omitempty"`
 	State       TaskState `json:"state"`
 	Reason      string    `json:"reason,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	// Owner is the user the task belongs to (LocalUser in laptop mode).
+	Owner     string    `json:"owner,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Attempt is one submission of a task to one site.
