@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/provider/hpc"
 	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
@@ -85,6 +86,11 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			st.Close()
 		}
 	}()
+	// The laptop token's implicit admin is a user like the others (it owns the tasks
+	// stored before users existed, and shows in `mosaic users list`).
+	if err := st.EnsureUser(ctx, model.LocalUser, true); err != nil {
+		return nil, err
+	}
 	if m := st.MovedAside(); m != "" {
 		log.Warn("the store failed its integrity check; it was moved aside and an empty store started", "path", cfg.DBPath, "kept_as", m)
 	}
