@@ -113,7 +113,7 @@ func (s *Server) registerUsers() {
 		OperationID: "create-token", Method: http.MethodPost, Path: "/api/tokens",
 		Summary: "Make an API token for a user (admin); the answer holds it, once", Tags: []string{"users"},
 		DefaultStatus: http.StatusCreated,
-		Description: "Only the token's SHA-256 is stored: the token cannot be read back. Keep it like a password.",
+		Description:   "Only the token's SHA-256 is stored: the token cannot be read back. Keep it like a password.",
 	}, func(ctx context.Context, in *createTokenIn) (*createdTokenOut, error) {
 		var user, label string
 		if in.Body != nil {
