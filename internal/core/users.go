@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/store"
@@ -198,4 +199,32 @@ func (c *Core) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
 		es = []AuditEntry{}
 	}
 	return es, err
+}
+
+// OpenOffline opens the store at dbPath for managing users and tokens with no server
+// running (`mosaic users add NAME --admin --local`, to make the first admin of a
+// shared core). It takes the store's lease first, so it refuses, naming the holder,
+// while a server owns the store: use the commands without --local against it then.
+// Only the user, token and audit methods work on the core it returns; call close
+// when done.
+func OpenOffline(ctx context.Context, dbPath string) (c *Core, close func() error, err error) {
+	if dbPath == "" || dbPath == ":memory:" {
+		return nil, nil, fmt.Errorf("--local needs a database file (MOSAIC_DB); %q is none: %w", dbPath, ErrInvalid)
+	}
+	lease, err := acquireLease(ctx, dbPath, "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w; a running server owns the store, so manage users through it: run the command without --local, with an admin token (MOSAIC_TOKEN)", err)
+	}
+	st, err := store.Open(ctx, dbPath)
+	if err != nil {
+		lease.Release()
+		return nil, nil, fmt.Errorf("%w (set MOSAIC_DB to use another file)", err)
+	}
+	if err := st.EnsureUser(ctx, model.LocalUser, true); err != nil {
+		st.Close()
+		lease.Release()
+		return nil, nil, err
+	}
+	c = &Core{store: st, log: slog.New(slog.DiscardHandler)}
+	return c, func() error { return errors.Join(st.Close(), lease.Release()) }, nil
 }
