@@ -1,6 +1,11 @@
 package model
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // LocalUser is the implicit user of laptop mode: the holder of the token in
 // $XDG_CONFIG_HOME/mosaic/token (and of the web sessions `mosaic serve` opens). It is
@@ -49,4 +54,31 @@ func CallerOf(ctx context.Context) Caller {
 		return c
 	}
 	return LocalCaller()
+}
+
+// ErrBadUserName is wrapped by CheckUserName's errors.
+var ErrBadUserName = errors.New("invalid user name")
+
+// CheckUserName accepts 1 to 64 characters of a-z, 0-9, '.', '_' and '-', starting
+// with a letter: a name that is safe in a file name, a log line and a Slurm --comment.
+func CheckUserName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("%w %q: want 1 to 64 characters", ErrBadUserName, clipName(name, 70))
+	}
+	if name[0] < 'a' || name[0] > 'z' {
+		return fmt.Errorf("%w %q: it must start with a lower-case letter", ErrBadUserName, name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%w %q: only a-z, 0-9, '.', '_' and '-' are allowed", ErrBadUserName, strings.ToValidUTF8(name, "?"))
+		}
+	}
+	return nil
+}
+
+func clipName(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "?") + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
 }

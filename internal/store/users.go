@@ -98,32 +98,11 @@ func TokenHash(tok string) string {
 // maxLabelChars bounds a token's label.
 const maxLabelChars = 200
 
-// ErrBadName is wrapped by CheckUserName's errors.
-var ErrBadName = errors.New("invalid user name")
+// ErrBadName is wrapped by CheckUserName's errors (model.ErrBadUserName).
+var ErrBadName = model.ErrBadUserName
 
-// CheckUserName accepts 1 to 64 characters of a-z, 0-9, '.', '_' and '-', starting
-// with a letter: a name that is safe in a file name, a log line and a Slurm --comment.
-func CheckUserName(name string) error {
-	if name == "" || len(name) > 64 {
-		return fmt.Errorf("%w %q: want 1 to 64 characters", ErrBadName, truncate(name, 70))
-	}
-	if name[0] < 'a' || name[0] > 'z' {
-		return fmt.Errorf("%w %q: it must start with a lower-case letter", ErrBadName, name)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Errorf("%w %q: only a-z, 0-9, '.', '_' and '-' are allowed", ErrBadName, strings.ToValidUTF8(name, "?"))
-		}
-	}
-	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return strings.ToValidUTF8(s[:n], "?") + "…"
-	}
-	return strings.ToValidUTF8(s, "?")
-}
+// CheckUserName is model.CheckUserName.
+func CheckUserName(name string) error { return model.CheckUserName(name) }
 
 // ErrExists is returned when a user of that name already exists.
 var ErrExists = errors.New("already exists")
