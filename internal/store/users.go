@@ -343,3 +343,47 @@ func (s *Store) Authenticate(ctx context.Context, tok string) (model.Caller, err
 	}
 	return model.Caller{Name: user, Admin: admin, TokenID: id}, nil
 }
+
+// JobOwners returns the owner of each job id of system that is one of Mosaic's
+// attempts (others are absent): whose site identity monitors and cancels it.
+func (s *Store) JobOwners(ctx context.Context, system string, jobIDs []string) (map[string]string, error) {
+	return s.owners(ctx, `SELECT a.job_id, t.owner FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.system = ? AND a.job_id IN `,
+		[]any{system}, jobIDs)
+}
+
+// TagOwners returns the owner of each attempt tag (mosaic-<task>-<n>) that exists.
+func (s *Store) TagOwners(ctx context.Context, tags []string) (map[string]string, error) {
+	return s.owners(ctx, `SELECT a.tag, t.owner FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.tag IN `, nil, tags)
+}
+
+func (s *Store) owners(ctx context.Context, q string, args []any, keys []string) (map[string]string, error) {
+	out := map[string]string{}
+	for len(keys) > 0 {
+		n := min(len(keys), 500) // well under every engine's bound on parameters
+		chunk := keys[:n]
+		keys = keys[n:]
+		qs := q + "(" + strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + ")"
+		a := append([]any{}, args...)
+		for _, k := range chunk {
+			a = append(a, k)
+		}
+		rows, err := s.db.QueryContext(ctx, qs, a...)
+		if err != nil {
+			return nil, fmt.Errorf("store: read job owners: %w", err)
+		}
+		for rows.Next() {
+			var k, o string
+			if err := rows.Scan(&k, &o); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[k] = o
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -272,3 +272,31 @@ func TestTaskOwnerFilter(t *testing.T) {
 		t.Fatalf("bob's events: %v", msgs)
 	}
 }
+
+// TestJobOwners: attempts' job ids (per system) and tags map to their task's owner.
+func TestJobOwners(t *testing.T) {
+	ctx := context.Background()
+	s := openUsersStore(t)
+	now := time.Now()
+	for i, o := range []string{"alice", "bob"} {
+		id := []string{"ta", "tb"}[i]
+		if err := s.CreateTask(ctx, &TaskRow{Task: model.Task{ID: id, Name: id, State: model.TaskPending, Owner: o, CreatedAt: now, UpdatedAt: now}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateAttempt(ctx, &model.Attempt{TaskID: id, N: 1, Tag: "mosaic-" + id + "-1", System: "alpha", JobID: []string{"11", "12"}[i],
+			State: model.JobSubmitting, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.JobOwners(ctx, "alpha", []string{"11", "12", "13"})
+	if err != nil || len(got) != 2 || got["11"] != "alice" || got["12"] != "bob" {
+		t.Fatalf("job owners %v %v", got, err)
+	}
+	if got, _ := s.JobOwners(ctx, "beta", []string{"11"}); len(got) != 0 {
+		t.Fatalf("job 11 on another system: %v", got)
+	}
+	tags, err := s.TagOwners(ctx, []string{"mosaic-ta-1", "mosaic-tb-1", "mosaic-x-1"})
+	if err != nil || tags["mosaic-ta-1"] != "alice" || tags["mosaic-tb-1"] != "bob" || len(tags) != 2 {
+		t.Fatalf("tag owners %v %v", tags, err)
+	}
+}
