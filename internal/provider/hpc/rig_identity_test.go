@@ -46,7 +46,7 @@ func TestRigPerUserIdentity(t *testing.T) {
 
 	sys := site.System{Name: "alpha@rig", Kind: site.KindSSH, Host: "rig-alpha", User: "root", Dialect: site.DialectSlurm,
 		Accounts: []string{env.Get(t, "RIG_ACCOUNT")}, WorkDir: env.Get(t, "RIG_WORKDIR_ALPHA"),
-		SSH: &site.SSH{ConfigFile: cfg, IdentityFile: rigKey},
+		SSH:   &site.SSH{ConfigFile: cfg, IdentityFile: rigKey},
 		Users: []site.UserIdentity{{Name: "alice", User: second, Identity: aliceKey}, {Name: "eve", User: second, Identity: eveKey}}}
 	ctl := filepath.Join(os.TempDir(), "mosaic-ssh-idtest")
 	p, err := New(sys, WithOwners(owners{jobs: map[string]string{"900000001": "alice", "900000002": "eve"}}))
