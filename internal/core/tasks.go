@@ -188,7 +188,7 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{})
+	d, err := c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{Exclude: c.noIdentity(task.Owner)})
 	if err != nil {
 		var pe *scheduler.PlacementError
 		if errors.As(err, &pe) || errors.Is(err, scheduler.ErrNoFeasible) {
@@ -273,7 +273,7 @@ func (p placer) Place(ctx context.Context, task *model.Task, exclude []string) (
 	if err != nil {
 		return nil, err
 	}
-	d, err := p.c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{Exclude: exclude})
+	d, err := p.c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{Exclude: append(exclude, p.c.noIdentity(task.Owner)...)})
 	if err != nil {
 		return nil, err
 	}

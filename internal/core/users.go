@@ -28,6 +28,19 @@ func (c *Core) Authenticate(ctx context.Context, tok string) (model.Caller, erro
 	return caller, nil
 }
 
+// noIdentity lists the systems where owner has no site identity (their catalog
+// entry lists users:, owner is not among them, and default_identity lends them no
+// shared one): placement leaves them out, so the user's tasks go where they may run.
+func (c *Core) noIdentity(owner string) []string {
+	var out []string
+	for i := range c.cat.Systems {
+		if _, err := c.cat.Systems[i].IdentityFor(owner); err != nil {
+			out = append(out, c.cat.Systems[i].Name)
+		}
+	}
+	return out
+}
+
 // Whoami is the caller of ctx.
 func (c *Core) Whoami(ctx context.Context) model.Caller { return model.CallerOf(ctx) }
 
