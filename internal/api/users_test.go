@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
+	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 )
 
 // call makes one request with a bearer token and returns the status and body.
@@ -198,5 +200,52 @@ func TestRevokedToken401AtOnce(t *testing.T) {
 	// The laptop admin cannot be revoked through the API (its token is the file's).
 	if st, _ := call(t, hs, "POST", "/api/users/local/revoke", "tok", nil); st != http.StatusUnprocessableEntity {
 		t.Errorf("revoke local: %d, want 422", st)
+	}
+}
+
+// TestTokensNeverLogged: with debug logging on in the API and the core, creating,
+// using, revoking and presenting revoked or mangled user tokens never writes a token's
+// secret to the log (refusals name the token's display id only); nor do the answers
+// of list, audit or whoami.
+func TestTokensNeverLogged(t *testing.T) {
+	var logs syncBuffer
+	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := coretest.Start(t, coretest.Options{SimSpeed: 60, Logger: lg})
+	srv, err := New(c, Options{Token: "tok", Logger: lg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	ct := newUserToken(t, hs, "alice", false)
+	secret := ct.Token[len(ct.ID)+1:]
+	var bodies []string
+	for _, c := range []struct{ method, path, token string }{
+		{"GET", "/api/whoami", ct.Token},
+		{"POST", "/api/tasks", ct.Token},
+		{"GET", "/api/tokens", "tok"},
+		{"POST", "/api/tokens/" + ct.ID + "/revoke", "tok"},
+		{"GET", "/api/whoami", ct.Token},
+		{"GET", "/api/whoami", ct.Token[:len(ct.Token)-1] + "x"},
+		{"GET", "/api/whoami", ct.Token + "x"},
+		{"GET", "/api/audit", "tok"},
+	} {
+		var body any
+		if c.path == "/api/tasks" {
+			body = submitBody
+		}
+		_, b := call(t, hs, c.method, c.path, c.token, body)
+		bodies = append(bodies, string(b))
+	}
+	if !strings.Contains(logs.String(), ct.ID) {
+		t.Fatalf("the refusals were not logged at all (the test would prove nothing):\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Fatalf("a token's secret reached the log:\n%s", logs.String())
+	}
+	for _, b := range bodies {
+		if strings.Contains(b, secret) {
+			t.Fatalf("an answer repeats the token: %s", b)
+		}
 	}
 }
