@@ -60,6 +60,11 @@ func TestPlacementSkipsSystemsWithoutIdentity(t *testing.T) {
 	if _, err := c.SubmitTask(bob, req); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Team") {
 		t.Fatalf("bob's task that fits only on Team: %v, want refused naming Team", err)
 	}
+	pinned := req
+	pinned.Target = "Team"
+	if _, err := c.SubmitTask(bob, pinned); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bob's task pinned to Team: %v, want refused", err)
+	}
 	alice := model.WithCaller(ctx, model.Caller{Name: "alice", Remote: "10.0.0.1:5"})
 	res, err := c.SubmitTask(alice, req)
 	if err != nil {
