@@ -3,14 +3,10 @@ package core
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -18,42 +14,21 @@ import (
 // so refuses others) is never chosen for another user's task: bob's task, which only
 // fits there, is refused; alice's is placed there, owned by her and audited.
 func TestPlacementSkipsSystemsWithoutIdentity(t *testing.T) {
-	dir := t.TempDir()
-	sites := filepath.Join(dir, "sites.yaml")
-	cat := `systems:
+	const cat = `systems:
   - name: Team
     kind: sim
     accounts: [shared]
     users: [{name: alice, account: alice-acct}]
     partitions:
       - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: 1h, accounts: [alice-acct]}
-    sim: {load: {utilization: 0}}
   - name: Small
     kind: sim
     accounts: [s]
     partitions:
       - {name: cpu, nodes: 1, cpu_cores: 2, memory_gb: 4, max_walltime: 1h}
-    sim: {load: {utilization: 0}}
 `
-	if err := os.WriteFile(sites, []byte(cat), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := &config.Config{SitesFile: sites, DBPath: filepath.Join(dir, "m.db"), StateDir: dir, Tick: 250 * time.Millisecond, SimSpeed: 60}
-	ctx, cancel := context.WithCancel(context.Background())
-	c, err := Open(ctx, OpenOptions{Config: cfg, Getenv: func(string) string { return "" }})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait(); c.Close() })
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := c.WaitReady(wctx); err != nil {
-		t.Fatal(err)
-	}
+	c := newLoadedWorld(t, 60, cat, "Team", "Small").c
+	ctx := context.Background()
 	env := model.Envelope{CPUCores: model.IntRange{Min: 4, Max: 4}, Walltime: model.DurationRange{Min: model.Duration(10 * time.Minute), Max: model.Duration(10 * time.Minute)}}
 	req := SubmitRequest{Name: "four", Command: "true", Envelope: &env}
 	bob := model.WithCaller(ctx, model.Caller{Name: "bob"})

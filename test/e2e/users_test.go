@@ -1,35 +1,18 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // runAs runs a CLI command with MOSAIC_TOKEN set to token.
 func (e *env) runAs(token string, args ...string) (string, string, int) {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(append([]string{}, e.vars...), "MOSAIC_TOKEN="+token)
-	cmd.Dir = e.home
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			e.t.Fatalf("run %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return out.String(), errb.String(), code
+	saved := e.vars
+	e.vars = append(append([]string{}, saved...), "MOSAIC_TOKEN="+token)
+	defer func() { e.vars = saved }()
+	return e.run(args...)
 }
 
 // TestUsersTwoUsersCLI: the first admin is made offline (--local) before the server
