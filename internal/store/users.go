@@ -104,6 +104,14 @@ var ErrBadName = model.ErrBadUserName
 // CheckUserName is model.CheckUserName.
 func CheckUserName(name string) error { return model.CheckUserName(name) }
 
+// boolInt stores a flag as the INTEGER 0 or 1 (portable across SQLite and PostgreSQL).
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // ErrExists is returned when a user of that name already exists.
 var ErrExists = errors.New("already exists")
 
@@ -126,7 +134,7 @@ func (s *Store) AddUser(ctx context.Context, name string, admin bool, a *AuditEn
 			return fmt.Errorf("user %q: %w (see `mosaic users list`)", name, ErrExists)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO users (name, admin, created_at) VALUES (?,?,?)`,
-			name, admin, nanos(u.CreatedAt)); err != nil {
+			name, boolInt(admin), nanos(u.CreatedAt)); err != nil {
 			return fmt.Errorf("store: add user %s: %w", name, err)
 		}
 		return insertAudit(ctx, tx, a)
@@ -141,7 +149,7 @@ func (s *Store) AddUser(ctx context.Context, name string, admin bool, a *AuditEn
 // admin), without an audit entry; an existing user is left as it is.
 func (s *Store) EnsureUser(ctx context.Context, name string, admin bool) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO users (name, admin, created_at) VALUES (?,?,?) ON CONFLICT (name) DO NOTHING`,
-		name, admin, nanos(time.Now()))
+		name, boolInt(admin), nanos(time.Now()))
 	if err != nil {
 		return fmt.Errorf("store: ensure user %s: %w", name, err)
 	}
@@ -152,10 +160,11 @@ const userCols = `name, admin, created_at, revoked_at`
 
 func scanUser(sc interface{ Scan(...any) error }) (*User, error) {
 	var u User
-	var created, revoked int64
-	if err := sc.Scan(&u.Name, &u.Admin, &created, &revoked); err != nil {
+	var admin, created, revoked int64
+	if err := sc.Scan(&u.Name, &admin, &created, &revoked); err != nil {
 		return nil, err
 	}
+	u.Admin = admin != 0
 	u.CreatedAt = fromNanos(created)
 	if revoked != 0 {
 		u.RevokedAt = fromNanos(revoked)
@@ -328,8 +337,7 @@ func (s *Store) Authenticate(ctx context.Context, tok string) (model.Caller, err
 		return model.Caller{}, err
 	}
 	var user string
-	var admin bool
-	var trev, urev int64
+	var admin, trev, urev int64
 	err = s.db.QueryRowContext(ctx, `SELECT t.user_name, u.admin, t.revoked_at, u.revoked_at FROM api_tokens t
 		JOIN users u ON u.name = t.user_name WHERE t.hash = ? AND t.id = ?`, TokenHash(tok), id).Scan(&user, &admin, &trev, &urev)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -341,7 +349,7 @@ func (s *Store) Authenticate(ctx context.Context, tok string) (model.Caller, err
 	if trev != 0 || urev != 0 {
 		return model.Caller{}, fmt.Errorf("token %s: %w", id, ErrRevoked)
 	}
-	return model.Caller{Name: user, Admin: admin, TokenID: id}, nil
+	return model.Caller{Name: user, Admin: admin != 0, TokenID: id}, nil
 }
 
 // JobOwners returns the owner of each job id of system that is one of Mosaic's
