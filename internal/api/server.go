@@ -260,6 +260,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				// for the implicit local admin.
 				r = withCaller(r, model.LocalCaller())
 			}
+			// The Globus sign-in decides whose Globus identity the whole core uses: an
+			// admin's decision, not any user's.
+			if strings.HasPrefix(r.URL.Path, "/auth/") && !model.CallerOf(r.Context()).Admin {
+				writeProblem(w, http.StatusForbidden, "the Globus sign-in sets the identity the whole core uses, so it needs an admin; ask one (`mosaic users list` shows who is)")
+				return
+			}
 			if r.URL.Path == "/api/status" && r.URL.Query().Get("format") == "text" {
 				s.statusText(w, r)
 				return

@@ -133,9 +133,10 @@ func TestOwnership403Matrix(t *testing.T) {
 }
 
 // TestNonAdminCannotManageUsers: a user without admin gets 403 for every user, token
-// and audit route, and for look-around (which runs under the core's site identity).
+// and audit route, for look-around (which runs under the core's site identity) and for
+// the Globus sign-in (which sets the core's Globus identity).
 func TestNonAdminCannotManageUsers(t *testing.T) {
-	hs, _ := coreServer(t, Options{Token: "tok"})
+	hs, _ := coreServer(t, Options{Token: "tok", SignIn: http.NotFoundHandler()})
 	bob := newUserToken(t, hs, "bob", false).Token
 	for _, c := range []struct {
 		method, path string
@@ -149,6 +150,8 @@ func TestNonAdminCannotManageUsers(t *testing.T) {
 		{"POST", "/api/tokens/mos_abcdefgh/revoke", nil},
 		{"GET", "/api/audit", nil},
 		{"POST", "/api/resources/sim-a/exec", map[string]any{"command": "id"}},
+		{"GET", "/auth/login", nil},
+		{"GET", "/auth/status", nil},
 	} {
 		st, b := call(t, hs, c.method, c.path, bob, c.body)
 		if st != http.StatusForbidden {
