@@ -364,10 +364,10 @@ func (c *Core) CancelTask(ctx context.Context, id string) (*TaskDetail, error) {
 	if _, err := c.Task(ctx, id); err != nil {
 		return nil, err
 	}
-	c.audit(ctx, "task.cancel", id, "")
 	if err := c.engine.Cancel(ctx, id, "cancelled by the user"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	c.audit(ctx, "task.cancel", id, "")
 	return c.Task(ctx, id)
 }
 
@@ -376,9 +376,13 @@ func (c *Core) ReplanTask(ctx context.Context, id string, clearTarget bool) (*Ta
 	if _, err := c.Task(ctx, id); err != nil {
 		return nil, err
 	}
-	c.audit(ctx, "task.replan", id, "")
 	if err := c.engine.Replan(ctx, id, clearTarget); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	detail := ""
+	if clearTarget {
+		detail = "pin dropped"
+	}
+	c.audit(ctx, "task.replan", id, detail)
 	return c.Task(ctx, id)
 }
