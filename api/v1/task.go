@@ -48,10 +48,9 @@ type Task struct {
 	Target      *Target  `json:"target,omitempty"`
 	// State is pending, placed, submitted, queued, running, succeeded, failed or
 	// cancelled (the last three are final).
-	State  string `json:"state"`
-	Reason string `json:"reason,omitempty"`
-	// Owner is the user the task belongs to ("local" in laptop mode).
-	Owner     string    `json:"owner,omitempty"`
+	State     string    `json:"state"`
+	Reason    string    `json:"reason,omitempty"`
+	Owner     string    `json:"owner,omitempty"` // the user the task belongs to ("local" in laptop mode)
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -137,19 +136,18 @@ func (t *TaskDetail) DecisionTrace() (*Decision, error) {
 
 // TaskSummary is one row of the task list (GET /api/tasks).
 type TaskSummary struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	State     string `json:"state"`
-	System    string `json:"system,omitempty"`
-	Partition string `json:"partition,omitempty"`
-	JobID     string `json:"job_id,omitempty"`
-	JobState  string `json:"job_state,omitempty"`
-	Attempts  int    `json:"attempts"`
-	Sizing    string `json:"sizing,omitempty"`
-	Pinned    bool   `json:"pinned"`
-	Reason    string `json:"reason,omitempty"`
-	// Owner is the user the task belongs to.
-	Owner     string    `json:"owner,omitempty"`
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	State     string    `json:"state"`
+	System    string    `json:"system,omitempty"`
+	Partition string    `json:"partition,omitempty"`
+	JobID     string    `json:"job_id,omitempty"`
+	JobState  string    `json:"job_state,omitempty"`
+	Attempts  int       `json:"attempts"`
+	Sizing    string    `json:"sizing,omitempty"`
+	Pinned    bool      `json:"pinned"`
+	Reason    string    `json:"reason,omitempty"`
+	Owner     string    `json:"owner,omitempty"` // the user the task belongs to ("local" in laptop mode)
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

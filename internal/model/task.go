@@ -39,10 +39,9 @@ type Task struct {
 	Target      *Target   `json:"target,omitempty"`
 	State       TaskState `json:"state"`
 	Reason      string    `json:"reason,omitempty"`
-	// Owner is the user the task belongs to (LocalUser in laptop mode).
-	Owner     string    `json:"owner,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Owner       string    `json:"owner,omitempty"` // the user the task belongs to (LocalUser in laptop mode)
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // Attempt is one submission of a task to one site.
