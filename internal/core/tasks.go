@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -273,7 +274,7 @@ func (p placer) Place(ctx context.Context, task *model.Task, exclude []string) (
 	if err != nil {
 		return nil, err
 	}
-	d, err := p.c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{Exclude: append(exclude, p.c.noIdentity(task.Owner)...)})
+	d, err := p.c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{Exclude: slices.Concat(exclude, p.c.noIdentity(task.Owner))})
 	if err != nil {
 		return nil, err
 	}
