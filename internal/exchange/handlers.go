@@ -635,3 +635,10 @@ func (s *Server) record(run string, pol RunPolicy, src, dest *MailboxRecord, msg
 	}
 	return rec
 }
+
+// Route is the pattern of the exchange route r takes ("GET /message"), or "" when none
+// matches: the core's access log and HTTP histogram name exchange requests by it.
+func (s *Server) Route(r *http.Request) string {
+	_, pattern := s.mux.Handler(r)
+	return pattern
+}
