@@ -387,7 +387,7 @@ func (s *Server) handleTerminate(w http.ResponseWriter, r *http.Request) {
 			dest = &d
 		}
 		// An error means the requester is gone too; nobody to tell.
-		_ = s.be.Put(ctx, reply, s.record(p.Run, p.policy, &rec, dest, reply), Limits{})
+		_, _ = s.be.Put(ctx, reply, s.record(p.Run, p.policy, &rec, dest, reply), Limits{})
 	}
 	s.log.Info("exchange mailbox terminated", "run", p.Run, "mailbox", id.UID, "name", id.NameOr(""), "pending_answered", len(pending))
 	w.WriteHeader(http.StatusOK)
@@ -464,11 +464,12 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.be.Put(ctx, msg, s.record(p.Run, p.policy, src, &dest, msg), s.lim); err != nil {
+	queued, err := s.be.Put(ctx, msg, s.record(p.Run, p.policy, src, &dest, msg), s.lim)
+	if err != nil {
 		s.backendError(w, err)
 		return
 	}
-	if s.cfg.OnMessage != nil {
+	if queued && s.cfg.OnMessage != nil { // a sender's retry of a message already queued is not counted again
 		s.cfg.OnMessage()
 	}
 	w.WriteHeader(http.StatusOK)
