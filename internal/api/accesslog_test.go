@@ -165,19 +165,24 @@ func siteDownServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) 
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close() // nothing listens there now: connections are refused at once
-	return siteServer(t, token, fmt.Sprintf(`systems:
-  - name: Gone
+	return siteServer(t, token, sshSiteYAML("Gone", port, "2s"))
+}
+
+// sshSiteYAML is a catalog of one ssh system at 127.0.0.1:port.
+func sshSiteYAML(name string, port int, connectTimeout string) string {
+	return fmt.Sprintf(`systems:
+  - name: %s
     kind: ssh
     host: 127.0.0.1
     ssh:
       port: %d
-      connect_timeout: 2s
+      connect_timeout: %s
       options: [StrictHostKeyChecking=no, UserKnownHostsFile=/dev/null]
     accounts: [acct]
-    workdir: /tmp/mosaic-gone
+    workdir: /tmp/mosaic-%s
     partitions:
       - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: "1h"}
-`, port))
+`, name, port, connectTimeout, strings.ToLower(name))
 }
 
 func postJSON(t *testing.T, hs *httptest.Server, token, path, body string) (*http.Response, string) {
@@ -389,19 +394,7 @@ func hungSiteServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) 
 			conns = append(conns, c) // held open, silent
 		}
 	}()
-	return siteServer(t, token, fmt.Sprintf(`systems:
-  - name: Mute
-    kind: ssh
-    host: 127.0.0.1
-    ssh:
-      port: %d
-      connect_timeout: 3s
-      options: [StrictHostKeyChecking=no, UserKnownHostsFile=/dev/null]
-    accounts: [acct]
-    workdir: /tmp/mosaic-mute
-    partitions:
-      - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: "1h"}
-`, ln.Addr().(*net.TCPAddr).Port))
+	return siteServer(t, token, sshSiteYAML("Mute", ln.Addr().(*net.TCPAddr).Port, "3s"))
 }
 
 // TestClientGoneIs499AtInfo: a client that goes away while the core waits for a site

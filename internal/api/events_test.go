@@ -325,19 +325,7 @@ func TestLogsErrorsAreClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := res.Task.ID
-	for i := 0; ; i++ {
-		td, err := c.Task(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if td.State.Final() {
-			break
-		}
-		if i > 300 {
-			t.Fatalf("task did not finish: %s", td.State)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFinal(t, c, id)
 	code, body := get("/api/tasks/" + id + "/logs")
 	var l core.JobLogs
 	if code != 200 || json.Unmarshal([]byte(body), &l) != nil || !strings.Contains(l.Stdout, "logs-api-test") || l.Host != "localhost" || l.Attempt != 1 {
@@ -427,19 +415,7 @@ func TestLogsReadFailureIs502(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := res.Task.ID
-	for i := 0; ; i++ {
-		td, err := c.Task(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if td.State.Final() {
-			break
-		}
-		if i > 300 {
-			t.Fatalf("task did not finish: %s", td.State)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFinal(t, c, id)
 	l, err := c.TaskLogs(context.Background(), id, 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -460,5 +436,23 @@ func TestLogsReadFailureIs502(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Retry-After") != "" || !strings.Contains(string(b), l.System) || !strings.Contains(string(b), "mosaic exec") {
 		t.Fatalf("logs the site fails to read: HTTP %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+}
+
+// waitFinal waits (at most 30 s) until task id has ended.
+func waitFinal(t *testing.T, c *core.Core, id string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		td, err := c.Task(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if td.State.Final() {
+			return
+		}
+		if i > 300 {
+			t.Fatalf("task did not finish: %s", td.State)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
