@@ -221,7 +221,7 @@ func clip(s string, n int) string {
 var credentialText = regexp.MustCompile(`(?i)` +
 	`(authorization["']?\s*[=:]\s*["']?(?:(?:bearer|basic|digest|negotiate|token)\s+)?)([^\s,;"']+)` +
 	`|(bearer\s+)([^\s,;"']+)` +
-	`|((?:token|secret|password|passwd|pwd|api[_-]?key|credentials?)["']?\s*[=:]\s*)("[^"]*"?|'[^']*'?|[^\s,;&"'}]+)` +
+	`|((?:token|secret|password|passwd|api[_-]?key)["']?\s*[=:]\s*)("[^"]*"?|'[^']*'?|[^\s,;&"'}]+)` +
 	`|([?&]code=)([^\s&#"']+)` +
 	`|(://[^/\s:@]*:)([^@/\s]+@)`)
 
