@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,20 +14,29 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 )
 
 // jsonLogServer is a real core (coretest options o: the simulated federation, or a
 // catalog) behind the API with the logger of both writing JSON lines into the
 // returned buffer.
-func jsonLogServer(t *testing.T, token string, o coretest.Options) (*httptest.Server, *syncBuffer) {
+// The API's options are opts (Token and Logger are set here).
+func jsonLogServer(t *testing.T, token string, o coretest.Options, opts ...Options) (*httptest.Server, *syncBuffer) {
 	t.Helper()
 	buf := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.Logger = log
 	c := coretest.Start(t, o)
-	srv, err := New(c, Options{Token: token, Logger: log})
+	var ao Options
+	if len(opts) > 0 {
+		ao = opts[0]
+	}
+	ao.Token, ao.Logger = token, log
+	srv, err := New(c, ao)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +100,17 @@ func TestAccessLogNeverLogsCredentials(t *testing.T) {
 	do(t, req)
 	req, _ = http.NewRequest("GET", hs.URL+"/healthz", nil)
 	do(t, req)
+	// A credential pasted into the path itself (not the query) is redacted too.
+	req, _ = http.NewRequest("GET", hs.URL+"/api/tasks/"+token+"/access_token="+querySecret, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	do(t, req)
 
 	lines := accessLines(t, buf)
-	if len(lines) != 4 {
-		t.Fatalf("want 4 access-log lines, got %d:\n%s", len(lines), buf.String())
+	if len(lines) != 5 {
+		t.Fatalf("want 5 access-log lines, got %d:\n%s", len(lines), buf.String())
+	}
+	if p, _ := lines[4]["path"].(string); p != "/api/tasks/[redacted]/access_token=[redacted]" {
+		t.Errorf("a path holding credentials is logged as %q", p)
 	}
 	first := lines[0]
 	want := map[string]any{"method": "GET", "route": "/api/tasks/{id}", "path": "/api/tasks/t-nope", "status": float64(404),
@@ -148,19 +165,24 @@ func siteDownServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) 
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close() // nothing listens there now: connections are refused at once
-	return siteServer(t, token, fmt.Sprintf(`systems:
-  - name: Gone
+	return siteServer(t, token, sshSiteYAML("Gone", port, "2s"))
+}
+
+// sshSiteYAML is a catalog of one ssh system at 127.0.0.1:port.
+func sshSiteYAML(name string, port int, connectTimeout string) string {
+	return fmt.Sprintf(`systems:
+  - name: %s
     kind: ssh
     host: 127.0.0.1
     ssh:
       port: %d
-      connect_timeout: 2s
+      connect_timeout: %s
       options: [StrictHostKeyChecking=no, UserKnownHostsFile=/dev/null]
     accounts: [acct]
-    workdir: /tmp/mosaic-gone
+    workdir: /tmp/mosaic-%s
     partitions:
       - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: "1h"}
-`, port))
+`, name, port, connectTimeout, strings.ToLower(name))
 }
 
 func postJSON(t *testing.T, hs *httptest.Server, token, path, body string) (*http.Response, string) {
@@ -239,6 +261,22 @@ func TestRedactCredentials(t *testing.T) {
 		{"api_key=K123 secret=S", "api_key=[redacted] secret=[redacted]"},
 		{"dial redis://:pw123@127.0.0.1:6379", "dial redis://:[redacted]@127.0.0.1:6379"},
 		{"login?code=XYZ", "login?code=[redacted]"},
+		{"GET /login?x=1&code=XYZ&y=2", "GET /login?x=1&code=[redacted]&y=2"},
+		// Quoted values go to their closing quote, spaces included.
+		{"psql: password='hunter2 x' rejected", "psql: password='[redacted]' rejected"},
+		{`PGPASSWORD="hunter2" psql -h db`, `PGPASSWORD="[redacted]" psql -h db`},
+		{`password="unterminated hunter2`, `password="[redacted]"`},
+		// JSON keys that name a token or a secret inside a longer name.
+		{`{"access_token":"eyJabc","expires_in":3600}`, `{"access_token":"[redacted]","expires_in":3600}`},
+		{`{"client_secret": "s3cr3t", "id": "c1"}`, `{"client_secret": "[redacted]", "id": "c1"}`},
+		{`refresh_token=rt-1;x=2`, `refresh_token=[redacted];x=2`},
+		// Any Authorization scheme keeps its name and loses its value.
+		{"Authorization: Basic dXNlcjpwYXNz sent", "Authorization: Basic [redacted] sent"},
+		{`"Authorization": "Digest abc123"`, `"Authorization": "Digest [redacted]"`},
+		{"authorization=rawvalue", "authorization=[redacted]"},
+		// Not credentials: a job's exit code, a word that merely contains "code".
+		{"job 12 failed: exit code: 137", "job 12 failed: exit code: 137"},
+		{"exit code=1 (decode error)", "exit code=1 (decode error)"},
 		{"", ""},
 	} {
 		if got := s.redact(tc.in); got != tc.want {
@@ -249,7 +287,8 @@ func TestRedactCredentials(t *testing.T) {
 
 // FuzzRedact: whatever the text, the token never survives redaction.
 func FuzzRedact(f *testing.F) {
-	for _, s := range []string{"x tok-abcdef y", "Bearer tok-abcdef", "token=tok-abcdef", "tok-abcdeftok-abcdef", "://u:tok-abcdef@h"} {
+	for _, s := range []string{"x tok-abcdef y", "Bearer tok-abcdef", "token=tok-abcdef", "tok-abcdeftok-abcdef", "://u:tok-abcdef@h",
+		`password='a b'`, `{"access_token":"x"}`, "Authorization: Basic x", "?code=1&code=2", `secret="`} {
 		f.Add(s)
 	}
 	s := &Server{opts: Options{Token: "tok-abcdef"}}
@@ -258,4 +297,152 @@ func FuzzRedact(f *testing.F) {
 			t.Fatalf("redact(%q) = %q keeps the token", in, out)
 		}
 	})
+}
+
+// logLines parses the JSON log and returns the lines with the given msg.
+func logLines(t *testing.T, buf *syncBuffer, msg string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitLine waits (bounded) until the access log has a line for route, and returns it.
+func waitLine(t *testing.T, buf *syncBuffer, route string, within time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		for _, l := range accessLines(t, buf) {
+			if l["route"] == route {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no access-log line for %s within %s:\n%s", route, within, buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHandlerPanicIsLoggedWithItsCause: a handler that panics is logged at ERROR with
+// the panic's value (redacted) and the stack, and its access-log line (500, ERROR)
+// names the panic; net/http still ends the connection. A deliberate
+// http.ErrAbortHandler is left to net/http: no panic report.
+func TestHandlerPanicIsLoggedWithItsCause(t *testing.T) {
+	const token = "tok-panic-2468"
+	hs, buf := jsonLogServer(t, token, coretest.Options{SimSpeed: 60}, Options{Routes: []func(*http.ServeMux){func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("kaboom: nil map, password=hunter2") })
+		mux.HandleFunc("GET /abort", func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) })
+	}}})
+	for _, p := range []string{"/boom", "/abort"} {
+		req, _ := http.NewRequest("GET", hs.URL+p, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: a panicking handler answered HTTP %d; want the connection ended", p, resp.StatusCode)
+		}
+	}
+	line := waitLine(t, buf, "/boom", 5*time.Second)
+	if line["level"] != "ERROR" || line["status"] != float64(500) || !strings.Contains(fmt.Sprint(line["err"]), "kaboom: nil map") {
+		t.Errorf("the panic's access-log line does not name it: %v", line)
+	}
+	panics := logLines(t, buf, "http handler panicked")
+	if len(panics) != 1 {
+		t.Fatalf("want one panic report (for /boom, none for the abort), got %d:\n%s", len(panics), buf.String())
+	}
+	pr := panics[0]
+	if pr["level"] != "ERROR" || pr["path"] != "/boom" || !strings.Contains(fmt.Sprint(pr["panic"]), "kaboom") ||
+		!strings.Contains(fmt.Sprint(pr["stack"]), "TestHandlerPanicIsLoggedWithItsCause") {
+		t.Errorf("the panic report lacks its value or the stack naming the handler: %v", pr)
+	}
+	if strings.Contains(buf.String(), "hunter2") {
+		t.Error("the panic's value reached the log unredacted")
+	}
+	if l := waitLine(t, buf, "/abort", 5*time.Second); l["status"] != float64(500) {
+		t.Errorf("the aborted request's line: %v", l)
+	}
+}
+
+// hungSiteServer: the only system is reached over ssh at a port of 127.0.0.1 that
+// accepts connections and never says a word, so every call to it waits for ssh's
+// connect timeout (2 s): the first probe round ends (site down) and a look-around
+// call hangs for that long.
+func hungSiteServer(t *testing.T, token string) (*httptest.Server, *syncBuffer) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // the listener closed at the end of the test
+			}
+			conns = append(conns, c) // held open, silent
+		}
+	}()
+	return siteServer(t, token, sshSiteYAML("Mute", ln.Addr().(*net.TCPAddr).Port, "3s"))
+}
+
+// TestClientGoneIs499AtInfo: a client that goes away while the core waits for a site
+// is not a server error nor the site's: the access log has 499 (client closed
+// request) at INFO, not a 502 at ERROR.
+func TestClientGoneIs499AtInfo(t *testing.T) {
+	const token = "tok-client-gone-1357"
+	hs, buf := hungSiteServer(t, token)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL+"/api/resources/Mute/exec", strings.NewReader(`{"command":"sinfo -s"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("the mute site answered within 300 ms: HTTP %d %s", resp.StatusCode, b)
+	}
+	line := waitLine(t, buf, "/api/resources/{system}/exec", 10*time.Second)
+	if line["status"] != float64(StatusClientClosed) || line["level"] != "INFO" {
+		t.Fatalf("a request its client gave up on is logged %v %v, want 499 at INFO: %v", line["status"], line["level"], line)
+	}
+}
+
+// TestHealthzNotReadyLogsItsCause: /healthz before the first probe round answers
+// 503 and is logged at DEBUG with why (not at ERROR with "no cause recorded").
+func TestHealthzNotReadyLogsItsCause(t *testing.T) {
+	buf := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	dir := t.TempDir()
+	c, err := core.Open(context.Background(), core.OpenOptions{Config: &config.Config{StateDir: dir, DBPath: ":memory:", Tick: time.Second, SimSpeed: 30},
+		Logger: log, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() }) // never run: the first probe round never happens
+	srv, err := New(c, Options{Token: "tok", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	req, _ := http.NewRequest("GET", hs.URL+"/healthz", nil)
+	if code, body := do(t, req); code != http.StatusServiceUnavailable {
+		t.Fatalf("/healthz of a core not probed yet: HTTP %d %s", code, body)
+	}
+	line := waitLine(t, buf, "/healthz", 5*time.Second)
+	if line["level"] != "DEBUG" || line["status"] != float64(503) || !strings.Contains(fmt.Sprint(line["err"]), core.ErrNotReady.Error()) {
+		t.Fatalf("/healthz not ready is logged %v with cause %q, want DEBUG with why: %v", line["level"], line["err"], line)
+	}
 }

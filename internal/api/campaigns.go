@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -106,6 +107,12 @@ func (s *Server) registerCampaigns() {
 	})
 	// The exchange is created on first use, not at registration.
 	s.mux.Handle(ExchangePrefix+"/", http.StripPrefix(ExchangePrefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.core.Exchange().ServeHTTP(w, r)
+		x := s.core.Exchange()
+		route := "unmatched"
+		if _, p, ok := strings.Cut(x.Route(r), " "); ok {
+			route = ExchangePrefix + p // the exchange's own route, not "/exchange/"
+		}
+		noteRoute(r.Context(), route)
+		x.ServeHTTP(w, r)
 	})))
 }

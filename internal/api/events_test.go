@@ -325,19 +325,7 @@ func TestLogsErrorsAreClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := res.Task.ID
-	for i := 0; ; i++ {
-		td, err := c.Task(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if td.State.Final() {
-			break
-		}
-		if i > 300 {
-			t.Fatalf("task did not finish: %s", td.State)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFinal(t, c, id)
 	code, body := get("/api/tasks/" + id + "/logs")
 	var l core.JobLogs
 	if code != 200 || json.Unmarshal([]byte(body), &l) != nil || !strings.Contains(l.Stdout, "logs-api-test") || l.Host != "localhost" || l.Attempt != 1 {
@@ -412,5 +400,59 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 	if el := time.Since(start); el > 2*time.Second {
 		t.Fatalf("shutdown took %s", el)
+	}
+}
+
+// TestLogsReadFailureIs502: a site that holds a job's output but fails to read it
+// (here the stdout path is a directory) answers 502 naming the system and saying
+// where to look — not 503 with Retry-After, which tells clients (and the MCP tools)
+// to retry what will fail again.
+func TestLogsReadFailureIs502(t *testing.T) {
+	hs, c := eventsServer(t)
+	env := model.Envelope{CPUCores: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(10 * time.Minute), Max: model.Duration(10 * time.Minute)}}
+	res, err := c.SubmitTask(context.Background(), core.SubmitRequest{Name: "logs502", Command: "echo logs-502-test", Envelope: &env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Task.ID
+	waitFinal(t, c, id)
+	l, err := c.TaskLogs(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(l.StdoutPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(l.StdoutPath, 0o700); err != nil { // unreadable as a file
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", hs.URL+"/api/tasks/"+id+"/logs", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Retry-After") != "" || !strings.Contains(string(b), l.System) || !strings.Contains(string(b), "mosaic exec") {
+		t.Fatalf("logs the site fails to read: HTTP %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+}
+
+// waitFinal waits (at most 30 s) until task id has ended.
+func waitFinal(t *testing.T, c *core.Core, id string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		td, err := c.Task(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if td.State.Final() {
+			return
+		}
+		if i > 300 {
+			t.Fatalf("task did not finish: %s", td.State)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

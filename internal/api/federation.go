@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -20,11 +19,18 @@ var jsonMarshal = json.Marshal
 
 // toHTTP maps core errors to problem responses with the message intact (the
 // classification is core.V1Error's, shared with the in-process MCP backend: a site
-// that cannot be reached is 503, one that refused Mosaic's credentials 502). A 503
-// carries Retry-After; a 5xx's cause goes to the access log (accesslog.go).
+// that cannot be reached is 503, one that was reached but failed the request or
+// refused Mosaic's credentials 502, core.ErrSiteFailed). A 503 carries Retry-After;
+// a 5xx's cause goes to the access log (accesslog.go). When the request's context
+// has ended (the client went away) the error is not the core's nor the site's: the
+// answer, which nobody reads, is 499 (client closed request), logged at INFO.
 func toHTTP(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
+	}
+	if ctx.Err() != nil {
+		noteCause(ctx, err)
+		return huma.NewError(StatusClientClosed, "the client closed the request before the answer: "+err.Error())
 	}
 	e := core.V1Error(err)
 	if e.Status >= 500 {
@@ -41,28 +47,16 @@ func toHTTP(ctx context.Context, err error) error {
 	return he
 }
 
+// StatusClientClosed is the status logged for a request whose client went away
+// before its answer (nginx's 499; net/http has no name for it).
+const StatusClientClosed = 499
+
 // Retry-After (seconds) of a 503: a site that is down is probed again within a
 // tick or so; a core that is not ready yet (the first probe round) is ready soon.
 const (
 	siteRetryAfter     = 30
 	notReadyRetryAfter = 5
 )
-
-// siteHTTP is toHTTP for an operation that calls one site (look-around): any other
-// failure of the call is the site's answer, so 502 rather than 500, and the detail
-// names the site.
-func siteHTTP(ctx context.Context, system string, err error) error {
-	he := toHTTP(ctx, err)
-	var se huma.StatusError
-	if !errors.As(he, &se) || se.GetStatus() != http.StatusInternalServerError {
-		return he
-	}
-	detail := err.Error()
-	if !strings.Contains(detail, system) {
-		detail = "site " + system + ": " + detail
-	}
-	return huma.NewError(http.StatusBadGateway, detail+" (the site failed the request; check it with `mosaic status` and `mosaic env "+system+"`)")
-}
 
 type federationOut struct {
 	Body *v1.ResourceSnapshot
@@ -238,6 +232,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	} else {
 		body["ok"] = false
 		body["detail"] = err.Error()
+		noteCause(r.Context(), err) // the access log says why (DEBUG while starting)
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	b, _ := json.Marshal(body)

@@ -47,7 +47,7 @@ func (s *Server) registerLookAround() {
 	}, func(ctx context.Context, in *resourceIn) (*envOut, error) {
 		env, err := s.core.SystemEnv(ctx, in.System)
 		if err != nil {
-			return nil, siteHTTP(ctx, in.System, err)
+			return nil, toHTTP(ctx, err)
 		}
 		e := core.V1SiteEnv(*env)
 		return &envOut{Body: &e}, nil
@@ -60,7 +60,7 @@ func (s *Server) registerLookAround() {
 	}, func(ctx context.Context, in *execIn) (*execOut, error) {
 		res, err := s.core.Exec(ctx, in.System, in.Body.Command)
 		if err != nil {
-			return nil, siteHTTP(ctx, in.System, err)
+			return nil, toHTTP(ctx, err)
 		}
 		r := core.V1ExecResult(*res)
 		return &execOut{Body: &r}, nil
@@ -85,7 +85,7 @@ func (s *Server) registerLookAround() {
 		}
 		p, err := s.core.PutFile(ctx, in.System, in.Body.Path, data)
 		if err != nil {
-			return nil, siteHTTP(ctx, in.System, err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &filesOut{}
 		out.Body.Path, out.Body.Bytes = p, len(data)

@@ -16,6 +16,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -196,4 +197,50 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestHTTPHistogramLeavesStreamsOut: mosaic_http_request_duration_seconds times
+// ordinary calls only: an event stream (its duration is how long the client
+// watched) and the exchange's long polls are left out, while the access log keeps
+// them; exchange calls are labelled with the exchange's own route, not "/exchange/".
+func TestHTTPHistogramLeavesStreamsOut(t *testing.T) {
+	const token = "tok-hist-1122"
+	hs, buf := jsonLogServer(t, token, coretest.Options{SimSpeed: 60})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/api/events/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := readSSE(t, resp.Body, 0, 5*time.Second); len(msgs) == 0 || msgs[0].event != "ready" {
+		t.Fatalf("stream did not open: %+v", msgs)
+	}
+	cancel()
+	resp.Body.Close()
+	waitLine(t, buf, "/api/events/stream", 5*time.Second) // observed (or not) by now
+	for _, p := range []string{"/exchange/mailbox/stats", "/exchange/message", "/exchange/no-such-route"} {
+		req, _ := http.NewRequest("GET", hs.URL+p, nil)
+		req.Header.Set("Authorization", "Bearer not-a-run-token")
+		if code, body := do(t, req); code < 400 {
+			t.Fatalf("%s without a run token: HTTP %d %s", p, code, body)
+		}
+	}
+	routes := map[string]bool{}
+	for _, m := range scrape(t, hs.URL)["mosaic_http_request_duration_seconds"].GetMetric() {
+		routes[labelsOf(m)["route"]] = true
+	}
+	for _, r := range []string{"/api/events/stream", "/exchange/message", "/exchange/"} {
+		if routes[r] {
+			t.Errorf("the HTTP histogram has route %q: %v", r, routes)
+		}
+	}
+	for _, r := range []string{"/exchange/mailbox/stats", "unmatched"} {
+		if !routes[r] {
+			t.Errorf("the HTTP histogram lacks route %q: %v", r, routes)
+		}
+	}
+	if l := waitLine(t, buf, "/exchange/message", 5*time.Second); l["path"] != "/exchange/message" {
+		t.Errorf("the long poll's access-log line: %v", l)
+	}
 }

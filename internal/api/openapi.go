@@ -1,8 +1,10 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -18,6 +20,38 @@ import (
 // exchange's (under /exchange, outside this document).
 func apiErrors(codes ...int) []int {
 	return append([]int{http.StatusUnauthorized, http.StatusForbidden}, codes...)
+}
+
+// documentBodyErrors adds, to every operation with a request body, the answers huma
+// gives before the handler runs: 400 for a body that is not valid JSON and 413 for a
+// body over the operation's limit (MaxBodyBytes; huma's default 1 MiB), as problem
+// documents like the operation's other errors.
+func documentBodyErrors(_ *huma.OpenAPI, op *huma.Operation) {
+	if op.RequestBody == nil || op.Responses == nil {
+		return
+	}
+	var problem map[string]*huma.MediaType
+	for _, r := range op.Responses {
+		if r != nil && r.Content["application/problem+json"] != nil {
+			problem = r.Content
+			break
+		}
+	}
+	if problem == nil {
+		return
+	}
+	limit := op.MaxBodyBytes
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	for code, desc := range map[int]string{
+		http.StatusBadRequest:            "Bad Request: the body is not valid JSON",
+		http.StatusRequestEntityTooLarge: fmt.Sprintf("Request Entity Too Large: the body is over %d bytes", limit),
+	} {
+		if k := strconv.Itoa(code); op.Responses[k] == nil {
+			op.Responses[k] = &huma.Response{Description: desc, Content: problem}
+		}
+	}
 }
 
 // wrapperNames name the anonymous request and response bodies of the handlers (huma

@@ -28,7 +28,8 @@ func openAPIDoc(t *testing.T, version string) map[string]any {
 func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
 
 // TestOpenAPIDocumentsEveryOperation: every operation has a description and typed
-// error answers (401 and 403 at least, as problem documents) besides default;
+// error answers (401 and 403 at least, as problem documents; 400 and 413 too for
+// every operation with a request body) besides default;
 // info.version is the binary's; TaskDetail.decision is the Decision schema; no
 // schema is named after a handler's wrapper (…OutBody, …InBody).
 func TestOpenAPIDocumentsEveryOperation(t *testing.T) {
@@ -36,7 +37,7 @@ func TestOpenAPIDocumentsEveryOperation(t *testing.T) {
 	if v := obj(doc["info"])["version"]; v != "v9.8.7-test" {
 		t.Errorf("info.version = %v, want the binary's version", v)
 	}
-	n := 0
+	n, bodies := 0, 0
 	for path, item := range obj(doc["paths"]) {
 		for method, o := range obj(item) {
 			op := obj(o)
@@ -46,7 +47,12 @@ func TestOpenAPIDocumentsEveryOperation(t *testing.T) {
 				t.Errorf("%s (%v) has no description", id, op["operationId"])
 			}
 			resp := obj(op["responses"])
-			for _, code := range []string{"401", "403"} {
+			codes := []string{"401", "403"}
+			if op["requestBody"] != nil {
+				codes = append(codes, "400", "413") // malformed JSON, over the body limit: answered before the handler
+				bodies++
+			}
+			for _, code := range codes {
 				r := obj(resp[code])
 				if r == nil {
 					t.Errorf("%s documents no %s answer", id, code)
@@ -58,8 +64,8 @@ func TestOpenAPIDocumentsEveryOperation(t *testing.T) {
 			}
 		}
 	}
-	if n < 25 {
-		t.Errorf("only %d operations in the document", n)
+	if n < 25 || bodies < 8 {
+		t.Errorf("only %d operations in the document, %d with a request body", n, bodies)
 	}
 	// Operations that reach a site document 502/503; 404 where a name is looked up.
 	for _, c := range []struct {
@@ -129,5 +135,23 @@ func TestTaskDecisionIsTheDocumentedDecision(t *testing.T) {
 	}
 	if d.Chosen == "" || len(d.Candidates) == 0 || d.ChosenCandidate() == nil || len(d.Candidates[0].Verdicts) == 0 {
 		t.Errorf("decision without its candidate table: %+v", d)
+	}
+}
+
+// TestBodyErrorsAreTheDocumentedOnes: the 400 and 413 the document promises for
+// operations with a body are what the server answers, as problem documents.
+func TestBodyErrorsAreTheDocumentedOnes(t *testing.T) {
+	hs, _ := coreServer(t, Options{Token: "tok"})
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{`{"name": "x", "command":`, 400},
+		{`{"name":"` + strings.Repeat("x", 1<<20) + `"}`, 413},
+	} {
+		resp, b := postJSON(t, hs, "tok", "/api/tasks", tc.body)
+		if resp.StatusCode != tc.want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+			t.Errorf("submit with a %d-byte body: HTTP %d %s %.200s, want %d", len(tc.body), resp.StatusCode, resp.Header.Get("Content-Type"), b, tc.want)
+		}
 	}
 }

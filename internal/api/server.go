@@ -105,6 +105,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	}
 	cfg.Security = []map[string][]string{{"bearer": {}}}
 	cfg.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
+	cfg.OnAddOperation = append(cfg.OnAddOperation, documentBodyErrors)
 	// Durations travel as strings ("2h", "1:30:00", "2-00:00:00").
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeOf(model.Duration(0)), reflect.TypeOf(""))
 	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeOf(v1.Duration(0)), reflect.TypeOf(""))

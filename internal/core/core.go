@@ -36,6 +36,12 @@ var ErrInvalid = errors.New("invalid request")
 // ErrNotReady is returned before the first probe round has finished.
 var ErrNotReady = errors.New("federation not probed yet")
 
+// ErrSiteFailed marks a failure of a site that was reached but failed the request
+// (a command it could not run, a file it could not write, a permission it refused):
+// the surfaces answer 502 Bad Gateway, naming the site. A site that cannot be reached
+// is errs.ErrSiteDown (503) instead.
+var ErrSiteFailed = errors.New("the site failed the request")
+
 // ErrBusy: the task is busy with another operation (a slow site); try again.
 var ErrBusy = execution.ErrBusy
 

@@ -29,7 +29,7 @@ type JobLogs struct {
 // The files are found from the location recorded with the attempt when the site
 // accepted the job, so they are readable after a restart of the core. Errors say what
 // happened: no job yet or files gone (ErrNotFound), the site unreachable
-// (ErrUnavailable).
+// (ErrUnavailable: 503), the site reached but failing the read (ErrSiteFailed: 502).
 func (c *Core) TaskLogs(ctx context.Context, id string, attempt, tail int) (*JobLogs, error) {
 	t, err := c.Task(ctx, id)
 	if err != nil {
@@ -91,12 +91,17 @@ func (c *Core) TaskLogs(ctx context.Context, id string, attempt, tail int) (*Job
 	case errors.Is(err, provider.ErrNoOutput):
 		return nil, fmt.Errorf("the output of job %s (attempt %d of task %s on %s) is gone: %s no longer exist (deleted, or purged from scratch): %w",
 			a.JobID, a.N, id, a.System, where, ErrNotFound)
-	case errors.Is(err, provider.ErrSiteDown):
+	case errors.Is(err, provider.ErrSiteDown), errors.Is(err, provider.ErrTransient):
 		return nil, fmt.Errorf("%s is unreachable, so the output of job %s (%s) cannot be read now; retry when `mosaic status` shows it up: %w: %w",
 			a.System, a.JobID, where, ErrUnavailable, err)
+	case err != nil && (errors.Is(err, provider.ErrNeedsLogin) || ctx.Err() != nil):
+		// Credentials refused (502, log in again) or a caller that went away: as they are.
+		return nil, fmt.Errorf("%s: reading the output of job %s (%s): %w", a.System, a.JobID, where, err)
 	case err != nil:
-		return nil, fmt.Errorf("%s: reading the output of job %s (%s) failed; retry, or look with `mosaic exec %s`: %w: %w",
-			a.System, a.JobID, where, a.System, ErrUnavailable, err)
+		// The site answered but could not give the files (permission denied, a
+		// command that failed): retrying will not help, so 502, not 503.
+		return nil, fmt.Errorf("%s: reading the output of job %s (%s) failed; look with `mosaic exec %s`: %w: %w",
+			a.System, a.JobID, where, a.System, ErrSiteFailed, err)
 	}
 	res.Logs = logs // names the paths it read
 	res.JobID = a.JobID

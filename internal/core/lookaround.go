@@ -65,7 +65,7 @@ func (c *Core) SystemEnv(ctx context.Context, system string) (*SiteEnv, error) {
 	}
 	env, err := la.Env(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, siteErr(err))
+		return nil, siteErr(ctx, name, err)
 	}
 	return &env, nil
 }
@@ -88,7 +88,7 @@ func (c *Core) Exec(ctx context.Context, system, command string) (*ExecResult, e
 		if errors.Is(err, hpc.ErrRefused) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
 		}
-		return nil, fmt.Errorf("%s: %w", name, siteErr(err))
+		return nil, siteErr(ctx, name, err)
 	}
 	return &res, nil
 }
@@ -110,15 +110,22 @@ func (c *Core) PutFile(ctx context.Context, system, name string, data []byte) (s
 		if errors.Is(err, hpc.ErrRefused) {
 			return "", fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
-		return "", fmt.Errorf("%s: %w", sysName, siteErr(err))
+		return "", siteErr(ctx, sysName, err)
 	}
 	return p, nil
 }
 
-// siteErr wraps provider errors that mean the site is unreachable.
-func siteErr(err error) error {
-	if errors.Is(err, provider.ErrSiteDown) {
-		return fmt.Errorf("%w (the site is unreachable; check `mosaic status`)", err)
+// siteErr names the system in a provider's error and classifies it: unreachable
+// (ErrSiteDown, and a briefly busy site, ErrTransient: 503), credentials refused
+// (ErrNeedsLogin: 502), or any other failure of a site that was reached, marked
+// ErrSiteFailed (502). An error after the caller's ctx ended is the caller's (a client
+// that went away), not the site's: it stays unmarked.
+func siteErr(ctx context.Context, system string, err error) error {
+	switch {
+	case errors.Is(err, provider.ErrSiteDown):
+		return fmt.Errorf("%s: %w (the site is unreachable; check `mosaic status`)", system, err)
+	case errors.Is(err, provider.ErrTransient), errors.Is(err, provider.ErrNeedsLogin), ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", system, err)
 	}
-	return err
+	return fmt.Errorf("%s: %w (%w; check it with `mosaic status` and `mosaic env %s`)", system, err, ErrSiteFailed, system)
 }

@@ -441,6 +441,8 @@ func V1Error(err error) *v1.Error {
 		status = http.StatusServiceUnavailable
 	case errors.Is(err, errs.ErrNeedsLogin):
 		status = http.StatusBadGateway // the site refused Mosaic's credentials
+	case errors.Is(err, ErrSiteFailed):
+		status = http.StatusBadGateway // reached, but it failed the request
 	case errors.Is(err, ErrNotReady):
 		status, msg = http.StatusServiceUnavailable, msg+"; retry in a few seconds"
 	case errors.Is(err, ErrInvalid):

@@ -184,8 +184,9 @@ type Backend interface {
 	// first copy was. The key is remembered iff the message was queued, in the same
 	// atomic step. Later than the window (or beyond the entries kept per sender
 	// and per mailbox) the same message is delivered again; a new message to a
-	// terminated destination is refused (ErrTerminated).
-	Put(ctx context.Context, m Message, rec MessageRecord, lim Limits) error
+	// terminated destination is refused (ErrTerminated). queued reports whether
+	// this call queued the message (false for such a repeat).
+	Put(ctx context.Context, m Message, rec MessageRecord, lim Limits) (queued bool, err error)
 	// Get marks the mailbox active and pops its next message, waiting up to
 	// wait (wait < 0: until ctx ends).
 	Get(ctx context.Context, run string, uid uuid.UUID, wait time.Duration) ([]byte, error)

@@ -135,7 +135,7 @@ func BenchmarkExchangeBackend(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if err := be.Put(ctx, msg, MessageRecord{Run: "r", Time: time.Now()}, Limits{}); err != nil {
+				if _, err := be.Put(ctx, msg, MessageRecord{Run: "r", Time: time.Now()}, Limits{}); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := be.Get(ctx, "r", a.UID, time.Second); err != nil {

@@ -29,7 +29,7 @@ func TestMemoryDedupeIsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Put(ctx, msg, MessageRecord{Run: "r", Time: at}, lim); err != nil {
+		if _, err := m.Put(ctx, msg, MessageRecord{Run: "r", Time: at}, lim); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestMemoryDedupeForgetsIdleMailboxes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Put(ctx, msg, MessageRecord{Run: "r", Time: at}, lim); err != nil {
+		if _, err := m.Put(ctx, msg, MessageRecord{Run: "r", Time: at}, lim); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -387,7 +387,7 @@ func (s *Server) handleTerminate(w http.ResponseWriter, r *http.Request) {
 			dest = &d
 		}
 		// An error means the requester is gone too; nobody to tell.
-		_ = s.be.Put(ctx, reply, s.record(p.Run, p.policy, &rec, dest, reply), Limits{})
+		_, _ = s.be.Put(ctx, reply, s.record(p.Run, p.policy, &rec, dest, reply), Limits{})
 	}
 	s.log.Info("exchange mailbox terminated", "run", p.Run, "mailbox", id.UID, "name", id.NameOr(""), "pending_answered", len(pending))
 	w.WriteHeader(http.StatusOK)
@@ -464,11 +464,12 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.be.Put(ctx, msg, s.record(p.Run, p.policy, src, &dest, msg), s.lim); err != nil {
+	queued, err := s.be.Put(ctx, msg, s.record(p.Run, p.policy, src, &dest, msg), s.lim)
+	if err != nil {
 		s.backendError(w, err)
 		return
 	}
-	if s.cfg.OnMessage != nil {
+	if queued && s.cfg.OnMessage != nil { // a sender's retry of a message already queued is not counted again
 		s.cfg.OnMessage()
 	}
 	w.WriteHeader(http.StatusOK)
@@ -634,4 +635,11 @@ func (s *Server) record(run string, pol RunPolicy, src, dest *MailboxRecord, msg
 		rec.Dest, rec.DestSite = dest.ID.NameOr(rec.Dest), siteOf(*dest, pol)
 	}
 	return rec
+}
+
+// Route is the pattern of the exchange route r takes ("GET /message"), or "" when none
+// matches: the core's access log and HTTP histogram name exchange requests by it.
+func (s *Server) Route(r *http.Request) string {
+	_, pattern := s.mux.Handler(r)
+	return pattern
 }

@@ -294,13 +294,13 @@ func (m *Memory) Claim(_ context.Context, run string, uid uuid.UUID, h Holder, n
 }
 
 // Put implements Backend.
-func (m *Memory) Put(_ context.Context, msg Message, rec MessageRecord, lim Limits) error {
+func (m *Memory) Put(_ context.Context, msg Message, rec MessageRecord, lim Limits) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	dest := msg.Header.Dest.UID
 	b, ok := m.boxes[boxKey{rec.Run, dest}]
 	if !ok {
-		return notFound(rec.Run, dest)
+		return false, notFound(rec.Run, dest)
 	}
 	// A repeat is recognised before the mailbox's status: a retry of a message
 	// queued before the mailbox was terminated is answered as its first copy was.
@@ -308,22 +308,22 @@ func (m *Memory) Put(_ context.Context, msg Message, rec MessageRecord, lim Limi
 	if lim.DedupeWindow > 0 {
 		m.sweep(rec.Time, lim)
 		if b.dd != nil && b.dd.has(id, rec.Time, lim) {
-			return nil // accepted before: a sender's retry
+			return false, nil // accepted before: a sender's retry
 		}
 	}
 	if b.rec.Status == StatusTerminated {
-		return fmt.Errorf("%w: %s", ErrTerminated, dest)
+		return false, fmt.Errorf("%w: %s", ErrTerminated, dest)
 	}
 	size := int64(len(msg.Raw))
 	switch {
 	case lim.MaxQueuedMessages > 0 && int64(len(b.queue)) >= lim.MaxQueuedMessages:
-		return quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d messages queued", dest, len(b.queue)))
+		return false, quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d messages queued", dest, len(b.queue)))
 	case lim.MaxQueuedMessages > 0 && msg.Header.Kind == KindRequest && int64(len(b.pending)) >= lim.MaxQueuedMessages:
-		return quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d requests unanswered", dest, len(b.pending)))
+		return false, quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d requests unanswered", dest, len(b.pending)))
 	case lim.MaxQueuedBytes > 0 && b.bytes+size > lim.MaxQueuedBytes:
-		return quotaSize("MaxQueuedBytes", "max-queued-bytes", lim.MaxQueuedBytes, fmt.Sprintf("mailbox %s holds %d bytes, the message has %d", dest, b.bytes, size))
+		return false, quotaSize("MaxQueuedBytes", "max-queued-bytes", lim.MaxQueuedBytes, fmt.Sprintf("mailbox %s holds %d bytes, the message has %d", dest, b.bytes, size))
 	case lim.MaxTotalBytes > 0 && m.held+size > lim.MaxTotalBytes:
-		return quotaSize("MaxTotalBytes", "max-total-bytes", lim.MaxTotalBytes, fmt.Sprintf("the exchange holds %d bytes, the message has %d", m.held, size))
+		return false, quotaSize("MaxTotalBytes", "max-total-bytes", lim.MaxTotalBytes, fmt.Sprintf("the exchange holds %d bytes, the message has %d", m.held, size))
 	}
 	if lim.DedupeWindow > 0 {
 		if b.dd == nil {
@@ -360,7 +360,7 @@ func (m *Memory) Put(_ context.Context, msg Message, rec MessageRecord, lim Limi
 	}
 	close(b.wake)
 	b.wake = make(chan struct{})
-	return nil
+	return true, nil
 }
 
 // Get implements Backend.

@@ -24,3 +24,31 @@ func TestOnMessageCountsAcceptedSends(t *testing.T) {
 		t.Fatalf("OnMessage called %d times, want 2 (two accepted, one refused)", got)
 	}
 }
+
+// TestOnMessageCountsARepeatOnce: a sender's retry of a message already queued (the
+// same message sent again within the dedupe window) is answered with success but not
+// queued again, so the metrics hook counts it once — on both backends.
+func TestOnMessageCountsARepeatOnce(t *testing.T) {
+	backends := map[string]func(t *testing.T) Backend{
+		"memory": func(*testing.T) Backend { return NewMemory() },
+		"redis": func(t *testing.T) Backend {
+			return newRedisBackend(t, startRedis(t), "onmsg:")
+		},
+	}
+	for name, be := range backends {
+		t.Run(name, func(t *testing.T) {
+			var n atomic.Int64
+			h := newHarness(t, be(t), Config{OnMessage: func() { n.Add(1) }})
+			u, a := ent("u", RoleUser), ent("a", RoleAgent)
+			h.register(h.tokA, u, "")
+			h.register(h.tokA, a, "")
+			msg := bigMsg(u, a, 10)
+			h.send(h.tokA, msg, 200)
+			h.send(h.tokA, msg, 200) // the retry: same tag, answered as the first
+			h.send(h.tokA, bigMsg(u, a, 10), 200)
+			if got := n.Load(); got != 2 {
+				t.Fatalf("OnMessage called %d times, want 2 (a message, its repeat, another message)", got)
+			}
+		})
+	}
+}

@@ -631,11 +631,11 @@ func runProtocolSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 				if i == 0 {
 					first = msg
 				}
-				if err := be.Put(ctx, msg, MessageRecord{Run: "r", Time: now.Add(time.Duration(i) * time.Millisecond)}, lim); err != nil {
+				if _, err := be.Put(ctx, msg, MessageRecord{Run: "r", Time: now.Add(time.Duration(i) * time.Millisecond)}, lim); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := be.Put(ctx, first, MessageRecord{Run: "r", Time: now.Add(time.Second)}, lim); err != nil {
+			if _, err := be.Put(ctx, first, MessageRecord{Run: "r", Time: now.Add(time.Second)}, lim); err != nil {
 				t.Fatal(err)
 			}
 			st, err := be.Stats(ctx, "r", b.UID)

@@ -164,7 +164,7 @@ func TestTimelineCap(t *testing.T) {
 			msg, _ := ParseMessage([]byte(raw))
 			n := 3*limit + 7
 			for i := range n {
-				if err := be.Put(ctx, msg, MessageRecord{Run: "r", Size: i}, Limits{}); err != nil {
+				if _, err := be.Put(ctx, msg, MessageRecord{Run: "r", Size: i}, Limits{}); err != nil {
 					t.Fatal(err)
 				}
 			}

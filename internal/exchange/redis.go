@@ -323,12 +323,12 @@ return {1}
 // bound); dds:<run>:<dest>:<src> holds the same sender's, for its own bound, and
 // may keep a few the mailbox bound made dd forget (harmless: they only count
 // against that sender's bound until they expire).
-func (r *Redis) Put(ctx context.Context, m Message, rec MessageRecord, lim Limits) error {
+func (r *Redis) Put(ctx context.Context, m Message, rec MessageRecord, lim Limits) (bool, error) {
 	dest, src, run := m.Header.Dest.UID, m.Header.Src.UID, rec.Run
 	hdr, _ := json.Marshal(m.Header)
 	recJSON, err := json.Marshal(rec)
 	if err != nil {
-		return err
+		return false, err
 	}
 	keys := []string{r.bk("st", run, dest), r.bk("q", run, dest), r.bk("req", run, dest), r.bk("out", run, src), r.bk("req", run, src),
 		r.bk("done", run, src), r.bk("hb", run, src), r.k("tl", run), r.bk("st", run, src), r.bk("qb", run, dest), r.k("held", "all"),
@@ -342,24 +342,24 @@ func (r *Redis) Put(ctx context.Context, m Message, rec MessageRecord, lim Limit
 		rec.Time.UnixMilli(), window, lim.dedupeEntries(), dedupeID(m.Header), dedupeSrcID(m.Header), src.String()+":",
 		lim.dedupeMailboxEntries()).Int64Slice()
 	if err != nil {
-		return fmt.Errorf("redis put message: %w", err)
+		return false, fmt.Errorf("redis put message: %w", err)
 	}
 	size := len(m.Raw)
 	switch res[0] {
 	case -1:
-		return notFound(run, dest)
+		return false, notFound(run, dest)
 	case -2:
-		return fmt.Errorf("%w: %s", ErrTerminated, dest)
+		return false, fmt.Errorf("%w: %s", ErrTerminated, dest)
 	case -3:
-		return quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d messages queued", dest, res[1]))
+		return false, quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d messages queued", dest, res[1]))
 	case -6:
-		return quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d requests unanswered", dest, res[1]))
+		return false, quotaCount("MaxQueuedMessages", "max-queued-messages", lim.MaxQueuedMessages, fmt.Sprintf("mailbox %s has %d requests unanswered", dest, res[1]))
 	case -4:
-		return quotaSize("MaxQueuedBytes", "max-queued-bytes", lim.MaxQueuedBytes, fmt.Sprintf("mailbox %s holds %d bytes, the message has %d", dest, res[1], size))
+		return false, quotaSize("MaxQueuedBytes", "max-queued-bytes", lim.MaxQueuedBytes, fmt.Sprintf("mailbox %s holds %d bytes, the message has %d", dest, res[1], size))
 	case -5:
-		return quotaSize("MaxTotalBytes", "max-total-bytes", lim.MaxTotalBytes, fmt.Sprintf("the exchange holds %d bytes, the message has %d", res[1], size))
+		return false, quotaSize("MaxTotalBytes", "max-total-bytes", lim.MaxTotalBytes, fmt.Sprintf("the exchange holds %d bytes, the message has %d", res[1], size))
 	}
-	return nil
+	return res[0] == 1, nil // 0: a repeat within the dedupe window, not queued again
 }
 
 var popScript = redis.NewScript(`

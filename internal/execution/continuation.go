@@ -212,8 +212,9 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 			}
 		}
 	}
+	// Each branch counts its action (OnContinuation) once it happened, not when it was
+	// decided: a migration that cannot happen ends as a failure, counted by e.fail.
 	act := Decide(t.Envelope, policyOf(t), a, e.partition(a.System, a.Partition), historyOf(atts), transientSubmit)
-	e.continued(string(act.Kind))
 	if t.UnstoredEnv && (act.Kind == ActRetry || act.Kind == ActResize || act.Kind == ActMigrate) {
 		// Its job was given values the store does not keep: a new attempt would run without them.
 		return e.fail(ctx, t, a, act.Rationale+"; but it cannot be submitted again: its forwarded variables are not stored")
@@ -226,6 +227,9 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 		}
 		pl := &Placement{System: a.System, Partition: a.Partition, Account: a.Account, Spec: act.Spec}
 		_, err := e.dispatch(ctx, t, next, pl, act.Rationale)
+		if err == nil {
+			e.continued(string(act.Kind)) // the next attempt exists
+		}
 		return err
 	case ActMigrate:
 		if t.Target != nil {
@@ -242,10 +246,17 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 			return err
 		}
 		_, err = e.dispatch(ctx, t, next, pl, act.Rationale+"; "+pl.Rationale)
+		if err == nil {
+			e.continued(string(act.Kind))
+		}
 		return err
 	case ActCancel:
-		return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &act.Rationale},
-			ev(t.ID, a.N, a.System, "cancelled", "task cancelled", act.Rationale, model.ActorSystem))
+		if err := e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &act.Rationale},
+			ev(t.ID, a.N, a.System, "cancelled", "task cancelled", act.Rationale, model.ActorSystem)); err != nil {
+			return err
+		}
+		e.continued(string(act.Kind))
+		return nil
 	}
 	return e.fail(ctx, t, a, act.Rationale)
 }
@@ -274,8 +285,12 @@ func (e *Engine) fail(ctx context.Context, t *store.TaskRow, a *model.Attempt, w
 		story = append(story, s)
 	}
 	reason := why + ". Attempts: " + strings.Join(story, "; ")
-	return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
-		ev(t.ID, a.N, a.System, "failure", "task failed", reason, model.ActorRules))
+	if err := e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
+		ev(t.ID, a.N, a.System, "failure", "task failed", reason, model.ActorRules)); err != nil {
+		return err
+	}
+	e.continued(string(ActFail))
+	return nil
 }
 
 // cancelAttempt asks the site to cancel; if it cannot be reached the attempt stays in

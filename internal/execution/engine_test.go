@@ -386,3 +386,43 @@ func TestRefusedMoveKeepsTheOldJob(t *testing.T) {
 		t.Fatal("no event says the task stays after the refused move")
 	}
 }
+
+// TestContinuationsCountTheActionTaken: OnContinuation (mosaic_continuations_total)
+// is told the action that happened, not the one decided: a pinned task whose site
+// refuses its submission is decided "migrate", cannot move, and fails — one "fail",
+// no "migrate".
+func TestContinuationsCountTheActionTaken(t *testing.T) {
+	ctx := context.Background()
+	r := refusingSite{newSimSite(t, "R")}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var mu sync.Mutex
+	counted := map[string]int{}
+	e := New(Options{Store: st, Providers: provMap{"R": r}, Placer: fixedPlacer{"R"}, OnContinuation: func(action string) {
+		mu.Lock()
+		counted[action]++
+		mu.Unlock()
+	}})
+	now := time.Now().UTC()
+	if err := st.CreateTask(ctx, &store.TaskRow{Task: model.Task{ID: "pinned", Name: "pinned", Command: "echo hi", State: model.TaskPlaced,
+		Target:    &model.Target{System: "R"},
+		Envelope:  model.Envelope{CPUCores: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(time.Hour)}},
+		CreatedAt: now, UpdatedAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Dispatch(ctx, "pinned", &Placement{System: "R", Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: "echo hi"})}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := st.Task(ctx, "pinned")
+	if tr.State != model.TaskFailed || !strings.Contains(tr.Reason, "cannot move") {
+		t.Fatalf("task %s (%s), want failed: pinned and refused", tr.State, tr.Reason)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if counted["fail"] != 1 || counted["migrate"] != 0 || len(counted) != 1 {
+		t.Fatalf("continuations counted %v, want exactly one fail", counted)
+	}
+}

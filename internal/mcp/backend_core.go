@@ -21,11 +21,12 @@ type coreBackend struct{ c *core.Core }
 // event stream does).
 const followPoll = 500 * time.Millisecond
 
-// fail classifies a core error as the HTTP API would (core.V1Error). Only when the
-// tool's own ctx has ended does the error stay itself (a cancelled or expired call, as
-// the HTTP client reports it): an error that merely wraps context.DeadlineExceeded
-// from a bound inside the core (the 90 s login-node probe, a site command's timeout)
-// is the core's answer, which over HTTP arrives as a 500 problem with the message.
+// fail classifies a core error as the HTTP API would (core.V1Error: a site that
+// cannot be reached 503, one that failed the request 502, core.ErrSiteFailed). Only
+// when the tool's own ctx has ended does the error stay itself (a cancelled or expired
+// call, as the HTTP client reports it): an error that merely wraps
+// context.DeadlineExceeded from a bound inside the core (the 90 s login-node probe, a
+// site command's timeout) is the core's answer, classified as over HTTP.
 func fail(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
