@@ -202,7 +202,7 @@ func (s *Store) Tasks(ctx context.Context, states []model.TaskState, limit int) 
 		}
 		q += `)`
 	}
-	q += ` ORDER BY created_at DESC, id LIMIT ?`
+	q += ` ORDER BY created_at DESC, id COLLATE BINARY LIMIT ?`
 	args = append(args, limit)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -394,7 +394,7 @@ func (s *Store) AttemptOutput(ctx context.Context, taskID string, n int) (*model
 // oldest first: what the monitor follows and what recovery reconciles.
 func (s *Store) OpenAttempts(ctx context.Context) ([]*model.Attempt, error) {
 	return s.queryAttempts(ctx, `WHERE state NOT IN ('succeeded','failed','timeout','out_of_memory','node_fail','boot_fail',
-		'cancelled','preempted','deadline','lost','submit_error') ORDER BY created_at, task_id, n`)
+		'cancelled','preempted','deadline','lost','submit_error') ORDER BY created_at, task_id COLLATE BINARY, n`)
 }
 
 // AppendEvents adds events outside any other change.
