@@ -329,11 +329,11 @@ func migrationFiles() ([]migration, error) {
 }
 
 // ddl is a migration's text in the store's dialect.
-func (s *Store) ddl(q string) string {
+func (s *Store) ddl(q string) (string, error) {
 	if s.db.d == dialectPostgres {
 		return translateForPostgres(q)
 	}
-	return q
+	return q, nil
 }
 
 // migrationTx runs fn in a transaction that holds the migration lock: on PostgreSQL
@@ -363,7 +363,11 @@ func (s *Store) migrationTx(ctx context.Context, what string, fn func(*txn) erro
 
 func (s *Store) migrate(ctx context.Context) error {
 	if err := s.migrationTx(ctx, "the migrations table", func(tx *txn) error {
-		if _, err := tx.tx.ExecContext(ctx, s.ddl(migrationsTable)); err != nil {
+		ddl, err := s.ddl(migrationsTable)
+		if err != nil {
+			return fmt.Errorf("store %s: migrations table: %w", s.path, err)
+		}
+		if _, err := tx.tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("store %s: create migrations table: %w", s.path, err)
 		}
 		return nil
@@ -401,7 +405,11 @@ func (s *Store) migrate(ctx context.Context) error {
 			}
 			// No arguments: pgx sends it with the simple protocol, which runs a file of
 			// several statements in one call (as SQLite's Exec does).
-			if _, err := tx.tx.ExecContext(ctx, s.ddl(string(body))); err != nil {
+			ddl, err := s.ddl(string(body))
+			if err != nil {
+				return fmt.Errorf("store %s: migration %s: %w", s.path, base, err)
+			}
+			if _, err := tx.tx.ExecContext(ctx, ddl); err != nil {
 				return fmt.Errorf("store %s: apply migration %s: %w", s.path, base, err)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name) VALUES (?, ?)`, m.v, base); err != nil {
