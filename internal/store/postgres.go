@@ -195,7 +195,11 @@ const pgConnectTimeout = 10 * time.Second
 
 // pgConfig parses a PostgreSQL URL for pgx; the error never holds the password.
 func pgConfig(dsn string) (*pgx.ConnConfig, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	norm, err := config.NormalizeDB(dsn) // pgx reads only a lower-case scheme
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(norm)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: not a valid PostgreSQL URL: %w; write MOSAIC_DB as postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=…",
 			RedactDSN(dsn), redactErr(err, dsn))

@@ -491,3 +491,46 @@ func TestTestPostgresLoopbackOnly(t *testing.T) {
 		t.Fatalf("pg_hba rules: %d %v", n, err)
 	}
 }
+
+// TestOpenKeywordDSNRefused: a libpq keyword/value string is refused by Open and by
+// the file lease, never used as an SQLite file name, and its password is not shown.
+func TestOpenKeywordDSNRefused(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	const dsn = "host=127.0.0.1 user=mosaic password=kw-s3cret dbname=mosaic"
+	s, err := Open(context.Background(), dsn)
+	if err == nil {
+		s.Close()
+		t.Fatal("a keyword/value DSN was opened")
+	}
+	if !strings.Contains(err.Error(), "postgres://") || strings.Contains(err.Error(), "kw-s3cret") {
+		t.Errorf("error %q: want the URL form, never the password", err)
+	}
+	if _, err := NewLeaser(dsn).Acquire(context.Background(), Owner{PID: 1}); err == nil || strings.Contains(err.Error(), "kw-s3cret") {
+		t.Errorf("lease: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files were created: %v", ents)
+	}
+}
+
+// TestPGUpperCaseScheme: POSTGRES:// (any case) opens the database (pgx reads only a
+// lower-case scheme and would parse the rest as keyword/value pairs).
+func TestPGUpperCaseScheme(t *testing.T) {
+	db := pgtest.New(t)
+	scheme, rest, _ := strings.Cut(db, "://")
+	up := strings.ToUpper(scheme) + "://" + rest
+	s, err := Open(context.Background(), up)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", RedactDSN(up), err)
+	}
+	defer s.Close()
+	if s.Backend() != "postgres" {
+		t.Fatalf("backend %s", s.Backend())
+	}
+	l, err := NewLeaser(up).Acquire(context.Background(), Owner{PID: os.Getpid()})
+	if err != nil {
+		t.Fatalf("lease: %v", err)
+	}
+	l.Release()
+}

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/mosaic-hpc/mosaic/internal/config"
 )
 
 //go:embed migrations/*.sql
@@ -86,6 +88,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	o := openOptions{now: time.Now}
 	for _, f := range opts {
 		f(&o)
+	}
+	path, err := config.NormalizeDB(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	if IsPostgres(path) {
 		return openPostgres(ctx, path)
