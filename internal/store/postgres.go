@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/mosaic-hpc/mosaic/internal/config"
@@ -207,7 +209,54 @@ func pgConfig(dsn string) (*pgx.ConnConfig, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = pgConnectTimeout
 	}
+	boundDeadPeers(cfg)
 	return cfg, nil
+}
+
+// pgSessionParams bound how long a dead peer or a forgotten transaction holds
+// anything, for every connection of a store (the pool's and the lease's): the server
+// probes an idle client every 30s and drops it after 3 unanswered probes or 60s of
+// unacknowledged data (so a core whose host vanished loses its advisory locks in about
+// a minute, not after the kernel's two hours), and ends a session that sits in a
+// transaction for 60s (a transaction holds the writer lock). A value the URL sets
+// (?tcp_keepalives_idle=…) wins.
+var pgSessionParams = map[string]string{
+	"tcp_keepalives_idle":                 "30",
+	"tcp_keepalives_interval":             "10",
+	"tcp_keepalives_count":                "3",
+	"tcp_user_timeout":                    "60000", // ms
+	"idle_in_transaction_session_timeout": "60000", // ms
+}
+
+// boundDeadPeers applies pgSessionParams and dials with the same keepalive on the
+// client side, so this end also notices a server that vanished.
+func boundDeadPeers(cfg *pgx.ConnConfig) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	for k, v := range pgSessionParams {
+		if _, ok := cfg.RuntimeParams[k]; !ok {
+			cfg.RuntimeParams[k] = v
+		}
+	}
+	d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3}}
+	cfg.DialFunc = d.DialContext
+}
+
+// pgWriterLockTimeout bounds the wait for the writer lock in Store.tx (lock_timeout):
+// a writer that holds it longer is stuck, and waiting on would stall every caller.
+var pgWriterLockTimeout = 30 * time.Second
+
+// writerLockError explains a writer-lock wait that ran out (SQLSTATE 55P03).
+func writerLockError(store string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		return fmt.Errorf("store %s: another writer has held the store's writer lock (PostgreSQL advisory lock %d) for over %v: %w; "+
+			"find it with SELECT pid, application_name, state, xact_start FROM pg_stat_activity WHERE pid IN "+
+			"(SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted), and end it with pg_terminate_backend(pid) if it is stuck",
+			store, pgWriterLockKey, pgWriterLockTimeout, err)
+	}
+	return fmt.Errorf("store %s: take the writer lock: %w", store, err)
 }
 
 // pgWhere names the server and database of a config, for errors.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/store/pgtest"
 	"github.com/mosaic-hpc/mosaic/internal/testproc"
 )
@@ -533,4 +534,78 @@ func TestPGUpperCaseScheme(t *testing.T) {
 		t.Fatalf("lease: %v", err)
 	}
 	l.Release()
+}
+
+// TestPGSessionBounds: every connection of a PostgreSQL store (the pool's and the
+// lease's) has server-side keepalive, tcp_user_timeout and
+// idle_in_transaction_session_timeout set, so a dead peer or a forgotten transaction
+// does not hold a lock for hours.
+func TestPGSessionBounds(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	s := openT(t, db)
+	want := map[string]string{"tcp_keepalives_idle": "30", "tcp_keepalives_interval": "10", "tcp_keepalives_count": "3",
+		"tcp_user_timeout": "60000", "idle_in_transaction_session_timeout": "1min"}
+	for k, v := range want {
+		var got string
+		if err := s.db.QueryRowContext(ctx, `SELECT current_setting(?)`, k).Scan(&got); err != nil || got != v {
+			t.Errorf("pool %s = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	l, err := NewLeaser(db).Acquire(ctx, Owner{PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	c := l.(*pgLease).c
+	for k, v := range want {
+		var got string
+		if err := c.QueryRow(ctx, `SELECT current_setting($1)`, k).Scan(&got); err != nil || got != v {
+			t.Errorf("lease %s = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	// The URL's own value wins.
+	s2 := openT(t, db+"&tcp_keepalives_idle=45")
+	var got string
+	if err := s2.db.QueryRowContext(ctx, `SELECT current_setting('tcp_keepalives_idle')`).Scan(&got); err != nil || got != "45" {
+		t.Errorf("URL's tcp_keepalives_idle: %q, %v", got, err)
+	}
+}
+
+// TestPGWriterLockTimeout: a write that waits for the writer lock longer than
+// pgWriterLockTimeout fails with an error saying another writer holds the store,
+// instead of waiting for as long as that writer lives.
+func TestPGWriterLockTimeout(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	s := openT(t, db)
+	old := pgWriterLockTimeout
+	pgWriterLockTimeout = 300 * time.Millisecond
+	defer func() { pgWriterLockTimeout = old }()
+	holder, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	htx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := htx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, pgWriterLockKey); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = s.AppendEvents(wctx, model.Event{Kind: "note", Message: "m", Actor: model.ActorSystem})
+	if err == nil || !strings.Contains(err.Error(), "another writer has held the store's writer lock") || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write under a held writer lock: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	htx.Rollback(ctx)
+	if _, err := s.AppendEvents(ctx, model.Event{Kind: "note", Message: "m", Actor: model.ActorSystem}); err != nil {
+		t.Fatalf("after the holder ended: %v", err)
+	}
 }

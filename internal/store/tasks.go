@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -62,9 +63,15 @@ func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	if s.db.d == dialectPostgres {
+		// lock_timeout bounds the wait (SET LOCAL: for this transaction only).
+		if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', ?, true)`,
+			strconv.FormatInt(pgWriterLockTimeout.Milliseconds(), 10)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("store %s: set lock_timeout: %w", s.path, err)
+		}
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, pgWriterLockKey); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("store: take the writer lock: %w", err)
+			return writerLockError(s.path, err)
 		}
 	}
 	if err := fn(tx); err != nil {
