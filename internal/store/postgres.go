@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -162,6 +163,30 @@ func dsnSecrets(dsn string) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return slices.Compact(out)
+}
+
+// SameStore reports whether two MOSAIC_DB values name one store: two paths of one
+// existing SQLite file, or two PostgreSQL URLs of the same database on the same
+// server as the same user (host, port, database and user compared; the password,
+// which a redacted URL no longer has, and the options are not).
+func SameStore(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if IsPostgres(a) != IsPostgres(b) {
+		return false
+	}
+	if !IsPostgres(a) {
+		fa, err1 := os.Stat(a)
+		fb, err2 := os.Stat(b)
+		return errors.Join(err1, err2) == nil && os.SameFile(fa, fb)
+	}
+	ca, err1 := pgConfig(a)
+	cb, err2 := pgConfig(b)
+	if errors.Join(err1, err2) != nil {
+		return false
+	}
+	return ca.Host == cb.Host && ca.Port == cb.Port && ca.Database == cb.Database && ca.User == cb.User
 }
 
 // redactedError hides a DSN's password in the text of an error from the driver (which

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -607,5 +608,37 @@ func TestPGWriterLockTimeout(t *testing.T) {
 	htx.Rollback(ctx)
 	if _, err := s.AppendEvents(ctx, model.Event{Kind: "note", Message: "m", Actor: model.ActorSystem}); err != nil {
 		t.Fatalf("after the holder ended: %v", err)
+	}
+}
+
+// TestSameStore: PostgreSQL URLs are the same store when host, port, database and
+// user agree (a redacted URL matches the one with the password); files by identity.
+func TestSameStore(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "m.db")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const pg = "postgres://mosaic:s3cret@db.example.org:5433/mosaic?sslmode=require"
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{pg, "postgres://mosaic:xxxxx@db.example.org:5433/mosaic?sslmode=require", true},
+		{pg, "POSTGRESQL://mosaic@db.example.org:5433/mosaic", true},
+		{pg, "postgres://mosaic:s3cret@db.example.org:5434/mosaic", false},
+		{pg, "postgres://mosaic:s3cret@db2.example.org:5433/mosaic", false},
+		{pg, "postgres://mosaic:s3cret@db.example.org:5433/other", false},
+		{pg, "postgres://alice:s3cret@db.example.org:5433/mosaic", false},
+		{pg, "postgres://(URL not shown: it does not parse cleanly and may hold a password)", false},
+		{pg, f, false},
+		{f, pg, false},
+		{f, filepath.Join(dir, ".", "m.db"), true},
+		{f, filepath.Join(dir, "other.db"), false},
+		{"", "", false},
+	} {
+		if got := SameStore(c.a, c.b); got != c.want {
+			t.Errorf("SameStore(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
 	}
 }
