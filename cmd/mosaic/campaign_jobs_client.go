@@ -99,4 +99,3 @@ func serveOwning(ctx context.Context, dbPath string) (jobs campaign.Jobs, url st
 	}
 	return serveJobs{c}, c.URL(), nil
 }
-
