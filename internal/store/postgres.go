@@ -165,6 +165,17 @@ func dsnSecrets(dsn string) []string {
 	return slices.Compact(out)
 }
 
+// PostgresWhere names the database a PostgreSQL URL opens as "host:port/database"
+// (no user or password): what identifies the store for things kept beside it on
+// this machine, such as a core's simulated work directory.
+func PostgresWhere(dsn string) (string, error) {
+	cfg, err := pgConfig(dsn)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database), nil
+}
+
 // SameStore reports whether two MOSAIC_DB values name one store: two paths of one
 // existing SQLite file, or two PostgreSQL URLs of the same database on the same
 // server as the same user (host, port, database and user compared; the password,
