@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -484,6 +485,8 @@ func TestTestPostgresLoopbackOnly(t *testing.T) {
 		switch {
 		case rerr != "":
 			t.Errorf("pg_hba.conf rule with an error: %s", rerr)
+		case typ == "local" && method != "peer" && method != "scram-sha-256":
+			t.Errorf("pg_hba.conf admits local sockets by %s; want peer or scram-sha-256", method)
 		case typ == "local":
 		case addr != "127.0.0.1" || mask != "255.255.255.255" || method == "trust":
 			t.Errorf("pg_hba.conf admits %s %s/%s by %s; want 127.0.0.1/32 with a password only", typ, addr, mask, method)
@@ -491,6 +494,63 @@ func TestTestPostgresLoopbackOnly(t *testing.T) {
 	}
 	if err := rows.Err(); err != nil || n == 0 {
 		t.Fatalf("pg_hba rules: %d %v", n, err)
+	}
+	var perms string
+	if err := c.QueryRow(ctx, `SHOW unix_socket_permissions`).Scan(&perms); err != nil || perms != "0700" {
+		t.Errorf("unix_socket_permissions = %q, %v; want 0700 (the owner's alone)", perms, err)
+	}
+	// The directory up.sh made (when the URL came from its env file): the owner's
+	// alone, with the env file (it holds the password) 0600.
+	if os.Getenv("MOSAIC_TEST_POSTGRES") == "" && os.Getenv("MOSAIC_TEST_POSTGRES_ENV") == "" {
+		dir := filepath.Dir(pgtest.DefaultEnvFile)
+		for p, want := range map[string]os.FileMode{dir: os.ModeDir | 0o700, pgtest.DefaultEnvFile: 0o600} {
+			if fi, err := os.Lstat(p); err != nil || fi.Mode() != want {
+				t.Errorf("%s: %v %v; want mode %v", p, fi.Mode(), err, want)
+			}
+		}
+	}
+}
+
+// TestTestPostgresUpRefusesUnsafeDir: scripts/testpg/up.sh refuses a data directory
+// that is a symbolic link (another user's plant in /tmp) or is owned by another user,
+// before starting anything.
+func TestTestPostgresUpRefusesUnsafeDir(t *testing.T) {
+	script, err := filepath.Abs("../../scripts/testpg/up.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil {
+		t.Skip("PostgreSQL is not installed")
+	}
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{link: "symbolic link"}
+	if os.Getuid() == 0 {
+		// As root the instance runs as postgres: a root-owned directory is not its.
+		cases[real] = "belongs to root, not postgres"
+	} else {
+		other := "/" // a directory of another user (root)
+		cases[other] = "MOSAIC_PG_DIR"
+	}
+	for dir, want := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, "bash", script)
+		cmd.Env = append(os.Environ(), "MOSAIC_PG_DIR="+dir, "MOSAIC_PG_PORT=55499")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("up.sh with MOSAIC_PG_DIR=%s: %v\n%s\nwant a refusal saying %q", dir, err, out, want)
+		}
+		if ents, _ := os.ReadDir(real); len(ents) != 0 {
+			t.Fatalf("up.sh wrote into %s: %v", real, ents)
+		}
 	}
 }
 
