@@ -70,14 +70,7 @@ func TestLaunchHandsJobsToTheServeOnPostgres(t *testing.T) {
 	cfg, _, _ := servedCoreOn(t, pgtest.New(t))
 	ctx := context.Background()
 	var out strings.Builder
-	c, jobs, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, "run-1", &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c != nil {
-		c.Close()
-		t.Fatalf("the launcher opened a core of its own (%s) while a serve owns the store:\n%s", store.RedactDSN(db), out.String())
-	}
+	jobs, db := launcherJobs(t, cfg, &out)
 	if _, ok := jobs.(serveJobs); !ok {
 		t.Fatalf("jobs %T, output %q", jobs, out.String())
 	}
@@ -123,6 +116,21 @@ func TestRunStore(t *testing.T) {
 	}
 }
 
+// launcherJobs opens what a launch of run-1 on cfg's store opens, failing the test if
+// that is a core of its own (a serve owns the store).
+func launcherJobs(t *testing.T, cfg *config.Config, out *strings.Builder) (campaign.Jobs, string) {
+	t.Helper()
+	c, jobs, db, err := openCampaignCore(context.Background(), cfg, cfg.DBPath, "run-1", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != nil {
+		c.Close()
+		t.Fatalf("the launcher opened a core of its own (%s) while a serve owns the store:\n%s", store.RedactDSN(db), out.String())
+	}
+	return jobs, db
+}
+
 func sliceJob(run, account string) campaign.JobRequest {
 	return campaign.JobRequest{RunID: run, Site: "Delta@NCSA", Agents: []string{"coordinator"},
 		Spec: model.JobSpec{Tag: "mosaic-c-" + run + "-delta", System: "Delta@NCSA", Partition: "cpu", Account: account,
@@ -140,14 +148,7 @@ func TestLaunchHandsJobsToTheServe(t *testing.T) {
 	cfg, _, served := servedCore(t)
 	ctx := context.Background()
 	var out strings.Builder
-	c, jobs, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, "run-1", &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c != nil {
-		c.Close()
-		t.Fatalf("the launcher opened a core of its own (%s) while a serve owns the store:\n%s", db, out.String())
-	}
+	jobs, db := launcherJobs(t, cfg, &out)
 	if _, ok := jobs.(serveJobs); !ok || db != cfg.DBPath || !strings.Contains(out.String(), "owned by the core at") {
 		t.Fatalf("jobs %T, store %q, output %q", jobs, db, out.String())
 	}
@@ -203,7 +204,7 @@ func TestLaunchHandsJobsToTheServe(t *testing.T) {
 	l.Close()
 	t.Setenv("MOSAIC_URL", dead)
 	out.Reset()
-	c, jobs, db, err = openCampaignCore(ctx, cfg, cfg.DBPath, "run-2", &out)
+	c, jobs, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, "run-2", &out)
 	if err != nil {
 		t.Fatal(err)
 	}

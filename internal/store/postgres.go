@@ -323,7 +323,7 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 			"that MOSAIC_DB's host, port, user, password and database are right, and that pg_hba.conf admits this host",
 			red, pgWhere(cfg), redactErr(err, dsn))
 	}
-	s := &Store{db: &conn{db: db, d: dialectPostgres}, path: red}
+	s := &Store{db: newConn(db, dialectPostgres), path: red}
 	if err := s.checkPostgresSchema(ctx); err != nil {
 		db.Close()
 		return nil, err

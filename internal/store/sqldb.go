@@ -60,37 +60,53 @@ type querier interface {
 // `INSERT ... ON CONFLICT (...) DO UPDATE/NOTHING` (both have it) rather than
 // SQLite's `INSERT OR REPLACE/IGNORE`.
 type conn struct {
+	bound
 	db *sql.DB
-	d  dialect
 }
+
+func newConn(db *sql.DB, d dialect) *conn { return &conn{bound: bound{r: db, d: d}, db: db} }
 
 var (
 	_ querier = (*conn)(nil)
 	_ querier = (*txn)(nil)
 )
 
-func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	rq, err := c.d.rebind(q)
+// runner is what *sql.DB and *sql.Tx have in common.
+type runner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// bound runs queries on a runner in the dialect: the query rebound (or refused), the
+// arguments converted. conn and txn are one each.
+type bound struct {
+	r runner
+	d dialect
+}
+
+func (b bound) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	rq, err := b.d.rebind(q)
 	if err != nil {
 		return nil, err
 	}
-	return c.db.ExecContext(ctx, rq, c.d.args(args)...)
+	return b.r.ExecContext(ctx, rq, b.d.args(args)...)
 }
 
-func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	rq, err := c.d.rebind(q)
+func (b bound) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	rq, err := b.d.rebind(q)
 	if err != nil {
 		return nil, err
 	}
-	return c.db.QueryContext(ctx, rq, c.d.args(args)...)
+	return b.r.QueryContext(ctx, rq, b.d.args(args)...)
 }
 
-func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *row {
-	rq, err := c.d.rebind(q)
+func (b bound) QueryRowContext(ctx context.Context, q string, args ...any) *row {
+	rq, err := b.d.rebind(q)
 	if err != nil {
 		return &row{err: err}
 	}
-	return &row{Row: c.db.QueryRowContext(ctx, rq, c.d.args(args)...)}
+	return &row{Row: b.r.QueryRowContext(ctx, rq, b.d.args(args)...)}
 }
 
 // row is *sql.Row, or the error of a query the dialect refused before sending it.
@@ -122,7 +138,7 @@ func (c *conn) BeginTx(ctx context.Context, opts *sql.TxOptions) (*txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &txn{tx: tx, d: c.d}, nil
+	return &txn{bound: bound{r: tx, d: c.d}, tx: tx}, nil
 }
 
 // Close closes the pool.
@@ -130,32 +146,8 @@ func (c *conn) Close() error { return c.db.Close() }
 
 // txn is a transaction of a conn, rebinding like it.
 type txn struct {
+	bound
 	tx *sql.Tx
-	d  dialect
-}
-
-func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	rq, err := t.d.rebind(q)
-	if err != nil {
-		return nil, err
-	}
-	return t.tx.ExecContext(ctx, rq, t.d.args(args)...)
-}
-
-func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	rq, err := t.d.rebind(q)
-	if err != nil {
-		return nil, err
-	}
-	return t.tx.QueryContext(ctx, rq, t.d.args(args)...)
-}
-
-func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *row {
-	rq, err := t.d.rebind(q)
-	if err != nil {
-		return &row{err: err}
-	}
-	return &row{Row: t.tx.QueryRowContext(ctx, rq, t.d.args(args)...)}
 }
 
 // PrepareContext prepares a statement; its Exec/Query take arguments through stmt.

@@ -78,7 +78,7 @@ func TestRebindRefusesJSONBOperators(t *testing.T) {
 		}
 	}
 	// Through the Store's own helper: the refused query never reaches the server.
-	c := &conn{d: dialectPostgres}
+	c := newConn(nil, dialectPostgres)
 	if err := c.QueryRowContext(context.Background(), `SELECT 1 WHERE '{}'::jsonb ? 'k'`).Scan(new(int)); !errors.Is(err, ErrQueryRefused) {
 		t.Errorf("QueryRowContext: %v, want ErrQueryRefused", err)
 	}

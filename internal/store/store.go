@@ -103,7 +103,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 		// Every connection to :memory: is a new database; keep exactly one.
 		db.SetMaxOpenConns(1)
-		return finishOpen(ctx, &Store{db: &conn{db: db}, path: path})
+		return finishOpen(ctx, &Store{db: newConn(db, dialectSQLite), path: path})
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
@@ -158,7 +158,7 @@ func openChecked(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return finishOpen(ctx, &Store{db: &conn{db: db}, path: path})
+	return finishOpen(ctx, &Store{db: newConn(db, dialectSQLite), path: path})
 }
 
 func finishOpen(ctx context.Context, s *Store) (*Store, error) {
