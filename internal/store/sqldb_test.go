@@ -88,7 +88,8 @@ func TestRebindRefusesJSONBOperators(t *testing.T) {
 }
 
 func FuzzRebindDollar(f *testing.F) {
-	for _, s := range []string{`SELECT ?`, `'?'?`, `"?"?`, "-- ?\n?", `/* /* ? */ */ ?`, `'it''s' ?`, `?`, `/*`, `'`, `--`} {
+	for _, s := range []string{`SELECT ?`, `'?'?`, `"?"?`, "-- ?\n?", `/* /* ? */ */ ?`, `'it''s' ?`, `?`, `/*`, `'`, `--`,
+		`E'\\'?' ?`, `$$?$$ ?`, `$q$?$q$?`, `d ? 'k'`, `x ?| y`, `ORDER BY a COLLATE BINARY`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
