@@ -74,7 +74,14 @@ rm -rf "$release"
 # the store's tests run on SQLite and on it.
 if have "$PG_INITDB"; then
   echo "== test PostgreSQL"
-  scripts/testpg/up.sh
+  # Stopped at exit only if this run started it (an instance already running, e.g.
+  # one other engineers' tests use, is left running).
+  pg_started=$(mktemp)
+  MOSAIC_PG_STARTED_FILE="$pg_started" scripts/testpg/up.sh
+  if [ -s "$pg_started" ]; then
+    trap 'scripts/testpg/down.sh' EXIT
+  fi
+  rm -f "$pg_started"
   # shellcheck disable=SC1091
   . "${MOSAIC_PG_DIR:-/tmp/mosaic-pg}/pg.env"
   export MOSAIC_TEST_POSTGRES

@@ -425,6 +425,26 @@ func openCampaignCore(ctx context.Context, cfg *config.Config, dbPath, run strin
 	return c, c, c2.DBPath, nil
 }
 
+// runStore is the store a run directory recorded (RunState.TasksStore: a file, or a
+// PostgreSQL URL without its password) as the core opens it: MOSAIC_DB when it names
+// that store (so with its password), the recorded value when it holds no password.
+func runStore(cfg *config.Config, recorded string) (string, error) {
+	if recorded == "" {
+		return "", errors.New("the run directory names no store")
+	}
+	if !store.IsPostgres(recorded) {
+		return recorded, nil
+	}
+	if store.RedactDSN(cfg.DBPath) == recorded || store.SameStore(cfg.DBPath, recorded) {
+		return cfg.DBPath, nil
+	}
+	if strings.Contains(recorded, "xxxxx") || strings.Contains(recorded, "URL not shown") {
+		return "", fmt.Errorf("the run's tasks are in the PostgreSQL store %s, whose password the run directory does not keep; "+
+			"set MOSAIC_DB to that store's URL and run this again", recorded)
+	}
+	return recorded, nil
+}
+
 func newCampaignLaunchCmd() *cobra.Command {
 	var (
 		file, run, sitesFile, mosaicBin, recipient          string
@@ -569,7 +589,7 @@ remote happens; a failure of the launch itself exits 125, Ctrl-C 130.`,
 						_ = c.Close()
 					}()
 				}
-				opts.Jobs, opts.TasksStore = jobs, db
+				opts.Jobs, opts.TasksStore = jobs, store.RedactDSN(db) // a run directory keeps no password
 			}
 			if err := campaign.Launch(ctx, opts); err != nil {
 				if ctx.Err() != nil {
@@ -728,8 +748,9 @@ func newCampaignStopCmd() *cobra.Command {
 			ctx, stop := signalContext()
 			defer stop()
 			openJobs := func(ctx context.Context, db string) (campaign.Jobs, func(), error) {
-				if db == "" {
-					return nil, nil, errors.New("the run directory names no store")
+				db, err := runStore(cfg, db)
+				if err != nil {
+					return nil, nil, err
 				}
 				c, jobs, _, err := openCampaignCore(ctx, cfg, db, "", cmd.ErrOrStderr())
 				if err != nil {

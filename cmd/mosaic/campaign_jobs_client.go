@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/client"
@@ -95,18 +94,8 @@ func serveOwning(ctx context.Context, dbPath string) (jobs campaign.Jobs, url st
 	if err != nil {
 		return nil, c.URL(), err
 	}
-	if !sameFile(a.Store, dbPath) {
+	if !store.SameStore(a.Store, dbPath) {
 		return nil, c.URL(), fmt.Errorf("the core at %s runs on the store %q, not %s", c.URL(), a.Store, store.RedactDSN(dbPath))
 	}
 	return serveJobs{c}, c.URL(), nil
-}
-
-// sameFile reports whether two paths name one existing file.
-func sameFile(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	fa, err1 := os.Stat(a)
-	fb, err2 := os.Stat(b)
-	return errors.Join(err1, err2) == nil && os.SameFile(fa, fb)
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+	"github.com/mosaic-hpc/mosaic/internal/store/pgtest"
 )
 
 // servedCore runs what `mosaic serve` runs — a core owning a real SQLite store
@@ -28,8 +30,17 @@ import (
 // 127.0.0.1 — and points this process's client settings at it.
 func servedCore(t *testing.T) (cfg *config.Config, hs *httptest.Server, c *core.Core) {
 	t.Helper()
+	return servedCoreOn(t, "")
+}
+
+// servedCoreOn is servedCore on the store db ("" = an SQLite file of its own).
+func servedCoreOn(t *testing.T, db string) (cfg *config.Config, hs *httptest.Server, c *core.Core) {
+	t.Helper()
 	dir := t.TempDir()
-	cfg = &config.Config{StateDir: filepath.Join(dir, "state"), DBPath: filepath.Join(dir, "state", "mosaic.db"), Tick: 250 * time.Millisecond, SimSpeed: 60}
+	if db == "" {
+		db = filepath.Join(dir, "state", "mosaic.db")
+	}
+	cfg = &config.Config{StateDir: filepath.Join(dir, "state"), DBPath: db, Tick: 250 * time.Millisecond, SimSpeed: 60}
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -50,6 +61,76 @@ func servedCore(t *testing.T) (cfg *config.Config, hs *httptest.Server, c *core.
 	return cfg, hs, c
 }
 
+// TestLaunchHandsJobsToTheServeOnPostgres: a serve owning a PostgreSQL store is
+// found by the store's server, port, database and user (its /about shows the URL
+// without the password), so the launch hands it the jobs; the run directory
+// records the URL without its password, and `campaign stop` reopening it with
+// MOSAIC_DB set reaches the same serve.
+func TestLaunchHandsJobsToTheServeOnPostgres(t *testing.T) {
+	cfg, _, _ := servedCoreOn(t, pgtest.New(t))
+	ctx := context.Background()
+	var out strings.Builder
+	jobs, db := launcherJobs(t, cfg, &out)
+	if _, ok := jobs.(serveJobs); !ok {
+		t.Fatalf("jobs %T, output %q", jobs, out.String())
+	}
+	recorded := store.RedactDSN(db)
+	if recorded == db {
+		t.Fatalf("the test store's URL has no password to keep out: %s", recorded)
+	}
+	again, err := runStore(cfg, recorded)
+	if err != nil || again != cfg.DBPath {
+		t.Fatalf("runStore: %v", err)
+	}
+	_, stopJobs, _, err := openCampaignCore(ctx, cfg, again, "", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := stopJobs.(serveJobs); !ok {
+		t.Fatalf("stop's jobs %T", stopJobs)
+	}
+}
+
+// TestRunStore: the store a run directory recorded without its password is opened
+// with MOSAIC_DB's URL when that names it; another PostgreSQL store is refused with
+// what to do; a file or a URL that had no password is used as recorded.
+func TestRunStore(t *testing.T) {
+	const pg = "postgres://mosaic:s3cret@db.example.org:5433/mosaic?sslmode=require"
+	for _, c := range []struct {
+		mosaicDB, recorded, want, err string
+	}{
+		{pg, store.RedactDSN(pg), pg, ""},
+		{"/s/mosaic.db", store.RedactDSN(pg), "", "set MOSAIC_DB to that store's URL"},
+		{"postgres://mosaic:s3cret@db.example.org:5433/other", store.RedactDSN(pg), "", "set MOSAIC_DB"},
+		{"/s/mosaic.db", "/s/campaigns/r.tasks.db", "/s/campaigns/r.tasks.db", ""},
+		{"/s/mosaic.db", "postgres://mosaic@db.example.org/mosaic", "postgres://mosaic@db.example.org/mosaic", ""},
+		{pg, "", "", "names no store"},
+	} {
+		got, err := runStore(&config.Config{DBPath: c.mosaicDB}, c.recorded)
+		if got != c.want || (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("runStore(%q, %q) = %q, %v; want %q, %q", c.mosaicDB, c.recorded, got, err, c.want, c.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
+
+// launcherJobs opens what a launch of run-1 on cfg's store opens, failing the test if
+// that is a core of its own (a serve owns the store).
+func launcherJobs(t *testing.T, cfg *config.Config, out *strings.Builder) (campaign.Jobs, string) {
+	t.Helper()
+	c, jobs, db, err := openCampaignCore(context.Background(), cfg, cfg.DBPath, "run-1", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != nil {
+		c.Close()
+		t.Fatalf("the launcher opened a core of its own (%s) while a serve owns the store:\n%s", store.RedactDSN(db), out.String())
+	}
+	return jobs, db
+}
+
 func sliceJob(run, account string) campaign.JobRequest {
 	return campaign.JobRequest{RunID: run, Site: "Delta@NCSA", Agents: []string{"coordinator"},
 		Spec: model.JobSpec{Tag: "mosaic-c-" + run + "-delta", System: "Delta@NCSA", Partition: "cpu", Account: account,
@@ -67,14 +148,7 @@ func TestLaunchHandsJobsToTheServe(t *testing.T) {
 	cfg, _, served := servedCore(t)
 	ctx := context.Background()
 	var out strings.Builder
-	c, jobs, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, "run-1", &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c != nil {
-		c.Close()
-		t.Fatalf("the launcher opened a core of its own (%s) while a serve owns the store:\n%s", db, out.String())
-	}
+	jobs, db := launcherJobs(t, cfg, &out)
 	if _, ok := jobs.(serveJobs); !ok || db != cfg.DBPath || !strings.Contains(out.String(), "owned by the core at") {
 		t.Fatalf("jobs %T, store %q, output %q", jobs, db, out.String())
 	}
@@ -130,7 +204,7 @@ func TestLaunchHandsJobsToTheServe(t *testing.T) {
 	l.Close()
 	t.Setenv("MOSAIC_URL", dead)
 	out.Reset()
-	c, jobs, db, err = openCampaignCore(ctx, cfg, cfg.DBPath, "run-2", &out)
+	c, jobs, db, err := openCampaignCore(ctx, cfg, cfg.DBPath, "run-2", &out)
 	if err != nil {
 		t.Fatal(err)
 	}

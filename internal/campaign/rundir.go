@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/exchange"
+	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
 // Run states recorded in a run directory.
@@ -56,6 +57,7 @@ type RunState struct {
 	Error        string `json:"error,omitempty"`
 	// TasksStore is the store holding the run's submit-mode jobs as tasks (the
 	// core's store the launcher used); `campaign stop` cancels them through it.
+	// A PostgreSQL URL is kept without its password (store.RedactDSN).
 	TasksStore string      `json:"tasks_store,omitempty"`
 	Sites      []SiteState `json:"sites"`
 	// Counts are the per-site message counts last read from the run's
@@ -165,6 +167,7 @@ func OpenRunDir(root, runID string) (*RunDir, error) {
 	if err := json.Unmarshal(data, &d.st); err != nil {
 		return nil, fmt.Errorf("run %s: state.json is damaged: %w", runID, err)
 	}
+	d.st.TasksStore = store.RedactDSN(d.st.TasksStore) // one written before the password was kept out
 	return d, nil
 }
 
@@ -199,6 +202,7 @@ func (d *RunDir) UpdateSite(name string, fn func(*SiteState)) error {
 }
 
 func (d *RunDir) save() error {
+	d.st.TasksStore = store.RedactDSN(d.st.TasksStore) // a PostgreSQL URL's password never reaches the run directory
 	data, err := json.MarshalIndent(d.st, "", "  ")
 	if err != nil {
 		return err

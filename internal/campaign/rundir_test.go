@@ -58,3 +58,38 @@ func TestRunDir(t *testing.T) {
 		}
 	}
 }
+
+// TestRunDirKeepsNoStorePassword: a PostgreSQL URL recorded as the run's store is
+// written without its password, and one an older run directory holds is read back
+// without it (so `campaign status --json` never prints it).
+func TestRunDirKeepsNoStorePassword(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "campaigns")
+	const pg = "postgres://mosaic:rd-s3cret@db.example.org:5432/mosaic?sslmode=require"
+	d, err := CreateRunDir(root, RunState{RunID: "r-pg", State: RunStarting, TasksStore: pg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Update(func(st *RunState) { st.TasksStore = pg + "&application_name=x" }); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(d.Path, "state.json"))
+	if err != nil || strings.Contains(string(data), "rd-s3cret") || !strings.Contains(string(data), "db.example.org") {
+		t.Fatalf("state.json: %s %v", data, err)
+	}
+	// An older run directory with the password in it.
+	old := strings.Replace(string(data), "xxxxx", "rd-s3cret", 1)
+	if err := os.WriteFile(filepath.Join(d.Path, "state.json"), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := OpenRunDir(root, "r-pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := d2.State(); strings.Contains(st.TasksStore, "rd-s3cret") || !strings.Contains(st.TasksStore, "db.example.org") {
+		t.Fatalf("read back: %q", st.TasksStore)
+	}
+	runs, err := ListRuns(root)
+	if err != nil || len(runs) != 1 || strings.Contains(runs[0].TasksStore, "rd-s3cret") {
+		t.Fatalf("ListRuns: %+v %v", runs, err)
+	}
+}

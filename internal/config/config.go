@@ -261,6 +261,58 @@ func IsPostgresURL(v string) bool {
 	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }
 
+// NormalizeDB checks a MOSAIC_DB value and returns it as the store takes it: a
+// PostgreSQL URL with its scheme lower-cased (pgx reads only postgres:// and
+// postgresql://, and would take POSTGRES://… for a keyword/value string). A libpq
+// keyword/value string (`host=… user=… password=…`) is refused — it is no file name,
+// and used as one it would create an SQLite file named after the password; the error
+// does not repeat the value.
+func NormalizeDB(v string) (string, error) {
+	if IsPostgresURL(v) {
+		scheme, rest, _ := strings.Cut(v, "://")
+		return strings.ToLower(scheme) + "://" + rest, nil
+	}
+	if k, ok := pgKeywordDSN(v); ok {
+		return "", fmt.Errorf("MOSAIC_DB looks like a PostgreSQL keyword/value connection string (it sets %s=; value not shown, it may hold a password); "+
+			"write it as a URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=…, or give an SQLite file name", k)
+	}
+	return v, nil
+}
+
+// pgKeywords are libpq connection keywords (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS)
+// that mark a keyword/value connection string.
+var pgKeywords = map[string]bool{
+	"host": true, "hostaddr": true, "port": true, "dbname": true, "user": true, "password": true, "passfile": true,
+	"sslmode": true, "sslrootcert": true, "connect_timeout": true, "application_name": true, "options": true,
+	"service": true, "target_session_attrs": true, "sslcert": true, "sslkey": true,
+}
+
+// pgKeywordDSN reports whether v has a `keyword=` field (at its start or after
+// whitespace, any case, spaces around '=' allowed) for a libpq keyword, and which.
+func pgKeywordDSN(v string) (string, bool) {
+	for i := 0; i < len(v); {
+		for i < len(v) && isSpace(v[i]) {
+			i++
+		}
+		j := i
+		for j < len(v) && (v[j] == '_' || v[j] >= 'a' && v[j] <= 'z' || v[j] >= 'A' && v[j] <= 'Z') {
+			j++
+		}
+		k := j
+		for k < len(v) && isSpace(v[k]) {
+			k++
+		}
+		if j > i && k < len(v) && v[k] == '=' && pgKeywords[strings.ToLower(v[i:j])] {
+			return strings.ToLower(v[i:j]), true
+		}
+		for i = k; i < len(v) && !isSpace(v[i]); i++ {
+		}
+	}
+	return "", false
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
 // Config is the resolved configuration of one mosaic process.
 type Config struct {
 	Addr       string        // listen address of the core
@@ -304,7 +356,11 @@ func Resolve(env Env) (*Config, error) {
 	}
 	c.DBPath = filepath.Join(c.StateDir, "mosaic.db")
 	if v := get("MOSAIC_DB"); v != "" {
-		c.DBPath = v
+		db, err := NormalizeDB(v)
+		if err != nil {
+			return nil, err
+		}
+		c.DBPath = db
 	}
 	c.TokenPath = filepath.Join(c.ConfigDir, "token")
 	if v := get("MOSAIC_TOKEN_FILE"); v != "" {

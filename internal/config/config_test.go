@@ -282,6 +282,47 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestNormalizeDB: a PostgreSQL URL's scheme is lower-cased for pgx; a libpq
+// keyword/value string is refused without repeating it (it may hold a password).
+func TestNormalizeDB(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"POSTGRES://u:p@h:5432/db", "postgres://u:p@h:5432/db"},
+		{"PostgreSQL://u@h/DB?sslmode=disable", "postgresql://u@h/DB?sslmode=disable"},
+		{"postgres://u@h/db", "postgres://u@h/db"},
+		{"/var/lib/mosaic/mosaic.db", "/var/lib/mosaic/mosaic.db"},
+		{":memory:", ":memory:"},
+		{"/data/a=b.db", "/data/a=b.db"},
+		{"/data/hostname=x.db", "/data/hostname=x.db"},
+		{"", ""},
+	} {
+		got, err := NormalizeDB(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("NormalizeDB(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	for _, in := range []string{
+		"host=db.example.org user=mosaic password=s3cretpw dbname=mosaic",
+		"  dbname = mosaic password=s3cretpw",
+		"user=mosaic\tpassword=s3cretpw",
+		"HOST=localhost",
+		"sslmode=require password=s3cretpw",
+	} {
+		_, err := NormalizeDB(in)
+		if err == nil || !strings.Contains(err.Error(), "postgres://") || strings.Contains(err.Error(), "s3cretpw") {
+			t.Errorf("NormalizeDB(%q): %v; want a refusal pointing to the URL form, without the password", in, err)
+		}
+	}
+	env := func(k string) (string, bool) {
+		if k == "MOSAIC_DB" {
+			return "host=h password=s3cretpw", true
+		}
+		return "", false
+	}
+	if _, err := Resolve(env); err == nil || strings.Contains(err.Error(), "s3cretpw") {
+		t.Errorf("Resolve with a keyword/value MOSAIC_DB: %v", err)
+	}
+}
+
 func TestTokenFileMode(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "sub", "token")
 	tok, err := EnsureToken(p)
@@ -304,4 +345,28 @@ func TestTokenFileMode(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode not tightened: %v", st.Mode().Perm())
 	}
+}
+
+func FuzzNormalizeDB(f *testing.F) {
+	for _, s := range []string{"POSTGRES://u:p@h/db", "host=h password=p", "/a/b.db", " user = x", "a=b", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got, err := NormalizeDB(v)
+		if err != nil {
+			if got != "" || strings.Contains(err.Error(), v) && len(v) > 12 {
+				t.Fatalf("NormalizeDB(%q) = %q, %v: a refusal returns nothing and does not repeat the value", v, got, err)
+			}
+			return
+		}
+		if again, err := NormalizeDB(got); err != nil || again != got {
+			t.Fatalf("not a fixed point: %q -> %q -> %q, %v", v, got, again, err)
+		}
+		if !IsPostgresURL(v) && got != v {
+			t.Fatalf("a file name changed: %q -> %q", v, got)
+		}
+		if IsPostgresURL(v) && !strings.HasPrefix(got, "postgres") {
+			t.Fatalf("scheme not lower-cased: %q -> %q", v, got)
+		}
+	})
 }

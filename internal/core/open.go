@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -178,14 +180,22 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 
 // simWorkDir is where simulated jobs run: beside the store, so two cores on two stores
 // (the lease's advice to a second core) never share simulated jobs. The default store
-// keeps the historical <state>/sim. An in-memory store gets a private temporary
+// keeps the historical <state>/sim; a PostgreSQL store's is <state>/sim-pg-<hash of
+// host:port/database>. An in-memory store gets a private temporary
 // directory (tmp is true; Close removes it), never a ":memory:.sim" in the working
 // directory.
 func simWorkDir(cfg *config.Config) (dir string, tmp bool, err error) {
 	if store.IsPostgres(cfg.DBPath) {
-		// A database on a server has no directory beside it; the state directory is
-		// this machine's (and never a path made of the URL, which may hold a password).
-		return filepath.Join(cfg.StateDir, "sim"), false, nil
+		// A database on a server has no directory beside it: one in the state directory
+		// (this machine's) named by a hash of the server and database — never <state>/sim,
+		// which the default SQLite store's core uses, and never a path made of the URL,
+		// which may hold a password.
+		where, err := store.PostgresWhere(cfg.DBPath)
+		if err != nil {
+			return "", false, err
+		}
+		sum := sha256.Sum256([]byte(where))
+		return filepath.Join(cfg.StateDir, "sim-pg-"+hex.EncodeToString(sum[:6])), false, nil
 	}
 	if cfg.DBPath == "" || cfg.DBPath == ":memory:" {
 		d, err := os.MkdirTemp("", "mosaic-sim-")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,8 +46,24 @@ func TestOpenOnPostgres(t *testing.T) {
 	if b := c.store.Backend(); b != "postgres" {
 		t.Fatalf("backend %q", b)
 	}
-	if d := c.cat.Sim.WorkDir; d != filepath.Join(cfg.StateDir, "sim") {
-		t.Fatalf("sim work dir %q, want the state directory's sim", d)
+	// Its own simulated work directory: not <state>/sim (the default SQLite store's
+	// core's), named by the server and database, never by the URL (its password).
+	d := c.cat.Sim.WorkDir
+	if filepath.Dir(d) != cfg.StateDir || !strings.HasPrefix(filepath.Base(d), "sim-pg-") || len(filepath.Base(d)) != len("sim-pg-")+12 {
+		t.Fatalf("sim work dir %q, want %s/sim-pg-<hash>", d, cfg.StateDir)
+	}
+	if u, _ := url.Parse(db); strings.Contains(d, u.Hostname()) || strings.Contains(d, strings.TrimPrefix(u.Path, "/")) {
+		t.Fatalf("sim work dir %q shows the URL", d)
+	}
+	other, _ := url.Parse(db)
+	other.Path = "/another_database"
+	if d2, _, err := simWorkDir(&config.Config{StateDir: cfg.StateDir, DBPath: other.String()}); err != nil || d2 == d || filepath.Dir(d2) != cfg.StateDir {
+		t.Fatalf("another database's sim work dir %q, %v (this one's %q)", d2, err, d)
+	}
+	sameDB, _ := url.Parse(db)
+	sameDB.User = url.UserPassword(sameDB.User.Username(), "another-password")
+	if d3, _, _ := simWorkDir(&config.Config{StateDir: cfg.StateDir, DBPath: sameDB.String()}); d3 != d {
+		t.Fatalf("the same database with another password: %q, want %q", d3, d)
 	}
 	logMu.Lock()
 	if !strings.Contains(logs.String(), "--fresh does not apply to a PostgreSQL store") {

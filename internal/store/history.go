@@ -87,7 +87,7 @@ func (s *Store) History(ctx context.Context, system string, since time.Time, lim
 		q += ` AND system = ?`
 		args = append(args, system)
 	}
-	q += ` ORDER BY taken_at, system, partition, account LIMIT ?`
+	q += ` ORDER BY taken_at, system COLLATE BINARY, partition COLLATE BINARY, account COLLATE BINARY LIMIT ?`
 	args = append(args, limit)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/config"
 )
 
 // A store has one owner at a time: the core that runs its tasks. Two cores on one
@@ -128,6 +130,9 @@ var _ Leaser = FileLeaser{}
 func (l FileLeaser) Acquire(ctx context.Context, me Owner) (Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if _, err := config.NormalizeDB(l.DBPath); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	path := LockPath(l.DBPath)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)

@@ -32,16 +32,42 @@ func TestTranslateForPostgres(t *testing.T) {
 		{"unterminated string", `a INTEGER DEFAULT 'x INTEGER`, `a BIGINT DEFAULT 'x INTEGER`},
 		{"keyword at the end", `INTEGER PRIMARY`, `BIGINT PRIMARY`},
 		{"empty", ``, ``},
+		{"int", `a INT NOT NULL, b int`, `a BIGINT NOT NULL, b BIGINT`},
+		{"int variants", `a INT2, b INT4, c INT8, d SMALLINT, e TINYINT, f MEDIUMINT, g BIGINT`,
+			`a BIGINT, b BIGINT, c BIGINT, d BIGINT, e BIGINT, f BIGINT, g BIGINT`},
+		{"int primary key is no rowid alias", `id INT PRIMARY KEY`, `id BIGINT PRIMARY KEY`},
+		{"not null rowid alias", `id INTEGER NOT NULL PRIMARY KEY, x TEXT`, `id ` + ident + `, x TEXT`},
+		{"not null rowid alias autoincrement", "id integer not null\nprimary key autoincrement", `id ` + ident},
+		{"not null then a table key", `id INTEGER NOT NULL, PRIMARY KEY (id)`, `id BIGINT NOT NULL, PRIMARY KEY (id)`},
+		{"int in a word", `interval int_x pint`, `interval int_x pint`},
+		{"escape string", `DEFAULT E'\' INTEGER', n INTEGER`, `DEFAULT E'\' INTEGER', n BIGINT`},
+		{"dollar string", `DEFAULT $$ INTEGER $$, n INTEGER`, `DEFAULT $$ INTEGER $$, n BIGINT`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := translateForPostgres(c.in)
-			if got != c.want {
-				t.Errorf("translateForPostgres(%q)\n got %q\nwant %q", c.in, got, c.want)
+			got, err := translateForPostgres(c.in)
+			if err != nil || got != c.want {
+				t.Errorf("translateForPostgres(%q)\n got %q, %v\nwant %q", c.in, got, err, c.want)
 			}
-			if again := translateForPostgres(got); again != got {
+			if again, _ := translateForPostgres(got); again != got {
 				t.Errorf("not a fixed point: %q -> %q", got, again)
 			}
 		})
+	}
+}
+
+// TestTranslateRefusesBoolean: a BOOLEAN column would refuse the 0/1 the store binds
+// for a Go bool on PostgreSQL; the translator says to write INTEGER.
+func TestTranslateRefusesBoolean(t *testing.T) {
+	for _, q := range []string{`ALTER TABLE t ADD COLUMN f BOOLEAN NOT NULL DEFAULT 0;`, `CREATE TABLE t (a bool)`, "x\n\tBoolean"} {
+		got, err := translateForPostgres(q)
+		if err == nil || !strings.Contains(err.Error(), "INTEGER") || got != "" {
+			t.Errorf("translateForPostgres(%q) = %q, %v; want a refusal saying to write INTEGER", q, got, err)
+		}
+	}
+	for _, q := range []string{`'BOOLEAN'`, `-- BOOLEAN`, `"boolean" TEXT`, `booleans INTEGER`} {
+		if _, err := translateForPostgres(q); err != nil {
+			t.Errorf("translateForPostgres(%q): %v; the word is not a column type here", q, err)
+		}
 	}
 }
 
@@ -61,7 +87,11 @@ func TestTranslatedMigrationsHaveNoSQLiteIsms(t *testing.T) {
 			}
 			body = string(b)
 		}
-		for _, w := range codeWords(translateForPostgres(body)) {
+		got, err := translateForPostgres(body)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, w := range codeWords(got) {
 			switch strings.ToUpper(w) {
 			case "INTEGER", "AUTOINCREMENT", "ROWID", "DATETIME", "BLOB":
 				t.Errorf("%s: %q left after translation", f, w)
@@ -95,14 +125,17 @@ func FuzzTranslateForPostgres(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		got := translateForPostgres(q)
-		if again := translateForPostgres(got); again != got {
+		got, err := translateForPostgres(q)
+		if err != nil {
+			return // a BOOLEAN: refused
+		}
+		if again, _ := translateForPostgres(got); again != got {
 			t.Fatalf("not a fixed point: %q -> %q -> %q", q, got, again)
 		}
 		// (A lone AUTOINCREMENT is an error in SQLite too and passes through unchanged.)
 		for _, w := range codeWords(got) {
 			switch strings.ToUpper(w) {
-			case "INTEGER", "BLOB", "REAL":
+			case "INTEGER", "INT", "INT4", "SMALLINT", "BLOB", "REAL":
 				t.Fatalf("translateForPostgres(%q) = %q keeps %q", q, got, w)
 			}
 		}

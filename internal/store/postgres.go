@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/mosaic-hpc/mosaic/internal/config"
@@ -162,6 +165,41 @@ func dsnSecrets(dsn string) []string {
 	return slices.Compact(out)
 }
 
+// PostgresWhere names the database a PostgreSQL URL opens as "host:port/database"
+// (no user or password): what identifies the store for things kept beside it on
+// this machine, such as a core's simulated work directory.
+func PostgresWhere(dsn string) (string, error) {
+	cfg, err := pgConfig(dsn)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database), nil
+}
+
+// SameStore reports whether two MOSAIC_DB values name one store: two paths of one
+// existing SQLite file, or two PostgreSQL URLs of the same database on the same
+// server as the same user (host, port, database and user compared; the password,
+// which a redacted URL no longer has, and the options are not).
+func SameStore(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if IsPostgres(a) != IsPostgres(b) {
+		return false
+	}
+	if !IsPostgres(a) {
+		fa, err1 := os.Stat(a)
+		fb, err2 := os.Stat(b)
+		return errors.Join(err1, err2) == nil && os.SameFile(fa, fb)
+	}
+	ca, err1 := pgConfig(a)
+	cb, err2 := pgConfig(b)
+	if errors.Join(err1, err2) != nil {
+		return false
+	}
+	return ca.Host == cb.Host && ca.Port == cb.Port && ca.Database == cb.Database && ca.User == cb.User
+}
+
 // redactedError hides a DSN's password in the text of an error from the driver (which
 // may quote the connection string) while keeping errors.Is/As on the original.
 type redactedError struct {
@@ -195,7 +233,11 @@ const pgConnectTimeout = 10 * time.Second
 
 // pgConfig parses a PostgreSQL URL for pgx; the error never holds the password.
 func pgConfig(dsn string) (*pgx.ConnConfig, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	norm, err := config.NormalizeDB(dsn) // pgx reads only a lower-case scheme
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(norm)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: not a valid PostgreSQL URL: %w; write MOSAIC_DB as postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=…",
 			RedactDSN(dsn), redactErr(err, dsn))
@@ -203,7 +245,54 @@ func pgConfig(dsn string) (*pgx.ConnConfig, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = pgConnectTimeout
 	}
+	boundDeadPeers(cfg)
 	return cfg, nil
+}
+
+// pgSessionParams bound how long a dead peer or a forgotten transaction holds
+// anything, for every connection of a store (the pool's and the lease's): the server
+// probes an idle client every 30s and drops it after 3 unanswered probes or 60s of
+// unacknowledged data (so a core whose host vanished loses its advisory locks in about
+// a minute, not after the kernel's two hours), and ends a session that sits in a
+// transaction for 60s (a transaction holds the writer lock). A value the URL sets
+// (?tcp_keepalives_idle=…) wins.
+var pgSessionParams = map[string]string{
+	"tcp_keepalives_idle":                 "30",
+	"tcp_keepalives_interval":             "10",
+	"tcp_keepalives_count":                "3",
+	"tcp_user_timeout":                    "60000", // ms
+	"idle_in_transaction_session_timeout": "60000", // ms
+}
+
+// boundDeadPeers applies pgSessionParams and dials with the same keepalive on the
+// client side, so this end also notices a server that vanished.
+func boundDeadPeers(cfg *pgx.ConnConfig) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	for k, v := range pgSessionParams {
+		if _, ok := cfg.RuntimeParams[k]; !ok {
+			cfg.RuntimeParams[k] = v
+		}
+	}
+	d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3}}
+	cfg.DialFunc = d.DialContext
+}
+
+// pgWriterLockTimeout bounds the wait for the writer lock in Store.tx (lock_timeout):
+// a writer that holds it longer is stuck, and waiting on would stall every caller.
+var pgWriterLockTimeout = 30 * time.Second
+
+// writerLockError explains a writer-lock wait that ran out (SQLSTATE 55P03).
+func writerLockError(store string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		return fmt.Errorf("store %s: another writer has held the store's writer lock (PostgreSQL advisory lock %d) for over %v: %w; "+
+			"find it with SELECT pid, application_name, state, xact_start FROM pg_stat_activity WHERE pid IN "+
+			"(SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted), and end it with pg_terminate_backend(pid) if it is stuck",
+			store, pgWriterLockKey, pgWriterLockTimeout, err)
+	}
+	return fmt.Errorf("store %s: take the writer lock: %w", store, err)
 }
 
 // pgWhere names the server and database of a config, for errors.
@@ -234,7 +323,7 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 			"that MOSAIC_DB's host, port, user, password and database are right, and that pg_hba.conf admits this host",
 			red, pgWhere(cfg), redactErr(err, dsn))
 	}
-	s := &Store{db: &conn{db: db, d: dialectPostgres}, path: red}
+	s := &Store{db: newConn(db, dialectPostgres), path: red}
 	if err := s.checkPostgresSchema(ctx); err != nil {
 		db.Close()
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/store/pgtest"
 	"github.com/mosaic-hpc/mosaic/internal/testproc"
 )
@@ -482,6 +485,8 @@ func TestTestPostgresLoopbackOnly(t *testing.T) {
 		switch {
 		case rerr != "":
 			t.Errorf("pg_hba.conf rule with an error: %s", rerr)
+		case typ == "local" && method != "peer" && method != "scram-sha-256":
+			t.Errorf("pg_hba.conf admits local sockets by %s; want peer or scram-sha-256", method)
 		case typ == "local":
 		case addr != "127.0.0.1" || mask != "255.255.255.255" || method == "trust":
 			t.Errorf("pg_hba.conf admits %s %s/%s by %s; want 127.0.0.1/32 with a password only", typ, addr, mask, method)
@@ -489,5 +494,211 @@ func TestTestPostgresLoopbackOnly(t *testing.T) {
 	}
 	if err := rows.Err(); err != nil || n == 0 {
 		t.Fatalf("pg_hba rules: %d %v", n, err)
+	}
+	var perms string
+	if err := c.QueryRow(ctx, `SHOW unix_socket_permissions`).Scan(&perms); err != nil || perms != "0700" {
+		t.Errorf("unix_socket_permissions = %q, %v; want 0700 (the owner's alone)", perms, err)
+	}
+	// The directory up.sh made (when the URL came from its env file): the owner's
+	// alone, with the env file (it holds the password) 0600.
+	if os.Getenv("MOSAIC_TEST_POSTGRES") == "" && os.Getenv("MOSAIC_TEST_POSTGRES_ENV") == "" {
+		dir := filepath.Dir(pgtest.DefaultEnvFile)
+		for p, want := range map[string]os.FileMode{dir: os.ModeDir | 0o700, pgtest.DefaultEnvFile: 0o600} {
+			if fi, err := os.Lstat(p); err != nil || fi.Mode() != want {
+				t.Errorf("%s: %v %v; want mode %v", p, fi.Mode(), err, want)
+			}
+		}
+	}
+}
+
+// TestTestPostgresUpRefusesUnsafeDir: scripts/testpg/up.sh refuses a data directory
+// that is a symbolic link (another user's plant in /tmp) or is owned by another user,
+// before starting anything.
+func TestTestPostgresUpRefusesUnsafeDir(t *testing.T) {
+	script, err := filepath.Abs("../../scripts/testpg/up.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/usr/lib/postgresql"); err != nil {
+		t.Skip("PostgreSQL is not installed")
+	}
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{link: "symbolic link"}
+	if os.Getuid() == 0 {
+		// As root the instance runs as postgres: a root-owned directory is not its.
+		cases[real] = "belongs to root, not postgres"
+	} else {
+		other := "/" // a directory of another user (root)
+		cases[other] = "MOSAIC_PG_DIR"
+	}
+	for dir, want := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, "bash", script)
+		cmd.Env = append(os.Environ(), "MOSAIC_PG_DIR="+dir, "MOSAIC_PG_PORT=55499")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("up.sh with MOSAIC_PG_DIR=%s: %v\n%s\nwant a refusal saying %q", dir, err, out, want)
+		}
+		if ents, _ := os.ReadDir(real); len(ents) != 0 {
+			t.Fatalf("up.sh wrote into %s: %v", real, ents)
+		}
+	}
+}
+
+// TestOpenKeywordDSNRefused: a libpq keyword/value string is refused by Open and by
+// the file lease, never used as an SQLite file name, and its password is not shown.
+func TestOpenKeywordDSNRefused(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	const dsn = "host=127.0.0.1 user=mosaic password=kw-s3cret dbname=mosaic"
+	s, err := Open(context.Background(), dsn)
+	if err == nil {
+		s.Close()
+		t.Fatal("a keyword/value DSN was opened")
+	}
+	if !strings.Contains(err.Error(), "postgres://") || strings.Contains(err.Error(), "kw-s3cret") {
+		t.Errorf("error %q: want the URL form, never the password", err)
+	}
+	if _, err := NewLeaser(dsn).Acquire(context.Background(), Owner{PID: 1}); err == nil || strings.Contains(err.Error(), "kw-s3cret") {
+		t.Errorf("lease: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files were created: %v", ents)
+	}
+}
+
+// TestPGUpperCaseScheme: POSTGRES:// (any case) opens the database (pgx reads only a
+// lower-case scheme and would parse the rest as keyword/value pairs).
+func TestPGUpperCaseScheme(t *testing.T) {
+	db := pgtest.New(t)
+	scheme, rest, _ := strings.Cut(db, "://")
+	up := strings.ToUpper(scheme) + "://" + rest
+	s, err := Open(context.Background(), up)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", RedactDSN(up), err)
+	}
+	defer s.Close()
+	if s.Backend() != "postgres" {
+		t.Fatalf("backend %s", s.Backend())
+	}
+	l, err := NewLeaser(up).Acquire(context.Background(), Owner{PID: os.Getpid()})
+	if err != nil {
+		t.Fatalf("lease: %v", err)
+	}
+	l.Release()
+}
+
+// TestPGSessionBounds: every connection of a PostgreSQL store (the pool's and the
+// lease's) has server-side keepalive, tcp_user_timeout and
+// idle_in_transaction_session_timeout set, so a dead peer or a forgotten transaction
+// does not hold a lock for hours.
+func TestPGSessionBounds(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	s := openT(t, db)
+	want := map[string]string{"tcp_keepalives_idle": "30", "tcp_keepalives_interval": "10", "tcp_keepalives_count": "3",
+		"tcp_user_timeout": "60000", "idle_in_transaction_session_timeout": "1min"}
+	for k, v := range want {
+		var got string
+		if err := s.db.QueryRowContext(ctx, `SELECT current_setting(?)`, k).Scan(&got); err != nil || got != v {
+			t.Errorf("pool %s = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	l, err := NewLeaser(db).Acquire(ctx, Owner{PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	c := l.(*pgLease).c
+	for k, v := range want {
+		var got string
+		if err := c.QueryRow(ctx, `SELECT current_setting($1)`, k).Scan(&got); err != nil || got != v {
+			t.Errorf("lease %s = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	// The URL's own value wins.
+	s2 := openT(t, db+"&tcp_keepalives_idle=45")
+	var got string
+	if err := s2.db.QueryRowContext(ctx, `SELECT current_setting('tcp_keepalives_idle')`).Scan(&got); err != nil || got != "45" {
+		t.Errorf("URL's tcp_keepalives_idle: %q, %v", got, err)
+	}
+}
+
+// TestPGWriterLockTimeout: a write that waits for the writer lock longer than
+// pgWriterLockTimeout fails with an error saying another writer holds the store,
+// instead of waiting for as long as that writer lives.
+func TestPGWriterLockTimeout(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	s := openT(t, db)
+	old := pgWriterLockTimeout
+	pgWriterLockTimeout = 300 * time.Millisecond
+	defer func() { pgWriterLockTimeout = old }()
+	holder, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	htx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := htx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, pgWriterLockKey); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = s.AppendEvents(wctx, model.Event{Kind: "note", Message: "m", Actor: model.ActorSystem})
+	if err == nil || !strings.Contains(err.Error(), "another writer has held the store's writer lock") || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write under a held writer lock: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	htx.Rollback(ctx)
+	if _, err := s.AppendEvents(ctx, model.Event{Kind: "note", Message: "m", Actor: model.ActorSystem}); err != nil {
+		t.Fatalf("after the holder ended: %v", err)
+	}
+}
+
+// TestSameStore: PostgreSQL URLs are the same store when host, port, database and
+// user agree (a redacted URL matches the one with the password); files by identity.
+func TestSameStore(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "m.db")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const pg = "postgres://mosaic:s3cret@db.example.org:5433/mosaic?sslmode=require"
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{pg, "postgres://mosaic:xxxxx@db.example.org:5433/mosaic?sslmode=require", true},
+		{pg, "POSTGRESQL://mosaic@db.example.org:5433/mosaic", true},
+		{pg, "postgres://mosaic:s3cret@db.example.org:5434/mosaic", false},
+		{pg, "postgres://mosaic:s3cret@db2.example.org:5433/mosaic", false},
+		{pg, "postgres://mosaic:s3cret@db.example.org:5433/other", false},
+		{pg, "postgres://alice:s3cret@db.example.org:5433/mosaic", false},
+		{pg, "postgres://(URL not shown: it does not parse cleanly and may hold a password)", false},
+		{pg, f, false},
+		{f, pg, false},
+		{f, filepath.Join(dir, ".", "m.db"), true},
+		{f, filepath.Join(dir, "other.db"), false},
+		{"", "", false},
+	} {
+		if got := SameStore(c.a, c.b); got != c.want {
+			t.Errorf("SameStore(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
 	}
 }

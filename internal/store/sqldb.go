@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
@@ -49,7 +51,7 @@ func (d dialect) String() string {
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryRowContext(ctx context.Context, query string, args ...any) *row
 }
 
 // conn is the Store's database: *sql.DB with the dialect's placeholders and argument
@@ -58,25 +60,75 @@ type querier interface {
 // `INSERT ... ON CONFLICT (...) DO UPDATE/NOTHING` (both have it) rather than
 // SQLite's `INSERT OR REPLACE/IGNORE`.
 type conn struct {
+	bound
 	db *sql.DB
-	d  dialect
 }
+
+func newConn(db *sql.DB, d dialect) *conn { return &conn{bound: bound{r: db, d: d}, db: db} }
 
 var (
 	_ querier = (*conn)(nil)
 	_ querier = (*txn)(nil)
 )
 
-func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return c.db.ExecContext(ctx, c.d.rebind(q), c.d.args(args)...)
+// runner is what *sql.DB and *sql.Tx have in common.
+type runner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return c.db.QueryContext(ctx, c.d.rebind(q), c.d.args(args)...)
+// bound runs queries on a runner in the dialect: the query rebound (or refused), the
+// arguments converted. conn and txn are one each.
+type bound struct {
+	r runner
+	d dialect
 }
 
-func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return c.db.QueryRowContext(ctx, c.d.rebind(q), c.d.args(args)...)
+func (b bound) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	rq, err := b.d.rebind(q)
+	if err != nil {
+		return nil, err
+	}
+	return b.r.ExecContext(ctx, rq, b.d.args(args)...)
+}
+
+func (b bound) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	rq, err := b.d.rebind(q)
+	if err != nil {
+		return nil, err
+	}
+	return b.r.QueryContext(ctx, rq, b.d.args(args)...)
+}
+
+func (b bound) QueryRowContext(ctx context.Context, q string, args ...any) *row {
+	rq, err := b.d.rebind(q)
+	if err != nil {
+		return &row{err: err}
+	}
+	return &row{Row: b.r.QueryRowContext(ctx, rq, b.d.args(args)...)}
+}
+
+// row is *sql.Row, or the error of a query the dialect refused before sending it.
+type row struct {
+	*sql.Row
+	err error
+}
+
+// Scan is sql.Row's Scan, or the refusal.
+func (r *row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.Row.Scan(dest...)
+}
+
+// Err is sql.Row's Err, or the refusal.
+func (r *row) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.Row.Err()
 }
 
 // BeginTx starts a transaction (on SQLite an immediate one: the driver is opened with
@@ -86,7 +138,7 @@ func (c *conn) BeginTx(ctx context.Context, opts *sql.TxOptions) (*txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &txn{tx: tx, d: c.d}, nil
+	return &txn{bound: bound{r: tx, d: c.d}, tx: tx}, nil
 }
 
 // Close closes the pool.
@@ -94,25 +146,17 @@ func (c *conn) Close() error { return c.db.Close() }
 
 // txn is a transaction of a conn, rebinding like it.
 type txn struct {
+	bound
 	tx *sql.Tx
-	d  dialect
-}
-
-func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.d.rebind(q), t.d.args(args)...)
-}
-
-func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.tx.QueryContext(ctx, t.d.rebind(q), t.d.args(args)...)
-}
-
-func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, t.d.rebind(q), t.d.args(args)...)
 }
 
 // PrepareContext prepares a statement; its Exec/Query take arguments through stmt.
 func (t *txn) PrepareContext(ctx context.Context, q string) (*stmt, error) {
-	st, err := t.tx.PrepareContext(ctx, t.d.rebind(q))
+	rq, err := t.d.rebind(q)
+	if err != nil {
+		return nil, err
+	}
+	st, err := t.tx.PrepareContext(ctx, rq)
 	if err != nil {
 		return nil, err
 	}
@@ -137,26 +181,38 @@ func (s *stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error)
 
 func (s *stmt) Close() error { return s.st.Close() }
 
-// args converts arguments the PostgreSQL driver would not put in the column types
-// the migrations declare: a Go bool stored in an INTEGER (BIGINT) flag column is 0/1,
-// as SQLite's driver stores it.
+// args converts arguments for the database, on both backends alike (so that what one
+// stores the other stores too):
+//   - a string (text from ssh or sbatch stderr, a site's error, an event message) is
+//     made valid UTF-8 (each invalid byte run becomes U+FFFD) without NUL bytes (each
+//     becomes U+FFFD): PostgreSQL refuses both in text, where SQLite would store them;
+//   - on PostgreSQL a Go bool stored in an INTEGER (BIGINT) flag column is 0/1, as
+//     SQLite's driver stores it.
+//
+// The caller's slice is never changed.
 func (d dialect) args(args []any) []any {
-	if d != dialectPostgres {
-		return args
-	}
 	var out []any
-	for i, a := range args {
-		b, ok := a.(bool)
-		if !ok {
-			continue
-		}
+	set := func(i int, v any) {
 		if out == nil {
 			out = append([]any(nil), args...)
 		}
-		if b {
-			out[i] = int64(1)
-		} else {
-			out[i] = int64(0)
+		out[i] = v
+	}
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			if s := cleanText(v); s != v {
+				set(i, s)
+			}
+		case bool:
+			if d != dialectPostgres {
+				continue
+			}
+			if v {
+				set(i, int64(1))
+			} else {
+				set(i, int64(0))
+			}
 		}
 	}
 	if out == nil {
@@ -165,21 +221,44 @@ func (d dialect) args(args []any) []any {
 	return out
 }
 
-// rebind rewrites `?` placeholders to PostgreSQL's `$1..$n` (unchanged for SQLite).
-func (d dialect) rebind(q string) string {
+// cleanText is s as valid UTF-8 without NUL bytes (both become U+FFFD).
+func cleanText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// rebind rewrites a query for the dialect: unchanged for SQLite; for PostgreSQL `?`
+// placeholders become `$1..$n` and `COLLATE BINARY` (SQLite's default collation,
+// written on text ORDER BY keys) becomes `COLLATE "C"`, so text sorts by bytes on
+// both, whatever the database's own collation. A query that uses a jsonb `?`
+// operator is refused (ErrQueryRefused): store SQL must not use them.
+func (d dialect) rebind(q string) (string, error) {
 	if d != dialectPostgres {
-		return q
+		return q, nil
 	}
 	return rebindDollar(q)
 }
 
-// rebindDollar replaces every `?` that is a placeholder with $1, $2, ... in order. A
-// `?` inside a '...' string (a doubled quote escapes one), a "..." identifier, a -- comment to the
-// end of the line or a /* */ comment (PostgreSQL's nest) is text and stays. An
-// unterminated string or comment runs to the end of the query, as the server reads it.
-func rebindDollar(q string) string {
-	if !strings.Contains(q, "?") {
-		return q
+// ErrQueryRefused is wrapped by the error of a query the PostgreSQL rebinder will not
+// send (a bug in the store's SQL, never in its data).
+var ErrQueryRefused = errors.New("query refused by the store's SQL rebinder")
+
+// rebindDollar replaces every `?` that is a placeholder with $1, $2, ... in order, and
+// `COLLATE BINARY` with `COLLATE "C"`. A `?` inside a '...' string (a doubled quote
+// escapes one), an E'...' string (a backslash escapes too), a $$...$$ or $tag$...$tag$
+// string, a "..." identifier, a -- comment to the end of the line or a /* */ comment
+// (PostgreSQL's nest) is text and stays. An unterminated string or comment runs to
+// the end of the query, as the server reads it.
+//
+// PostgreSQL's jsonb operators `?`, `?|` and `?&` cannot be told from a placeholder in
+// general; the forms that are certainly operators — `?|`/`?&` (not `?||`), and a `?`
+// followed by a string literal — are refused with an error naming the query. Store
+// SQL must not use them (write jsonb_exists, jsonb_exists_any, jsonb_exists_all).
+func rebindDollar(q string) (string, error) {
+	if !strings.Contains(q, "?") && !strings.Contains(strings.ToUpper(q), "COLLATE") {
+		return q, nil
 	}
 	var b strings.Builder
 	b.Grow(len(q) + 8)
@@ -190,25 +269,70 @@ func rebindDollar(q string) string {
 			i = j
 			continue
 		}
-		if q[i] == '?' {
+		c := q[i]
+		switch {
+		case c == '?':
+			if jsonbOperator(q, i) {
+				return "", fmt.Errorf("%w: %q uses a jsonb ? operator at byte %d, which cannot be told from a placeholder; "+
+					"write jsonb_exists/jsonb_exists_any/jsonb_exists_all instead", ErrQueryRefused, q, i)
+			}
 			n++
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(n))
-		} else {
-			b.WriteByte(q[i])
+			i++
+		case isWordByte(c) && (i == 0 || !isWordByte(q[i-1]) && q[i-1] != '$'):
+			j := wordEnd(q, i)
+			if strings.EqualFold(q[i:j], "COLLATE") {
+				if k, ok := matchWords(q, j, "BINARY"); ok {
+					b.WriteString(`COLLATE "C"`)
+					i = k
+					continue
+				}
+			}
+			b.WriteString(q[i:j])
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
 		}
-		i++
 	}
-	return b.String()
+	return b.String(), nil
+}
+
+// jsonbOperator reports whether the `?` at q[i] is certainly a jsonb operator: `?|` or
+// `?&` (but `?||` is a placeholder and a concatenation), or a `?` whose next token is
+// a string literal (`data ? 'key'`: a placeholder is never followed by one).
+func jsonbOperator(q string, i int) bool {
+	if i+1 < len(q) && (q[i+1] == '&' || q[i+1] == '|' && (i+2 >= len(q) || q[i+2] != '|')) {
+		return true
+	}
+	k := skipSpace(q, i+1)
+	if k < len(q) && q[k] == '\'' {
+		return true
+	}
+	if k+1 < len(q) && (q[k] == 'E' || q[k] == 'e') && q[k+1] == '\'' {
+		return true
+	}
+	return false
 }
 
 // skipText reports whether a string, a quoted identifier or a comment starts at q[i]
 // (SQL text that is not code: no placeholder or keyword in it counts) and returns the
 // index just past it. One lexer for the rebinder and the migration translator.
 func skipText(q string, i int) (int, bool) {
+	wordBefore := i > 0 && (isWordByte(q[i-1]) || q[i-1] == '$')
 	switch c := q[i]; {
 	case c == '\'' || c == '"':
 		return skipQuoted(q, i), true
+	case (c == 'E' || c == 'e') && !wordBefore && i+1 < len(q) && q[i+1] == '\'':
+		return skipEscapeString(q, i+1), true
+	case c == '$' && !wordBefore:
+		if tag, ok := dollarTag(q, i); ok {
+			if j := strings.Index(q[i+len(tag):], tag); j >= 0 {
+				return i + len(tag) + j + len(tag), true
+			}
+			return len(q), true
+		}
 	case c == '-' && i+1 < len(q) && q[i+1] == '-':
 		if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
 			return i + j, true
@@ -218,6 +342,42 @@ func skipText(q string, i int) (int, bool) {
 		return skipBlockComment(q, i), true
 	}
 	return i, false
+}
+
+// dollarTag returns the opening `$tag$` of a dollar-quoted string at q[i]: `$$`, or `$`
+// and an identifier (a letter or _ first, then letters, digits, _; never a digit
+// first, so `$1` is a parameter) and `$`.
+func dollarTag(q string, i int) (string, bool) {
+	j := i + 1
+	if j < len(q) && q[j] >= '0' && q[j] <= '9' {
+		return "", false
+	}
+	for j < len(q) && isWordByte(q[j]) {
+		j++
+	}
+	if j < len(q) && q[j] == '$' {
+		return q[i : j+1], true
+	}
+	return "", false
+}
+
+// skipEscapeString returns the index just past the E'...' string whose quote is at
+// q[i]: a backslash escapes the next byte, a doubled quote is a quote; len(q) if it is
+// not closed.
+func skipEscapeString(q string, i int) int {
+	for j := i + 1; j < len(q); j++ {
+		switch q[j] {
+		case '\\':
+			j++
+		case '\'':
+			if j+1 < len(q) && q[j+1] == '\'' {
+				j++
+				continue
+			}
+			return j + 1
+		}
+	}
+	return len(q)
 }
 
 // skipQuoted returns the index just past the quoted run starting at q[i] (its quote

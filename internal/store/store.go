@@ -23,6 +23,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/mosaic-hpc/mosaic/internal/config"
 )
 
 //go:embed migrations/*.sql
@@ -87,6 +89,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	for _, f := range opts {
 		f(&o)
 	}
+	path, err := config.NormalizeDB(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	if IsPostgres(path) {
 		return openPostgres(ctx, path)
 	}
@@ -97,7 +103,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 		// Every connection to :memory: is a new database; keep exactly one.
 		db.SetMaxOpenConns(1)
-		return finishOpen(ctx, &Store{db: &conn{db: db}, path: path})
+		return finishOpen(ctx, &Store{db: newConn(db, dialectSQLite), path: path})
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
@@ -152,7 +158,7 @@ func openChecked(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return finishOpen(ctx, &Store{db: &conn{db: db}, path: path})
+	return finishOpen(ctx, &Store{db: newConn(db, dialectSQLite), path: path})
 }
 
 func finishOpen(ctx context.Context, s *Store) (*Store, error) {
@@ -329,11 +335,11 @@ func migrationFiles() ([]migration, error) {
 }
 
 // ddl is a migration's text in the store's dialect.
-func (s *Store) ddl(q string) string {
+func (s *Store) ddl(q string) (string, error) {
 	if s.db.d == dialectPostgres {
 		return translateForPostgres(q)
 	}
-	return q
+	return q, nil
 }
 
 // migrationTx runs fn in a transaction that holds the migration lock: on PostgreSQL
@@ -363,7 +369,11 @@ func (s *Store) migrationTx(ctx context.Context, what string, fn func(*txn) erro
 
 func (s *Store) migrate(ctx context.Context) error {
 	if err := s.migrationTx(ctx, "the migrations table", func(tx *txn) error {
-		if _, err := tx.tx.ExecContext(ctx, s.ddl(migrationsTable)); err != nil {
+		ddl, err := s.ddl(migrationsTable)
+		if err != nil {
+			return fmt.Errorf("store %s: migrations table: %w", s.path, err)
+		}
+		if _, err := tx.tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("store %s: create migrations table: %w", s.path, err)
 		}
 		return nil
@@ -401,7 +411,11 @@ func (s *Store) migrate(ctx context.Context) error {
 			}
 			// No arguments: pgx sends it with the simple protocol, which runs a file of
 			// several statements in one call (as SQLite's Exec does).
-			if _, err := tx.tx.ExecContext(ctx, s.ddl(string(body))); err != nil {
+			ddl, err := s.ddl(string(body))
+			if err != nil {
+				return fmt.Errorf("store %s: migration %s: %w", s.path, base, err)
+			}
+			if _, err := tx.tx.ExecContext(ctx, ddl); err != nil {
 				return fmt.Errorf("store %s: apply migration %s: %w", s.path, base, err)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name) VALUES (?, ?)`, m.v, base); err != nil {

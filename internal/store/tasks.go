@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -62,9 +63,15 @@ func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	if s.db.d == dialectPostgres {
+		// lock_timeout bounds the wait (SET LOCAL: for this transaction only).
+		if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', ?, true)`,
+			strconv.FormatInt(pgWriterLockTimeout.Milliseconds(), 10)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("store %s: set lock_timeout: %w", s.path, err)
+		}
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, pgWriterLockKey); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("store: take the writer lock: %w", err)
+			return writerLockError(s.path, err)
 		}
 	}
 	if err := fn(tx); err != nil {
@@ -219,7 +226,7 @@ func (s *Store) TasksOf(ctx context.Context, owner string, states []model.TaskSt
 		}
 		q += `)`
 	}
-	q += ` ORDER BY created_at DESC, id LIMIT ?`
+	q += ` ORDER BY created_at DESC, id COLLATE BINARY LIMIT ?`
 	args = append(args, limit)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -411,7 +418,7 @@ func (s *Store) AttemptOutput(ctx context.Context, taskID string, n int) (*model
 // oldest first: what the monitor follows and what recovery reconciles.
 func (s *Store) OpenAttempts(ctx context.Context) ([]*model.Attempt, error) {
 	return s.queryAttempts(ctx, `WHERE state NOT IN ('succeeded','failed','timeout','out_of_memory','node_fail','boot_fail',
-		'cancelled','preempted','deadline','lost','submit_error') ORDER BY created_at, task_id, n`)
+		'cancelled','preempted','deadline','lost','submit_error') ORDER BY created_at, task_id COLLATE BINARY, n`)
 }
 
 // AppendEvents adds events outside any other change.

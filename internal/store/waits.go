@@ -17,7 +17,7 @@ func (s *Store) StartHistory(ctx context.Context, limit int) ([]*StartObservatio
 	if limit <= 0 || limit > MaxStartHistory {
 		limit = MaxStartHistory
 	}
-	as, err := s.queryAttempts(ctx, `WHERE est_start IS NOT NULL AND started_at IS NOT NULL ORDER BY started_at DESC, task_id, n LIMIT ?`, limit)
+	as, err := s.queryAttempts(ctx, `WHERE est_start IS NOT NULL AND started_at IS NOT NULL ORDER BY started_at DESC, task_id COLLATE BINARY, n LIMIT ?`, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,13 @@ done
 as_owner() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
-if [ -n "$BIN" ] && [ -d "$DIR/data" ] && as_owner "$BIN/pg_ctl" status -D "$DIR/data" >/dev/null 2>&1; then
+# A live postmaster of this directory (pg_ctl alone takes an unreaped zombie for one).
+live() {
+  local pid
+  pid="$(as_owner sed -n 1p "$DIR/data/postmaster.pid" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$DIR/data"
+}
+if [ -n "$BIN" ] && [ -d "$DIR/data" ] && as_owner "$BIN/pg_ctl" status -D "$DIR/data" >/dev/null 2>&1 && live; then
   as_owner "$BIN/pg_ctl" stop -D "$DIR/data" -m fast -w -t 30 >/dev/null
   echo "testpg: stopped"
 fi

@@ -70,6 +70,25 @@ func envFile() string {
 // (the server's URL with the database replaced); it is dropped when the test ends.
 func New(tb testing.TB) string {
 	tb.Helper()
+	// template0 with the C collation: text sorts by bytes, as SQLite sorts it.
+	return newDB(tb, ` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`)
+}
+
+// NewICU is New with the database's default collation the ICU locale given (e.g.
+// "en-US", where "a" sorts before "B"): for tests that Mosaic's ordering does not
+// depend on the database's collation.
+func NewICU(tb testing.TB, locale string) string {
+	tb.Helper()
+	for _, r := range locale {
+		if !(r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			tb.Fatalf("pgtest: bad ICU locale %q", locale)
+		}
+	}
+	return newDB(tb, ` TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE '`+locale+`' LC_COLLATE 'C' LC_CTYPE 'C'`)
+}
+
+func newDB(tb testing.TB, options string) string {
+	tb.Helper()
 	admin := Server(tb)
 	name := DBName(tb.Name())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -79,9 +98,7 @@ func New(tb testing.TB) string {
 		tb.Fatalf("pgtest: connect to the test PostgreSQL (is scripts/testpg/up.sh running?): %v", err)
 	}
 	defer c.Close(ctx)
-	// template0 with the C collation: text sorts by bytes, as SQLite sorts it.
-	if _, err := c.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+
-		` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`); err != nil {
+	if _, err := c.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+options); err != nil {
 		tb.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	tb.Cleanup(func() { Drop(tb, admin, name) })
