@@ -14,7 +14,8 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
-// Replanning of waiting jobs: every ReplanEvery (site time) each pending job that no
+// Replanning of waiting jobs: every ReplanEvery (site time; for a job of a short
+// walltime more often, scheduler.ReplanConfig.CheckEvery) each pending job that no
 // other trigger is weighing is looked at again, at most ReplanPerRound per site round:
 // the current site is asked again when the job would start, the placer finds the best
 // placement elsewhere and that site gives its own estimate, and scheduler.Replan (the
@@ -56,7 +57,7 @@ func (e *Engine) replanDue(items []item, skip map[string]bool, now time.Time) []
 		if last.IsZero() {
 			last = a.CreatedAt
 		}
-		if now.Sub(last) >= e.wallOf(a.System, e.o.ReplanEvery) {
+		if now.Sub(last) >= e.wallOf(a.System, e.replanEvery(pol, a)) {
 			dues = append(dues, due{it, last})
 		}
 	}
@@ -122,7 +123,8 @@ func (e *Engine) replanInput(ctx context.Context, t *store.TaskRow, a *model.Att
 	e.mu.Lock()
 	n := e.replans[a.Tag]
 	e.mu.Unlock()
-	in := scheduler.ReplanInput{Now: now, Current: cur, Moves: h.Migrations, Left: ex[1:], Streak: n.streak, StreakTo: n.streakTo, Speed: e.speed(sys)}
+	in := scheduler.ReplanInput{Now: now, Current: cur, Moves: h.Migrations, Left: ex[1:], Streak: n.streak, StreakTo: n.streakTo, Speed: e.speed(sys),
+		Walltime: a.Spec.Walltime.D()}
 	pl, err := e.o.Placer.Place(ctx, keepGrowth(&t.Task, a), []string{sys})
 	if err != nil {
 		return in, nil
@@ -166,6 +168,13 @@ func (e *Engine) replanAlt(ctx context.Context, t *store.TaskRow, n int, pl *Pla
 		}
 	}
 	return alt, true
+}
+
+// replanEvery is how often (site time) the pending attempt a is weighed again: the
+// engine's ReplanEvery, shorter for a job of a short walltime (ReplanConfig.CheckEvery,
+// the replay's schedule too).
+func (e *Engine) replanEvery(pol model.Policy, a *model.Attempt) time.Duration {
+	return e.replanConfig(pol).CheckEvery(e.o.ReplanEvery, a.Spec.Walltime.D())
 }
 
 // replanConfig is the engine's thresholds with the task's move budget.
@@ -219,9 +228,10 @@ func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
 	return e.moveFirst(ctx, t, a, len(atts)+1, pl, why)
 }
 
-// revertBackoff is how many replanning periods a target is left alone after a move
-// to it was reverted (the old job started, its cancel was refused, the new submit's
-// outcome was unknown): retrying at once would repeat the same submit and cancel.
+// revertBackoff is how many replanning periods (the reverted job's) a target is left
+// alone after a move to it was reverted (the old job started, its cancel was refused,
+// the new submit's outcome was unknown): retrying at once would repeat the same submit
+// and cancel.
 const revertBackoff = 3
 
 // recentRevert is the task's latest move to sys that did not happen (an attempt off
@@ -240,7 +250,7 @@ func (e *Engine) recentRevert(atts []*model.Attempt, sys string) *model.Attempt 
 		if a.EndedAt != nil {
 			end = *a.EndedAt
 		}
-		if e.now().Sub(end) < revertBackoff*e.wallOf(sys, e.o.ReplanEvery) {
+		if e.now().Sub(end) < revertBackoff*e.wallOf(sys, e.o.Replan.WithDefaults().CheckEvery(e.o.ReplanEvery, a.Spec.Walltime.D())) {
 			return a
 		}
 		return nil

@@ -1039,3 +1039,91 @@ func TestAMoveAsksAgainWhenTheOldJobIsNotListed(t *testing.T) {
 		t.Fatalf("attempt 1 on A is %s, want cancelled after the move", atts[0].State)
 	}
 }
+
+// TestReplanWeighsShortJobsOften: the interval scales with the job's walltime
+// (scheduler.ReplanConfig.CheckEvery): with the default 10-minute interval, a pending
+// job of a 1-minute limit is due 7 s after its submit (every 6 s), one of an hour's is
+// not (every 6 min), and once weighed the short one is due again 6 s later, not 10 min.
+// Before the scaling, neither was weighed before 10 minutes: on the rig, where jobs
+// run for seconds under 1-2 minute limits, replanning never looked at one.
+func TestReplanWeighsShortJobsOften(t *testing.T) {
+	e := New(Options{Providers: provMap{}})
+	now := time.Now()
+	mk := func(task string, wall time.Duration) item {
+		return item{a: &model.Attempt{TaskID: task, N: 1, Tag: model.JobTag(task, 1), System: "A", JobID: "1", State: model.JobPending,
+			CreatedAt: now.Add(-7 * time.Second), Spec: model.JobSpec{Walltime: model.Duration(wall)}},
+			t: &store.TaskRow{Task: model.Task{ID: task}}}
+	}
+	items := []item{mk("short", time.Minute), mk("long", time.Hour)}
+	due := e.replanDue(items, nil, now)
+	if len(due) != 1 || due[0].a.TaskID != "short" {
+		t.Fatalf("due 7 s after submit: %v, want only the 1-minute job", due)
+	}
+	if again := e.replanDue(items, nil, now.Add(5*time.Second)); len(again) != 0 {
+		t.Fatalf("due again after 5 s: %v, want none (every 6 s)", again)
+	}
+	if again := e.replanDue(items, nil, now.Add(6*time.Second)); len(again) != 1 || again[0].a.TaskID != "short" {
+		t.Fatalf("due again after 6 s: %v, want the 1-minute job", again)
+	}
+}
+
+// TestReplanMovesAShortJobForAShortGain: a job of a 2-minute limit waits on A behind
+// blockers planned to end in 8 minutes (site time) while B is empty. With the engine's
+// default interval and thresholds it is weighed every 12 s of site time and needs
+// max(30 s, 30% of 8m) = 2m24s: it moves to B within seconds. A fixed 10-minute
+// threshold (and a 10-minute interval, longer than the wait) never moved it; a job of
+// an hour's limit in the same picture still needs the full 10 minutes and stays.
+func TestReplanMovesAShortJobForAShortGain(t *testing.T) {
+	for _, wall := range []time.Duration{2 * time.Minute, time.Hour} {
+		t.Run(model.Duration(wall).String(), func(t *testing.T) {
+			r := newReplanRig(t, nil, nil)
+			if wall == time.Hour {
+				// Weighed every 6 s of site time (the rig's interval), so that staying is
+				// the thresholds' doing and not a check that never came.
+				r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, ReplanEvery: 6 * time.Second})
+			} else {
+				r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}})
+			}
+			r.block(t, r.a, 8*time.Minute)
+			pol, _ := json.Marshal(model.Policy{MaxMigrations: 1})
+			now := time.Now().UTC()
+			if err := r.st.CreateTask(r.ctx, &store.TaskRow{Task: model.Task{ID: "short", Name: "short", Command: "echo hi", State: model.TaskPlaced,
+				Envelope:  model.Envelope{CPUCores: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(wall), Max: model.Duration(wall)}},
+				CreatedAt: now, UpdatedAt: now}, Policy: pol}); err != nil {
+				t.Fatal(err)
+			}
+			spec := specFor(&model.Task{Command: "echo hi"})
+			spec.Walltime = model.Duration(wall)
+			if err := r.e.Dispatch(r.ctx, "short", &Placement{System: "A", Partition: "cpu", Account: "acct", Spec: spec}, "test"); err != nil {
+				t.Fatal(err)
+			}
+			// The blockers sleep 300 s of site time (5 s of wall clock): the job would
+			// start on A after that.
+			moved := r.tickUntil(t, 3*time.Second, func() bool { return len(r.attempts(t, "short")) > 1 })
+			if wall == time.Hour {
+				if moved {
+					logEvents(t, r.events(t, "short"))
+					t.Fatal("an hour-long job moved for a gain under 10 minutes")
+				}
+				return
+			}
+			if !moved {
+				logEvents(t, r.events(t, "short"))
+				t.Fatal("the 2-minute job did not move to the empty B (8 minutes sooner)")
+			}
+			atts := r.attempts(t, "short")
+			if atts[1].System != "B" {
+				t.Fatalf("attempt 2 on %s, want B", atts[1].System)
+			}
+			mv, ok := findEvent(r.events(t, "short"), "replan: move pending job "+atts[0].JobID+": A → B:cpu")
+			if !ok {
+				logEvents(t, r.events(t, "short"))
+				t.Fatal("no replan event")
+			}
+			if !strings.Contains(mv.Rationale, "thresholds max(30s (for a 2m walltime), 30% of") {
+				t.Errorf("the rationale does not show the scaled threshold: %s", mv.Rationale)
+			}
+			t.Logf("event: %s — %s", mv.Message, mv.Rationale)
+		})
+	}
+}
