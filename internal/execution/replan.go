@@ -14,8 +14,8 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
-// Replanning of waiting jobs: every ReplanEvery (site time; for a job of a short
-// walltime more often, scheduler.ReplanConfig.CheckEvery) each pending job that no
+// Replanning of waiting jobs: every ReplanEvery (site time; for a job expected to
+// start sooner more often, scheduler.ReplanConfig.CheckEvery) each pending job that no
 // other trigger is weighing is looked at again, at most ReplanPerRound per site round:
 // the current site is asked again when the job would start, the placer finds the best
 // placement elsewhere and that site gives its own estimate, and scheduler.Replan (the
@@ -33,6 +33,7 @@ const (
 // hysteresis streak.
 type replanNote struct {
 	checked  time.Time
+	start    time.Time // the current site's estimate of the job's start at that weighing (zero: unknown)
 	streak   int
 	streakTo string
 	spent    bool // the task's move budget is used up: never weighed again
@@ -57,7 +58,7 @@ func (e *Engine) replanDue(items []item, skip map[string]bool, now time.Time) []
 		if last.IsZero() {
 			last = a.CreatedAt
 		}
-		if now.Sub(last) >= e.wallOf(a.System, e.replanEvery(pol, a)) {
+		if now.Sub(last) >= e.wallOf(a.System, e.replanEvery(pol, a, e.replans[a.Tag])) {
 			dues = append(dues, due{it, last})
 		}
 	}
@@ -170,11 +171,23 @@ func (e *Engine) replanAlt(ctx context.Context, t *store.TaskRow, n int, pl *Pla
 	return alt, true
 }
 
-// replanEvery is how often (site time) the pending attempt a is weighed again: the
-// engine's ReplanEvery, shorter for a job of a short walltime (ReplanConfig.CheckEvery,
-// the replay's schedule too).
-func (e *Engine) replanEvery(pol model.Policy, a *model.Attempt) time.Duration {
-	return e.replanConfig(pol).CheckEvery(e.o.ReplanEvery, a.Spec.Walltime.D())
+// replanEvery is how long (site time) the pending attempt a is left before it is
+// weighed again: the engine's ReplanEvery, shorter for a job expected to start soon
+// (scheduler.ReplanConfig.CheckEvery, the replay's schedule too). The expected
+// wait is the current site's answer at the last weighing (n), else the placement's.
+func (e *Engine) replanEvery(pol model.Policy, a *model.Attempt, n replanNote) time.Duration {
+	wait := time.Duration(-1)
+	from := n.checked
+	if from.IsZero() {
+		from = a.CreatedAt
+	}
+	switch {
+	case !n.start.IsZero():
+		wait = e.siteElapsed(a.System, max(n.start.Sub(from), 0))
+	case a.EstimatedStart != nil:
+		wait = e.siteElapsed(a.System, max(a.EstimatedStart.Sub(from), 0))
+	}
+	return e.replanConfig(pol).CheckEvery(e.o.ReplanEvery, wait)
 }
 
 // replanConfig is the engine's thresholds with the task's move budget.
@@ -210,12 +223,12 @@ func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
 	dec := scheduler.Replan(in, e.replanConfig(pol))
 	if dec.Move && pl != nil {
 		if r := e.recentRevert(atts, pl.System); r != nil {
-			e.noteReplan(a.Tag, scheduler.ReplanDecision{})
+			e.noteReplan(a.Tag, scheduler.ReplanDecision{}, in.Current.Start)
 			e.o.Logger.Debug("replan: stay (backoff)", "task", t.ID, "tag", a.Tag, "to", pl.System, "reverted attempt", r.N)
 			return nil
 		}
 	}
-	e.noteReplan(a.Tag, dec)
+	e.noteReplan(a.Tag, dec, in.Current.Start)
 	if !dec.Move || pl == nil {
 		e.o.Logger.Debug("replan: stay", "task", t.ID, "tag", a.Tag, "why", dec.Reason)
 		return nil
@@ -250,6 +263,7 @@ func (e *Engine) recentRevert(atts []*model.Attempt, sys string) *model.Attempt 
 		if a.EndedAt != nil {
 			end = *a.EndedAt
 		}
+		// The reverted job's walltime stands in for its wait (a short job's periods are short).
 		if e.now().Sub(end) < revertBackoff*e.wallOf(sys, e.o.Replan.WithDefaults().CheckEvery(e.o.ReplanEvery, a.Spec.Walltime.D())) {
 			return a
 		}
@@ -258,9 +272,10 @@ func (e *Engine) recentRevert(atts []*model.Attempt, sys string) *model.Attempt 
 	return nil
 }
 
-// noteReplan keeps the decision's streak for the next check.
-func (e *Engine) noteReplan(tag string, dec scheduler.ReplanDecision) {
-	n := replanNote{checked: e.now(), streak: dec.Streak}
+// noteReplan keeps the decision's streak, and the current site's estimate (start),
+// for the next check.
+func (e *Engine) noteReplan(tag string, dec scheduler.ReplanDecision, start time.Time) {
+	n := replanNote{checked: e.now(), streak: dec.Streak, start: start}
 	if dec.To != nil {
 		n.streakTo = dec.To.Key()
 	}

@@ -1040,39 +1040,48 @@ func TestAMoveAsksAgainWhenTheOldJobIsNotListed(t *testing.T) {
 	}
 }
 
-// TestReplanWeighsShortJobsOften: the interval scales with the job's walltime
-// (scheduler.ReplanConfig.CheckEvery): with the default 10-minute interval, a pending
-// job of a 1-minute limit is due 7 s after its submit (every 6 s), one of an hour's is
-// not (every 6 min), and once weighed the short one is due again 6 s later, not 10 min.
-// Before the scaling, neither was weighed before 10 minutes: on the rig, where jobs
-// run for seconds under 1-2 minute limits, replanning never looked at one.
-func TestReplanWeighsShortJobsOften(t *testing.T) {
+// TestReplanWeighsJobsExpectedSoonOften: the interval scales with the wait the job's
+// site expects (scheduler.ReplanConfig.CheckEvery): with the default 10-minute
+// interval, a pending job expected to start a minute after its submit is due 7 s after
+// it (every tenth of the wait: 6 s), one expected in two hours is not (10 min), nor is
+// one of a 1-minute limit expected in two hours (its walltime does not set the pace),
+// nor one whose estimate is unknown. Once weighed the first is due again about 5 s
+// later (a tenth of the 53 s left), not 10 minutes. Before, no job was weighed
+// before 10 minutes: on the rig, where jobs wait a minute or two, replanning never
+// looked at one.
+func TestReplanWeighsJobsExpectedSoonOften(t *testing.T) {
 	e := New(Options{Providers: provMap{}})
 	now := time.Now()
-	mk := func(task string, wall time.Duration) item {
-		return item{a: &model.Attempt{TaskID: task, N: 1, Tag: model.JobTag(task, 1), System: "A", JobID: "1", State: model.JobPending,
-			CreatedAt: now.Add(-7 * time.Second), Spec: model.JobSpec{Walltime: model.Duration(wall)}},
-			t: &store.TaskRow{Task: model.Task{ID: task}}}
+	created := now.Add(-7 * time.Second)
+	mk := func(task string, wall, wait time.Duration) item {
+		a := &model.Attempt{TaskID: task, N: 1, Tag: model.JobTag(task, 1), System: "A", JobID: "1", State: model.JobPending,
+			CreatedAt: created, Spec: model.JobSpec{Walltime: model.Duration(wall)}}
+		if wait >= 0 {
+			est := created.Add(wait)
+			a.EstimatedStart = &est
+		}
+		return item{a: a, t: &store.TaskRow{Task: model.Task{ID: task}}}
 	}
-	items := []item{mk("short", time.Minute), mk("long", time.Hour)}
+	items := []item{mk("soon", time.Hour, time.Minute), mk("later", time.Hour, 2*time.Hour), mk("short-but-later", time.Minute, 2*time.Hour), mk("unknown", time.Minute, -1)}
 	due := e.replanDue(items, nil, now)
-	if len(due) != 1 || due[0].a.TaskID != "short" {
-		t.Fatalf("due 7 s after submit: %v, want only the 1-minute job", due)
+	if len(due) != 1 || due[0].a.TaskID != "soon" {
+		t.Fatalf("due 7 s after submit: %v, want only the job expected in a minute", due)
 	}
 	if again := e.replanDue(items, nil, now.Add(5*time.Second)); len(again) != 0 {
-		t.Fatalf("due again after 5 s: %v, want none (every 6 s)", again)
+		t.Fatalf("due again after 5 s: %v, want none (every 5.3 s)", again)
 	}
-	if again := e.replanDue(items, nil, now.Add(6*time.Second)); len(again) != 1 || again[0].a.TaskID != "short" {
-		t.Fatalf("due again after 6 s: %v, want the 1-minute job", again)
+	if again := e.replanDue(items, nil, now.Add(6*time.Second)); len(again) != 1 || again[0].a.TaskID != "soon" {
+		t.Fatalf("due again after 6 s: %v, want the job expected soon", again)
 	}
 }
 
 // TestReplanMovesAShortJobForAShortGain: a job of a 2-minute limit waits on A behind
 // blockers planned to end in 8 minutes (site time) while B is empty. With the engine's
-// default interval and thresholds it is weighed every 12 s of site time and needs
-// max(30 s, 30% of 8m) = 2m24s: it moves to B within seconds. A fixed 10-minute
-// threshold (and a 10-minute interval, longer than the wait) never moved it; a job of
-// an hour's limit in the same picture still needs the full 10 minutes and stays.
+// default interval and thresholds it is weighed about every 48 s of site time (a tenth
+// of its wait) and needs max(30 s, 30% of 8m) = 2m24s: it moves to B within seconds. A
+// fixed 10-minute threshold (and a 10-minute interval, longer than the wait) never
+// moved it; a job of an hour's limit in the same picture still needs the full 10
+// minutes and stays.
 func TestReplanMovesAShortJobForAShortGain(t *testing.T) {
 	for _, wall := range []time.Duration{2 * time.Minute, time.Hour} {
 		t.Run(model.Duration(wall).String(), func(t *testing.T) {
@@ -1094,12 +1103,14 @@ func TestReplanMovesAShortJobForAShortGain(t *testing.T) {
 			}
 			spec := specFor(&model.Task{Command: "echo hi"})
 			spec.Walltime = model.Duration(wall)
-			if err := r.e.Dispatch(r.ctx, "short", &Placement{System: "A", Partition: "cpu", Account: "acct", Spec: spec}, "test"); err != nil {
+			// The placement expected the job in 8 minutes of site time (8 s of wall clock).
+			est := time.Now().Add(8 * time.Second)
+			if err := r.e.Dispatch(r.ctx, "short", &Placement{System: "A", Partition: "cpu", Account: "acct", Spec: spec, EstimatedStart: est}, "test"); err != nil {
 				t.Fatal(err)
 			}
 			// The blockers sleep 300 s of site time (5 s of wall clock): the job would
 			// start on A after that.
-			moved := r.tickUntil(t, 3*time.Second, func() bool { return len(r.attempts(t, "short")) > 1 })
+			moved := r.tickUntil(t, 4*time.Second, func() bool { return len(r.attempts(t, "short")) > 1 })
 			if wall == time.Hour {
 				if moved {
 					logEvents(t, r.events(t, "short"))

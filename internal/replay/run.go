@@ -49,7 +49,7 @@ type Config struct {
 	// (scheduler.Replan; zero = scheduler.DefaultReplanConfig).
 	Replan scheduler.ReplanConfig
 	// ReplanEvery is how often each waiting job is weighed again (default 10 min; a
-	// job of a short walltime more often, scheduler.ReplanConfig.CheckEvery);
+	// job expected to start sooner more often, scheduler.ReplanConfig.CheckEvery);
 	// ReplanPerRound bounds the jobs weighed per decision tick (default 8).
 	ReplanEvery    time.Duration
 	ReplanPerRound int
@@ -420,16 +420,21 @@ func (r *runner) submit(js *jobState, pl *placement) bool {
 	js.unit, js.simID, js.submitAt, js.est, js.pred = pl.unit, id, r.w.now, pl.est, pl.pred
 	js.cores, js.run = cores, run
 	js.wall = spec.Walltime.D()
-	js.nextCheck, js.streak, js.streakTo = r.w.now.Add(r.checkEvery(js)), 0, ""
+	js.nextCheck, js.streak, js.streakTo = r.w.now.Add(r.checkEvery(js, pl.est)), 0, ""
 	pl.unit.owner[id] = js
 	r.queued[js] = true
 	return true
 }
 
-// checkEvery is how often replanning weighs the queued job js: ReplanEvery, shorter
-// for a short walltime (scheduler.ReplanConfig.CheckEvery, as the live engine).
-func (r *runner) checkEvery(js *jobState) time.Duration {
-	return r.cfg.Replan.CheckEvery(r.cfg.ReplanEvery, js.wall)
+// checkEvery is how long replanning leaves the queued job js before weighing it again,
+// expected to start at start (zero: unknown): ReplanEvery, shorter for a job expected
+// to start soon (scheduler.ReplanConfig.CheckEvery, as the live engine).
+func (r *runner) checkEvery(js *jobState, start time.Time) time.Duration {
+	wait := time.Duration(-1)
+	if !start.IsZero() {
+		wait = max(start.Sub(r.w.now), 0)
+	}
+	return r.cfg.Replan.CheckEvery(r.cfg.ReplanEvery, wait)
 }
 
 // overrunAt is when replanning next weighs a queued job (every checkEvery while it
@@ -498,7 +503,7 @@ func (r *runner) replanInput(js *jobState, snap *model.ResourceSnapshot) (schedu
 func (r *runner) migrate(js *jobState, snap *model.ResourceSnapshot) error {
 	in, cands := r.replanInput(js, snap)
 	dec := scheduler.Replan(in, r.cfg.Replan)
-	js.nextCheck = r.w.now.Add(r.checkEvery(js))
+	js.nextCheck = r.w.now.Add(r.checkEvery(js, in.Current.Start))
 	js.streak, js.streakTo = dec.Streak, ""
 	if dec.To != nil {
 		js.streakTo = dec.To.Key()

@@ -31,9 +31,9 @@ type ReplanConfig struct {
 	// MinGainFloor is the least absolute threshold however short the job: what a move
 	// costs (a submit and a cancel, a few site round trips); default 5s.
 	MinGainFloor time.Duration
-	// EveryShare: a waiting job is weighed again every min(the caller's interval,
-	// EveryShare × its walltime), never more often than EveryFloor (CheckEvery);
-	// default 0.1, so a job is weighed about ten times within its own length.
+	// EveryShare: a waiting job is weighed again after min(the caller's interval,
+	// EveryShare × the wait its site still expects), never sooner than EveryFloor
+	// (CheckEvery); default 0.1, so a job is weighed about ten times while it waits.
 	EveryShare float64
 	// EveryFloor is the shortest interval between two weighings of one job; default 5s.
 	EveryFloor time.Duration
@@ -73,16 +73,20 @@ func (c ReplanConfig) GainFor(walltime time.Duration) time.Duration {
 	return clampDur(time.Duration(c.MinGainShare*float64(walltime)), c.MinGainFloor, c.MinGain)
 }
 
-// CheckEvery is how often a waiting job of the given requested walltime (site time; 0 =
-// unknown) is weighed again when the caller's interval is every: min(every, EveryShare ×
-// walltime), at least EveryFloor (and never longer than every). The engine and the
-// replay both schedule their checks with it, so that a short job is weighed (and its
-// two confirming checks happen) while it still waits. Call it on a config with defaults.
-func (c ReplanConfig) CheckEvery(every, walltime time.Duration) time.Duration {
-	if walltime <= 0 {
+// CheckEvery is how long a waiting job whose current site expects it to start in wait
+// (site time; negative: unknown) is left before it is weighed again, when the caller's
+// interval is every: EveryShare × wait, held within [EveryFloor, every]; unknown:
+// every. A job is thus weighed about 1/EveryShare times over the wait it still expects,
+// whether that is an hour or a minute, and its confirming second check comes while it
+// still waits. (The job's walltime is no measure of this: a short job can wait for hours
+// behind long ones, and weighing it every minute there made the replays worse;
+// docs/PLACEMENT.md, "Scale-aware replanning".) The engine and the replay both schedule
+// their checks with it. Call it on a config with defaults.
+func (c ReplanConfig) CheckEvery(every, wait time.Duration) time.Duration {
+	if wait < 0 {
 		return every
 	}
-	return clampDur(time.Duration(c.EveryShare*float64(walltime)), min(c.EveryFloor, every), every)
+	return clampDur(time.Duration(c.EveryShare*float64(wait)), min(c.EveryFloor, every), every)
 }
 
 // clampDur is d held within [lo, hi] (hi wins when lo > hi).

@@ -137,27 +137,36 @@ func TestReplanNeverForAWorsePlace(t *testing.T) {
 	}
 }
 
-// TestReplanThresholdsScaleWithTheJob: the absolute threshold and the check interval
-// shrink with the job's walltime, between their floors and the configured values; an
-// unknown walltime (0) keeps the configured values.
+// TestReplanThresholdsScaleWithTheJob: the absolute threshold shrinks with the job's
+// walltime and the check interval with the wait it still expects, each between its
+// floor and the configured value; unknown (walltime 0, wait negative) keeps the
+// configured values.
 func TestReplanThresholdsScaleWithTheJob(t *testing.T) {
 	cfg := DefaultReplanConfig()
-	for _, c := range []struct {
-		wall, gain, every time.Duration
-	}{
-		{0, 10 * time.Minute, 10 * time.Minute},
-		{10 * time.Second, 5 * time.Second, 5 * time.Second},
-		{time.Minute, 15 * time.Second, 6 * time.Second},
-		{2 * time.Minute, 30 * time.Second, 12 * time.Second},
-		{20 * time.Minute, 5 * time.Minute, 2 * time.Minute},
-		{40 * time.Minute, 10 * time.Minute, 4 * time.Minute},
-		{48 * time.Hour, 10 * time.Minute, 10 * time.Minute},
+	for _, c := range []struct{ wall, gain time.Duration }{
+		{0, 10 * time.Minute},
+		{10 * time.Second, 5 * time.Second},
+		{time.Minute, 15 * time.Second},
+		{2 * time.Minute, 30 * time.Second},
+		{20 * time.Minute, 5 * time.Minute},
+		{40 * time.Minute, 10 * time.Minute},
+		{48 * time.Hour, 10 * time.Minute},
 	} {
 		if g := cfg.GainFor(c.wall); g != c.gain {
 			t.Errorf("GainFor(%s) = %s, want %s", c.wall, g, c.gain)
 		}
-		if e := cfg.CheckEvery(10*time.Minute, c.wall); e != c.every {
-			t.Errorf("CheckEvery(10m, %s) = %s, want %s", c.wall, e, c.every)
+	}
+	for _, c := range []struct{ wait, every time.Duration }{
+		{-1, 10 * time.Minute},
+		{0, 5 * time.Second},
+		{30 * time.Second, 5 * time.Second},
+		{time.Minute, 6 * time.Second},
+		{2 * time.Minute, 12 * time.Second},
+		{50 * time.Minute, 5 * time.Minute},
+		{3 * time.Hour, 10 * time.Minute},
+	} {
+		if e := cfg.CheckEvery(10*time.Minute, c.wait); e != c.every {
+			t.Errorf("CheckEvery(10m, wait %s) = %s, want %s", c.wait, e, c.every)
 		}
 	}
 	// The caller's interval is an upper bound, also below the floor (a test engine's 2s).
@@ -166,7 +175,7 @@ func TestReplanThresholdsScaleWithTheJob(t *testing.T) {
 	}
 	// Zero fields take the defaults; set ones are kept.
 	got := ReplanConfig{MinGain: time.Hour, MinGainShare: 0.5}.WithDefaults()
-	if got.GainFor(30*time.Minute) != 15*time.Minute || got.MinGainFloor != 5*time.Second || got.EveryShare != 0.1 {
+	if got.GainFor(30*time.Minute) != 15*time.Minute || got.MinGainFloor != 5*time.Second || got.EveryShare != 0.1 || got.EveryFloor != 5*time.Second {
 		t.Errorf("WithDefaults: %+v", got)
 	}
 }
