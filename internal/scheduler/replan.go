@@ -97,37 +97,25 @@ func clampDur(d, lo, hi time.Duration) time.Duration {
 // WithDefaults fills zero fields from DefaultReplanConfig.
 func (c ReplanConfig) WithDefaults() ReplanConfig {
 	d := DefaultReplanConfig()
-	if c.MinGain <= 0 {
-		c.MinGain = d.MinGain
+	for _, f := range []struct{ v, def *time.Duration }{{&c.MinGain, &d.MinGain}, {&c.MinGainFloor, &d.MinGainFloor}, {&c.EveryFloor, &d.EveryFloor}, {&c.MaxAge, &d.MaxAge}} {
+		unsetTo(f.v, *f.def)
 	}
-	if c.MinGainShare <= 0 {
-		c.MinGainShare = d.MinGainShare
+	for _, f := range []struct{ v, def *float64 }{{&c.MinGainShare, &d.MinGainShare}, {&c.EveryShare, &d.EveryShare}, {&c.MinGainRatio, &d.MinGainRatio}} {
+		unsetTo(f.v, *f.def)
 	}
-	if c.MinGainFloor <= 0 {
-		c.MinGainFloor = d.MinGainFloor
-	}
-	if c.EveryShare <= 0 {
-		c.EveryShare = d.EveryShare
-	}
-	if c.EveryFloor <= 0 {
-		c.EveryFloor = d.EveryFloor
-	}
-	if c.MinGainRatio <= 0 {
-		c.MinGainRatio = d.MinGainRatio
-	}
-	if c.Confirm <= 0 {
-		c.Confirm = d.Confirm
-	}
-	if c.MaxMoves <= 0 {
-		c.MaxMoves = d.MaxMoves
-	}
+	unsetTo(&c.Confirm, d.Confirm)
+	unsetTo(&c.MaxMoves, d.MaxMoves)
 	if c.BackFactor < 1 {
 		c.BackFactor = d.BackFactor
 	}
-	if c.MaxAge <= 0 {
-		c.MaxAge = d.MaxAge
-	}
 	return c
+}
+
+// unsetTo sets *v to def when *v is not positive (unset).
+func unsetTo[T int | float64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // ReplanOption is one placement with its estimated start.
