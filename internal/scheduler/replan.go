@@ -64,7 +64,7 @@ func DefaultReplanConfig() ReplanConfig {
 // time; 0 = unknown: MinGain): min(MinGain, MinGainShare × walltime), at least
 // MinGainFloor. A fixed 10 minutes is a fair price for moving a job that runs for hours
 // and waits for hours, but a job of a one-minute limit never waits that long, so a fixed
-// threshold would never let it move (docs/PLACEMENT.md, "Scale-aware thresholds").
+// threshold would never let it move (docs/PLACEMENT.md, "Scale-aware replanning").
 // Call it on a config with defaults.
 func (c ReplanConfig) GainFor(walltime time.Duration) time.Duration {
 	if walltime <= 0 {
