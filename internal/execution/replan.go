@@ -347,8 +347,11 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	msg := fmt.Sprintf("cancel requested for job %s", old.JobID)
 	if cerr != nil || onlyQueued {
 		// The cancel may have worked though it answered with an error (scancel ran, the
-		// answer was lost), or (only-queued) left a job that started alone: ask again.
-		st, found, err := e.statusOf(ctx, p, old.JobID)
+		// answer was lost), or (only-queued) left a job that started alone: ask again,
+		// and again while the answer still says queued (accounting lags behind the
+		// controller: on the rig sacct showed a just-cancelled job PENDING, the move was
+		// reverted, and the cancel then landed: the task was left with no job at all).
+		st, found, err := e.cancelledStatusOf(ctx, p, old.JobID)
 		detail := "left it queued"
 		if cerr != nil {
 			detail = "failed: " + cerr.Error()
@@ -394,7 +397,25 @@ func (e *Engine) listedStatusOf(ctx context.Context, p provider.Provider, id str
 	}
 }
 
-// How often and how far apart listedStatusOf asks again for a job not listed.
+// cancelledStatusOf is statusOf for a job just asked to cancel, asked again (a bounded
+// few times, like listedStatusOf) while the site still lists it as queued or does not
+// list it: the cancel takes a moment to show in accounting.
+func (e *Engine) cancelledStatusOf(ctx context.Context, p provider.Provider, id string) (model.JobStatus, bool, error) {
+	for try := 0; ; try++ {
+		st, found, err := e.statusOf(ctx, p, id)
+		queued := !found || st.State == model.JobPending || st.State == model.JobRequeued
+		if err != nil || !queued || try == statusListTries-1 {
+			return st, found, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, found, ctx.Err()
+		case <-time.After(statusListWait):
+		}
+	}
+}
+
+// How often and how far apart listedStatusOf and cancelledStatusOf ask again.
 const (
 	statusListTries = 4
 	statusListWait  = time.Second
