@@ -347,11 +347,16 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	msg := fmt.Sprintf("cancel requested for job %s", old.JobID)
 	if cerr != nil || onlyQueued {
 		// The cancel may have worked though it answered with an error (scancel ran, the
-		// answer was lost), or (only-queued) left a job that started alone: ask again,
-		// and again while the answer still says queued (accounting lags behind the
-		// controller: on the rig sacct showed a just-cancelled job PENDING, the move was
-		// reverted, and the cancel then landed: the task was left with no job at all).
-		st, found, err := e.cancelledStatusOf(ctx, p, old.JobID)
+		// answer was lost), or (only-queued) left a job that started alone: ask again.
+		// After a cancel that answered success, ask again while the answer still says
+		// queued (accounting lags behind the controller: on the rig sacct showed a
+		// just-cancelled job PENDING, the move was reverted, and the cancel then landed:
+		// the task was left with no job at all).
+		ask := e.statusOf
+		if cerr == nil {
+			ask = e.cancelledStatusOf
+		}
+		st, found, err := ask(ctx, p, old.JobID)
 		detail := "left it queued"
 		if cerr != nil {
 			detail = "failed: " + cerr.Error()
