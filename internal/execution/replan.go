@@ -389,27 +389,24 @@ type observed struct {
 // has it, so a job submitted seconds ago can be missing from an answer although it is
 // queued (seen on the rig: a move reverted as "started" for a job still pending).
 func (e *Engine) listedStatusOf(ctx context.Context, p provider.Provider, id string) (model.JobStatus, bool, error) {
-	for try := 0; ; try++ {
-		st, found, err := e.statusOf(ctx, p, id)
-		if err != nil || found || try == statusListTries-1 {
-			return st, found, err
-		}
-		select {
-		case <-ctx.Done():
-			return st, found, ctx.Err()
-		case <-time.After(statusListWait):
-		}
-	}
+	return e.statusAskedAgain(ctx, p, id, func(_ model.JobStatus, found bool) bool { return !found })
 }
 
 // cancelledStatusOf is statusOf for a job just asked to cancel, asked again (a bounded
-// few times, like listedStatusOf) while the site still lists it as queued or does not
-// list it: the cancel takes a moment to show in accounting.
+// few times) while the site still lists it as queued or does not list it: the cancel
+// takes a moment to show in accounting.
 func (e *Engine) cancelledStatusOf(ctx context.Context, p provider.Provider, id string) (model.JobStatus, bool, error) {
+	return e.statusAskedAgain(ctx, p, id, func(st model.JobStatus, found bool) bool {
+		return !found || st.State == model.JobPending || st.State == model.JobRequeued
+	})
+}
+
+// statusAskedAgain is statusOf, asked again statusListWait apart, at most
+// statusListTries times in all, while again says the answer may be stale.
+func (e *Engine) statusAskedAgain(ctx context.Context, p provider.Provider, id string, again func(model.JobStatus, bool) bool) (model.JobStatus, bool, error) {
 	for try := 0; ; try++ {
 		st, found, err := e.statusOf(ctx, p, id)
-		queued := !found || st.State == model.JobPending || st.State == model.JobRequeued
-		if err != nil || !queued || try == statusListTries-1 {
+		if err != nil || !again(st, found) || try == statusListTries-1 {
 			return st, found, err
 		}
 		select {
@@ -420,7 +417,7 @@ func (e *Engine) cancelledStatusOf(ctx context.Context, p provider.Provider, id 
 	}
 }
 
-// How often and how far apart listedStatusOf and cancelledStatusOf ask again.
+// How often and how far apart statusAskedAgain asks.
 const (
 	statusListTries = 4
 	statusListWait  = time.Second
