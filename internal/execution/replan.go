@@ -14,7 +14,8 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
-// Replanning of waiting jobs: every ReplanEvery (site time) each pending job that no
+// Replanning of waiting jobs: every ReplanEvery (site time; for a job expected to
+// start sooner more often, scheduler.ReplanConfig.CheckEvery) each pending job that no
 // other trigger is weighing is looked at again, at most ReplanPerRound per site round:
 // the current site is asked again when the job would start, the placer finds the best
 // placement elsewhere and that site gives its own estimate, and scheduler.Replan (the
@@ -32,6 +33,7 @@ const (
 // hysteresis streak.
 type replanNote struct {
 	checked  time.Time
+	start    time.Time // the current site's estimate of the job's start at that weighing (zero: unknown)
 	streak   int
 	streakTo string
 	spent    bool // the task's move budget is used up: never weighed again
@@ -56,7 +58,7 @@ func (e *Engine) replanDue(items []item, skip map[string]bool, now time.Time) []
 		if last.IsZero() {
 			last = a.CreatedAt
 		}
-		if now.Sub(last) >= e.wallOf(a.System, e.o.ReplanEvery) {
+		if now.Sub(last) >= e.wallOf(a.System, e.replanEvery(pol, a, e.replans[a.Tag])) {
 			dues = append(dues, due{it, last})
 		}
 	}
@@ -122,7 +124,8 @@ func (e *Engine) replanInput(ctx context.Context, t *store.TaskRow, a *model.Att
 	e.mu.Lock()
 	n := e.replans[a.Tag]
 	e.mu.Unlock()
-	in := scheduler.ReplanInput{Now: now, Current: cur, Moves: h.Migrations, Left: ex[1:], Streak: n.streak, StreakTo: n.streakTo, Speed: e.speed(sys)}
+	in := scheduler.ReplanInput{Now: now, Current: cur, Moves: h.Migrations, Left: ex[1:], Streak: n.streak, StreakTo: n.streakTo, Speed: e.speed(sys),
+		Walltime: a.Spec.Walltime.D()}
 	pl, err := e.o.Placer.Place(ctx, keepGrowth(&t.Task, a), []string{sys})
 	if err != nil {
 		return in, nil
@@ -168,6 +171,25 @@ func (e *Engine) replanAlt(ctx context.Context, t *store.TaskRow, n int, pl *Pla
 	return alt, true
 }
 
+// replanEvery is how long (site time) the pending attempt a is left before it is
+// weighed again: the engine's ReplanEvery, shorter for a job expected to start soon
+// (scheduler.ReplanConfig.CheckEvery, the replay's schedule too). The expected
+// wait is the current site's answer at the last weighing (n), else the placement's.
+func (e *Engine) replanEvery(pol model.Policy, a *model.Attempt, n replanNote) time.Duration {
+	wait := time.Duration(-1)
+	from := n.checked
+	if from.IsZero() {
+		from = a.CreatedAt
+	}
+	switch {
+	case !n.start.IsZero():
+		wait = e.siteElapsed(a.System, max(n.start.Sub(from), 0))
+	case a.EstimatedStart != nil:
+		wait = e.siteElapsed(a.System, max(a.EstimatedStart.Sub(from), 0))
+	}
+	return e.replanConfig(pol).CheckEvery(e.o.ReplanEvery, wait)
+}
+
 // replanConfig is the engine's thresholds with the task's move budget.
 func (e *Engine) replanConfig(pol model.Policy) scheduler.ReplanConfig {
 	c := e.o.Replan
@@ -201,12 +223,12 @@ func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
 	dec := scheduler.Replan(in, e.replanConfig(pol))
 	if dec.Move && pl != nil {
 		if r := e.recentRevert(atts, pl.System); r != nil {
-			e.noteReplan(a.Tag, scheduler.ReplanDecision{})
+			e.noteReplan(a.Tag, scheduler.ReplanDecision{}, in.Current.Start)
 			e.o.Logger.Debug("replan: stay (backoff)", "task", t.ID, "tag", a.Tag, "to", pl.System, "reverted attempt", r.N)
 			return nil
 		}
 	}
-	e.noteReplan(a.Tag, dec)
+	e.noteReplan(a.Tag, dec, in.Current.Start)
 	if !dec.Move || pl == nil {
 		e.o.Logger.Debug("replan: stay", "task", t.ID, "tag", a.Tag, "why", dec.Reason)
 		return nil
@@ -220,9 +242,10 @@ func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
 	return e.moveFirst(ctx, t, a, len(atts)+1, pl, why)
 }
 
-// revertBackoff is how many replanning periods a target is left alone after a move
-// to it was reverted (the old job started, its cancel was refused, the new submit's
-// outcome was unknown): retrying at once would repeat the same submit and cancel.
+// revertBackoff is how many replanning periods (the reverted job's) a target is left
+// alone after a move to it was reverted (the old job started, its cancel was refused,
+// the new submit's outcome was unknown): retrying at once would repeat the same submit
+// and cancel.
 const revertBackoff = 3
 
 // recentRevert is the task's latest move to sys that did not happen (an attempt off
@@ -241,7 +264,8 @@ func (e *Engine) recentRevert(atts []*model.Attempt, sys string) *model.Attempt 
 		if a.EndedAt != nil {
 			end = *a.EndedAt
 		}
-		if e.now().Sub(end) < revertBackoff*e.wallOf(sys, e.o.ReplanEvery) {
+		// The reverted job's walltime stands in for its wait (a short job's periods are short).
+		if e.now().Sub(end) < revertBackoff*e.wallOf(sys, e.o.Replan.WithDefaults().CheckEvery(e.o.ReplanEvery, a.Spec.Walltime.D())) {
 			return a
 		}
 		return nil
@@ -249,9 +273,10 @@ func (e *Engine) recentRevert(atts []*model.Attempt, sys string) *model.Attempt 
 	return nil
 }
 
-// noteReplan keeps the decision's streak for the next check.
-func (e *Engine) noteReplan(tag string, dec scheduler.ReplanDecision) {
-	n := replanNote{checked: e.now(), streak: dec.Streak}
+// noteReplan keeps the decision's streak, and the current site's estimate (start),
+// for the next check.
+func (e *Engine) noteReplan(tag string, dec scheduler.ReplanDecision, start time.Time) {
+	n := replanNote{checked: e.now(), streak: dec.Streak, start: start}
 	if dec.To != nil {
 		n.streakTo = dec.To.Key()
 	}
@@ -324,7 +349,15 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	if cerr != nil || onlyQueued {
 		// The cancel may have worked though it answered with an error (scancel ran, the
 		// answer was lost), or (only-queued) left a job that started alone: ask again.
-		st, found, err := e.statusOf(ctx, p, old.JobID)
+		// After a cancel that answered success, ask again while the answer still says
+		// queued (accounting lags behind the controller: on the rig sacct showed a
+		// just-cancelled job PENDING, the move was reverted, and the cancel then landed:
+		// the task was left with no job at all).
+		ask := e.statusOf
+		if cerr == nil {
+			ask = e.cancelledStatusOf
+		}
+		st, found, err := ask(ctx, p, old.JobID)
 		detail := "left it queued"
 		if cerr != nil {
 			detail = "failed: " + cerr.Error()
@@ -357,9 +390,24 @@ type observed struct {
 // has it, so a job submitted seconds ago can be missing from an answer although it is
 // queued (seen on the rig: a move reverted as "started" for a job still pending).
 func (e *Engine) listedStatusOf(ctx context.Context, p provider.Provider, id string) (model.JobStatus, bool, error) {
+	return e.statusAskedAgain(ctx, p, id, func(_ model.JobStatus, found bool) bool { return !found })
+}
+
+// cancelledStatusOf is statusOf for a job just asked to cancel, asked again (a bounded
+// few times) while the site still lists it as queued or does not list it: the cancel
+// takes a moment to show in accounting.
+func (e *Engine) cancelledStatusOf(ctx context.Context, p provider.Provider, id string) (model.JobStatus, bool, error) {
+	return e.statusAskedAgain(ctx, p, id, func(st model.JobStatus, found bool) bool {
+		return !found || st.State == model.JobPending || st.State == model.JobRequeued
+	})
+}
+
+// statusAskedAgain is statusOf, asked again statusListWait apart, at most
+// statusListTries times in all, while again says the answer may be stale.
+func (e *Engine) statusAskedAgain(ctx context.Context, p provider.Provider, id string, again func(model.JobStatus, bool) bool) (model.JobStatus, bool, error) {
 	for try := 0; ; try++ {
 		st, found, err := e.statusOf(ctx, p, id)
-		if err != nil || found || try == statusListTries-1 {
+		if err != nil || !again(st, found) || try == statusListTries-1 {
 			return st, found, err
 		}
 		select {
@@ -370,7 +418,7 @@ func (e *Engine) listedStatusOf(ctx context.Context, p provider.Provider, id str
 	}
 }
 
-// How often and how far apart listedStatusOf asks again for a job not listed.
+// How often and how far apart statusAskedAgain asks.
 const (
 	statusListTries = 4
 	statusListWait  = time.Second

@@ -1039,3 +1039,177 @@ func TestAMoveAsksAgainWhenTheOldJobIsNotListed(t *testing.T) {
 		t.Fatalf("attempt 1 on A is %s, want cancelled after the move", atts[0].State)
 	}
 }
+
+// TestReplanWeighsJobsExpectedSoonOften: the interval scales with the wait the job's
+// site expects (scheduler.ReplanConfig.CheckEvery): with the default 10-minute
+// interval, a pending job expected to start a minute after its submit is due 7 s after
+// it (every tenth of the wait: 6 s), one expected in two hours is not (10 min), nor is
+// one of a 1-minute limit expected in two hours (its walltime does not set the pace),
+// nor one whose estimate is unknown. Once weighed the first is due again about 5 s
+// later (a tenth of the 53 s left), not 10 minutes. Before, no job was weighed
+// before 10 minutes: on the rig, where jobs wait a minute or two, replanning never
+// looked at one.
+func TestReplanWeighsJobsExpectedSoonOften(t *testing.T) {
+	e := New(Options{Providers: provMap{}})
+	now := time.Now()
+	created := now.Add(-7 * time.Second)
+	mk := func(task string, wall, wait time.Duration) item {
+		a := &model.Attempt{TaskID: task, N: 1, Tag: model.JobTag(task, 1), System: "A", JobID: "1", State: model.JobPending,
+			CreatedAt: created, Spec: model.JobSpec{Walltime: model.Duration(wall)}}
+		if wait >= 0 {
+			est := created.Add(wait)
+			a.EstimatedStart = &est
+		}
+		return item{a: a, t: &store.TaskRow{Task: model.Task{ID: task}}}
+	}
+	items := []item{mk("soon", time.Hour, time.Minute), mk("later", time.Hour, 2*time.Hour), mk("short-but-later", time.Minute, 2*time.Hour), mk("unknown", time.Minute, -1)}
+	due := e.replanDue(items, nil, now)
+	if len(due) != 1 || due[0].a.TaskID != "soon" {
+		t.Fatalf("due 7 s after submit: %v, want only the job expected in a minute", due)
+	}
+	if again := e.replanDue(items, nil, now.Add(5*time.Second)); len(again) != 0 {
+		t.Fatalf("due again after 5 s: %v, want none (every 5.3 s)", again)
+	}
+	if again := e.replanDue(items, nil, now.Add(6*time.Second)); len(again) != 1 || again[0].a.TaskID != "soon" {
+		t.Fatalf("due again after 6 s: %v, want the job expected soon", again)
+	}
+}
+
+// TestReplanMovesAShortJobForAShortGain: a job of a 2-minute limit waits on A behind
+// blockers planned to end in 8 minutes (site time) while B is empty. With the engine's
+// default interval and thresholds it is weighed about every 48 s of site time (a tenth
+// of its wait) and needs max(30 s, 30% of 8m) = 2m24s: it moves to B within seconds. A
+// fixed 10-minute threshold (and a 10-minute interval, longer than the wait) never
+// moved it; a job of an hour's limit in the same picture still needs the full 10
+// minutes and stays.
+func TestReplanMovesAShortJobForAShortGain(t *testing.T) {
+	for _, wall := range []time.Duration{2 * time.Minute, time.Hour} {
+		t.Run(model.Duration(wall).String(), func(t *testing.T) {
+			r := newReplanRig(t, nil, nil)
+			if wall == time.Hour {
+				// Weighed every 6 s of site time (the rig's interval), so that staying is
+				// the thresholds' doing and not a check that never came.
+				r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}, ReplanEvery: 6 * time.Second})
+			} else {
+				r.e = New(Options{Store: r.st, Providers: provMap{"A": r.a, "B": r.b}, Placer: orderedPlacer{"B", "A"}})
+			}
+			r.block(t, r.a, 8*time.Minute)
+			pol, _ := json.Marshal(model.Policy{MaxMigrations: 1})
+			now := time.Now().UTC()
+			if err := r.st.CreateTask(r.ctx, &store.TaskRow{Task: model.Task{ID: "short", Name: "short", Command: "echo hi", State: model.TaskPlaced,
+				Envelope:  model.Envelope{CPUCores: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(wall), Max: model.Duration(wall)}},
+				CreatedAt: now, UpdatedAt: now}, Policy: pol}); err != nil {
+				t.Fatal(err)
+			}
+			spec := specFor(&model.Task{Command: "echo hi"})
+			spec.Walltime = model.Duration(wall)
+			// The placement expected the job in 8 minutes of site time (8 s of wall clock).
+			est := time.Now().Add(8 * time.Second)
+			if err := r.e.Dispatch(r.ctx, "short", &Placement{System: "A", Partition: "cpu", Account: "acct", Spec: spec, EstimatedStart: est}, "test"); err != nil {
+				t.Fatal(err)
+			}
+			// The blockers sleep 300 s of site time (5 s of wall clock): the job would
+			// start on A after that.
+			moved := r.tickUntil(t, 4*time.Second, func() bool { return len(r.attempts(t, "short")) > 1 })
+			if wall == time.Hour {
+				if moved {
+					logEvents(t, r.events(t, "short"))
+					t.Fatal("an hour-long job moved for a gain under 10 minutes")
+				}
+				return
+			}
+			if !moved {
+				logEvents(t, r.events(t, "short"))
+				t.Fatal("the 2-minute job did not move to the empty B (8 minutes sooner)")
+			}
+			atts := r.attempts(t, "short")
+			if atts[1].System != "B" {
+				t.Fatalf("attempt 2 on %s, want B", atts[1].System)
+			}
+			mv, ok := findEvent(r.events(t, "short"), "replan: move pending job "+atts[0].JobID+": A → B:cpu")
+			if !ok {
+				logEvents(t, r.events(t, "short"))
+				t.Fatal("no replan event")
+			}
+			if !strings.Contains(mv.Rationale, "thresholds max(30s (for a 2m walltime), 30% of") {
+				t.Errorf("the rationale does not show the scaled threshold: %s", mv.Rationale)
+			}
+			t.Logf("event: %s — %s", mv.Message, mv.Rationale)
+		})
+	}
+}
+
+// staleAfterCancel is A whose accounting (Status) still says PENDING for a job for the
+// next `lag` answers after it was cancelled, as Slurm's sacct did on the rig for a job
+// scancel had just cancelled.
+type staleAfterCancel struct {
+	*simprov.Provider
+	lag   int
+	mu    *sync.Mutex
+	stale map[string]int
+}
+
+func (s staleAfterCancel) CancelPending(ctx context.Context, ids []string) error {
+	if err := s.Provider.CancelPending(ctx, ids); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	for _, id := range ids {
+		s.stale[id] = s.lag
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s staleAfterCancel) Status(ctx context.Context, ids []string) (map[string]model.JobStatus, error) {
+	got, err := s.Provider.Status(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if s.stale[id] > 0 {
+			s.stale[id]--
+			st := got[id]
+			st.State = model.JobPending
+			got[id] = st
+		}
+	}
+	return got, nil
+}
+
+// TestAMoveWaitsForTheCancelToShow: the old job's cancel lands, but the next two
+// status answers still list it as queued (accounting lag). The move asks again (bounded)
+// instead of reverting at the first answer: the new job on B stays the task's job and
+// the old one ends cancelled. Before, the move was reverted (the new job cancelled)
+// and then the old job's cancel showed too: the rig saw a task left queued with both
+// its jobs cancelled and nothing to run.
+func TestAMoveWaitsForTheCancelToShow(t *testing.T) {
+	stale := staleAfterCancel{lag: 2, mu: &sync.Mutex{}, stale: map[string]int{}}
+	r := newReplanRig(t, func(p *simprov.Provider) provider.Provider { stale.Provider = p; return stale }, nil)
+	r.block(t, r.a, 4*time.Hour)
+	r.task(t, "laggy", "echo hi", 1)
+	if !r.tickUntil(t, 8*time.Second, func() bool { return len(r.attempts(t, "laggy")) > 1 }) {
+		logEvents(t, r.events(t, "laggy"))
+		t.Fatal("the job did not move to the empty B")
+	}
+	// Let the monitor settle both attempts.
+	r.tickUntil(t, 3*time.Second, func() bool {
+		atts := r.attempts(t, "laggy")
+		return atts[0].State == model.JobCancelled && atts[1].State.Final()
+	})
+	evs := r.events(t, "laggy")
+	if _, reverted := findEvent(evs, "stay on A: move reverted"); reverted {
+		logEvents(t, evs)
+		t.Fatal("the move was reverted on a stale answer although the old job's cancel had landed")
+	}
+	atts := r.attempts(t, "laggy")
+	if len(atts) != 2 || atts[1].System != "B" || atts[1].State == model.JobCancelled || atts[1].State == model.JobCancelling {
+		logEvents(t, evs)
+		t.Fatalf("attempt 2: %s %s; want B's job kept as the task's job", atts[1].System, atts[1].State)
+	}
+	if atts[0].State != model.JobCancelled && atts[0].State != model.JobCancelling {
+		t.Fatalf("attempt 1 on A is %s, want cancelled", atts[0].State)
+	}
+}

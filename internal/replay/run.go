@@ -48,7 +48,8 @@ type Config struct {
 	// Replan holds the thresholds of the mosaic policy's replanning of waiting jobs
 	// (scheduler.Replan; zero = scheduler.DefaultReplanConfig).
 	Replan scheduler.ReplanConfig
-	// ReplanEvery is how often each waiting job is weighed again (default 10 min);
+	// ReplanEvery is how often each waiting job is weighed again (default 10 min; a
+	// job expected to start sooner more often, scheduler.ReplanConfig.CheckEvery);
 	// ReplanPerRound bounds the jobs weighed per decision tick (default 8).
 	ReplanEvery    time.Duration
 	ReplanPerRound int
@@ -133,6 +134,7 @@ type jobState struct {
 	left       []string // systems a migration moved it away from
 	cores      int
 	run        time.Duration
+	wall       time.Duration // the current attempt's requested walltime
 	start, end time.Time
 	started    bool
 	done       bool
@@ -417,13 +419,25 @@ func (r *runner) submit(js *jobState, pl *placement) bool {
 	}
 	js.unit, js.simID, js.submitAt, js.est, js.pred = pl.unit, id, r.w.now, pl.est, pl.pred
 	js.cores, js.run = cores, run
-	js.nextCheck, js.streak, js.streakTo = r.w.now.Add(r.cfg.ReplanEvery), 0, ""
+	js.wall = spec.Walltime.D()
+	js.nextCheck, js.streak, js.streakTo = r.w.now.Add(r.checkEvery(js, pl.est)), 0, ""
 	pl.unit.owner[id] = js
 	r.queued[js] = true
 	return true
 }
 
-// overrunAt is when replanning next weighs a queued job (every ReplanEvery while it
+// checkEvery is how long replanning leaves the queued job js before weighing it again,
+// expected to start at start (zero: unknown): ReplanEvery, shorter for a job expected
+// to start soon (scheduler.ReplanConfig.CheckEvery, as the live engine).
+func (r *runner) checkEvery(js *jobState, start time.Time) time.Duration {
+	wait := time.Duration(-1)
+	if !start.IsZero() {
+		wait = max(start.Sub(r.w.now), 0)
+	}
+	return r.cfg.Replan.CheckEvery(r.cfg.ReplanEvery, wait)
+}
+
+// overrunAt is when replanning next weighs a queued job (every checkEvery while it
 // waits), or false when the job has started or its move budget is used up.
 func (r *runner) overrunAt(js *jobState) (time.Time, bool) {
 	pol := model.DefaultPolicy()
@@ -464,7 +478,7 @@ func (r *runner) replanInput(js *jobState, snap *model.ResourceSnapshot) (schedu
 	if t, err := js.unit.c.PlannedStart(js.simID); err == nil {
 		cur.Start, cur.At = t, now
 	}
-	in := scheduler.ReplanInput{Now: now, Current: cur, Moves: js.migrations, Left: js.left, Streak: js.streak, StreakTo: js.streakTo}
+	in := scheduler.ReplanInput{Now: now, Current: cur, Moves: js.migrations, Left: js.left, Streak: js.streak, StreakTo: js.streakTo, Walltime: js.wall}
 	d, err := r.sched.Place(r.ctx, &js.task, snap, scheduler.PlaceOptions{Exclude: []string{cur.System}, NoLLM: true})
 	if err != nil {
 		return in, nil
@@ -489,7 +503,7 @@ func (r *runner) replanInput(js *jobState, snap *model.ResourceSnapshot) (schedu
 func (r *runner) migrate(js *jobState, snap *model.ResourceSnapshot) error {
 	in, cands := r.replanInput(js, snap)
 	dec := scheduler.Replan(in, r.cfg.Replan)
-	js.nextCheck = r.w.now.Add(r.cfg.ReplanEvery)
+	js.nextCheck = r.w.now.Add(r.checkEvery(js, in.Current.Start))
 	js.streak, js.streakTo = dec.Streak, ""
 	if dec.To != nil {
 		js.streakTo = dec.To.Key()

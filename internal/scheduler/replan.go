@@ -20,8 +20,23 @@ import (
 // (DefaultReplanConfig); durations are in the site's time.
 type ReplanConfig struct {
 	// MinGain: an alternative must start at least this much sooner than the current
-	// site's refreshed estimate (absolute threshold); default 10m.
+	// site's refreshed estimate (absolute threshold); default 10m. For a job whose
+	// requested walltime is known it scales with the job (GainFor): min(MinGain,
+	// MinGainShare × walltime), never below MinGainFloor.
 	MinGain time.Duration
+	// MinGainShare is the share of the job's requested walltime the absolute threshold
+	// shrinks to for short jobs; default 0.25 (a move must win back at least a quarter
+	// of the job's own length).
+	MinGainShare float64
+	// MinGainFloor is the least absolute threshold however short the job: what a move
+	// costs (a submit and a cancel, a few site round trips); default 5s.
+	MinGainFloor time.Duration
+	// EveryShare: a waiting job is weighed again after min(the caller's interval,
+	// EveryShare × the wait its site still expects), never sooner than EveryFloor
+	// (CheckEvery); default 0.1, so a job is weighed about ten times while it waits.
+	EveryShare float64
+	// EveryFloor is the shortest interval between two weighings of one job; default 5s.
+	EveryFloor time.Duration
 	// MinGainRatio: ... and sooner by at least this share of the current remaining wait
 	// (relative threshold: 0.3 = 30% earlier); default 0.3.
 	MinGainRatio float64
@@ -40,31 +55,67 @@ type ReplanConfig struct {
 
 // DefaultReplanConfig returns the measured defaults (docs/PLACEMENT.md, "Replanning").
 func DefaultReplanConfig() ReplanConfig {
-	return ReplanConfig{MinGain: 10 * time.Minute, MinGainRatio: 0.3, Confirm: 2, MaxMoves: 2, BackFactor: 2, MaxAge: 30 * time.Minute}
+	return ReplanConfig{MinGain: 10 * time.Minute, MinGainShare: 0.25, MinGainFloor: 5 * time.Second,
+		EveryShare: 0.1, EveryFloor: 5 * time.Second,
+		MinGainRatio: 0.3, Confirm: 2, MaxMoves: 2, BackFactor: 2, MaxAge: 30 * time.Minute}
+}
+
+// GainFor is the absolute threshold for a job of the given requested walltime (site
+// time; 0 = unknown: MinGain): min(MinGain, MinGainShare × walltime), at least
+// MinGainFloor. A fixed 10 minutes is a fair price for moving a job that runs for hours
+// and waits for hours, but a job of a one-minute limit never waits that long, so a fixed
+// threshold would never let it move (docs/PLACEMENT.md, "Scale-aware replanning").
+// Call it on a config with defaults.
+func (c ReplanConfig) GainFor(walltime time.Duration) time.Duration {
+	if walltime <= 0 {
+		return c.MinGain
+	}
+	return clampDur(time.Duration(c.MinGainShare*float64(walltime)), c.MinGainFloor, c.MinGain)
+}
+
+// CheckEvery is how long a waiting job whose current site expects it to start in wait
+// (site time; negative: unknown) is left before it is weighed again, when the caller's
+// interval is every: EveryShare × wait, held within [EveryFloor, every]; unknown:
+// every. A job is thus weighed about 1/EveryShare times over the wait it still expects,
+// whether that is an hour or a minute, and its confirming second check comes while it
+// still waits. (The job's walltime is no measure of this: a short job can wait for hours
+// behind long ones, and weighing it every minute there made the replays worse;
+// docs/PLACEMENT.md, "Scale-aware replanning".) The engine and the replay both schedule
+// their checks with it. Call it on a config with defaults.
+func (c ReplanConfig) CheckEvery(every, wait time.Duration) time.Duration {
+	if wait < 0 {
+		return every
+	}
+	return clampDur(time.Duration(c.EveryShare*float64(wait)), min(c.EveryFloor, every), every)
+}
+
+// clampDur is d held within [lo, hi] (hi wins when lo > hi).
+func clampDur(d, lo, hi time.Duration) time.Duration {
+	return min(max(d, lo), hi)
 }
 
 // WithDefaults fills zero fields from DefaultReplanConfig.
 func (c ReplanConfig) WithDefaults() ReplanConfig {
 	d := DefaultReplanConfig()
-	if c.MinGain <= 0 {
-		c.MinGain = d.MinGain
+	for _, f := range []struct{ v, def *time.Duration }{{&c.MinGain, &d.MinGain}, {&c.MinGainFloor, &d.MinGainFloor}, {&c.EveryFloor, &d.EveryFloor}, {&c.MaxAge, &d.MaxAge}} {
+		unsetTo(f.v, *f.def)
 	}
-	if c.MinGainRatio <= 0 {
-		c.MinGainRatio = d.MinGainRatio
+	for _, f := range []struct{ v, def *float64 }{{&c.MinGainShare, &d.MinGainShare}, {&c.EveryShare, &d.EveryShare}, {&c.MinGainRatio, &d.MinGainRatio}} {
+		unsetTo(f.v, *f.def)
 	}
-	if c.Confirm <= 0 {
-		c.Confirm = d.Confirm
-	}
-	if c.MaxMoves <= 0 {
-		c.MaxMoves = d.MaxMoves
-	}
+	unsetTo(&c.Confirm, d.Confirm)
+	unsetTo(&c.MaxMoves, d.MaxMoves)
 	if c.BackFactor < 1 {
 		c.BackFactor = d.BackFactor
 	}
-	if c.MaxAge <= 0 {
-		c.MaxAge = d.MaxAge
-	}
 	return c
+}
+
+// unsetTo sets *v to def when *v is not positive (unset).
+func unsetTo[T int | float64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // ReplanOption is one placement with its estimated start.
@@ -99,6 +150,9 @@ type ReplanInput struct {
 	// the best alternative clearing the thresholds (from the previous decision).
 	Streak   int
 	StreakTo string
+	// Walltime is the queued job's requested walltime in site time (0: unknown); the
+	// absolute threshold scales with it (ReplanConfig.GainFor).
+	Walltime time.Duration
 	// Speed is the site's clock rate relative to the inputs' clock (1, or 0, for real
 	// sites; 60 for a simulator at 60×): thresholds are in site time, and durations in
 	// the reason are shown in site time.
@@ -150,7 +204,7 @@ func (d ReplanDecision) TableText(now time.Time, speed float64) string {
 // Replan decides whether a pending job moves. It never gives up a place in line for one
 // that is not clearly better: the alternative must start at least max(MinGain,
 // MinGainRatio × the current remaining wait) sooner (BackFactor times that to a system
-// the task left), on Confirm consecutive checks, within the move budget, and only on
+// the task left; MinGain scaled to the job's walltime by GainFor), on Confirm consecutive checks, within the move budget, and only on
 // fresh estimates. Ties stay; among alternatives with the same gain the ranker's first
 // wins.
 func Replan(in ReplanInput, cfg ReplanConfig) ReplanDecision {
@@ -190,7 +244,8 @@ func Replan(in ReplanInput, cfg ReplanConfig) ReplanDecision {
 		}
 		return d
 	}
-	base := max(cfg.MinGain, time.Duration(cfg.MinGainRatio*float64(remaining)))
+	minGain := cfg.GainFor(in.Walltime)
+	base := max(minGain, time.Duration(cfg.MinGainRatio*float64(remaining)))
 	best := -1
 	for _, a := range in.Alternatives {
 		row := ReplanRow{Option: a}
@@ -228,7 +283,11 @@ func Replan(in ReplanInput, cfg ReplanConfig) ReplanDecision {
 		}
 		d.Table = append(d.Table, row)
 	}
-	thresholds := fmt.Sprintf("thresholds max(%s, %g%% of the %s wait left) = %s", model.Duration(cfg.MinGain), cfg.MinGainRatio*100, siteDur(remaining, 1), siteDur(base, 1))
+	gainText := model.Duration(minGain).String()
+	if minGain != cfg.MinGain {
+		gainText += fmt.Sprintf(" (for a %s walltime)", siteDur(in.Walltime, 1))
+	}
+	thresholds := fmt.Sprintf("thresholds max(%s, %g%% of the %s wait left) = %s", gainText, cfg.MinGainRatio*100, siteDur(remaining, 1), siteDur(base, 1))
 	curText := fmt.Sprintf("%s expected to start in %s", cur.Key(), siteDur(remaining, 1))
 	if cur.Source != "" {
 		curText += " (" + cur.Source + ")"

@@ -67,6 +67,16 @@ func TestReplanDecision(t *testing.T) {
 		{name: "simulated clock", in: ReplanInput{Speed: 60, Current: cur(2 * time.Minute), Alternatives: []ReplanOption{alt("Alpha", 0)}, Streak: 1, StreakTo: "Alpha:cpu"},
 			move: true, to: "Alpha:cpu", streak: 2, inReason: "expected to start in 2h"},
 		{name: "simulated clock below threshold", in: ReplanInput{Speed: 60, Current: cur(20 * time.Second), Alternatives: []ReplanOption{alt("Alpha", 12*time.Second)}, Streak: 1, StreakTo: "Alpha:cpu"}},
+		// A job of a 2-minute limit: the absolute threshold is a quarter of it (30s), so a
+		// 1m30s gain on a 2-minute wait clears max(30s, 36s); the same gain on an hour's job
+		// is below its 10 minutes.
+		{name: "short job: scaled absolute threshold", in: ReplanInput{Walltime: 2 * time.Minute, Current: cur(2 * time.Minute), Alternatives: []ReplanOption{alt("Alpha", 30*time.Second)}, Streak: 1, StreakTo: "Alpha:cpu"},
+			move: true, to: "Alpha:cpu", streak: 2, inReason: "max(30s (for a 2m walltime), 30% of the 2m wait left) = 36s"},
+		{name: "long job: the full absolute threshold", in: ReplanInput{Walltime: time.Hour, Current: cur(2 * time.Minute), Alternatives: []ReplanOption{alt("Alpha", 30*time.Second)}, Streak: 1, StreakTo: "Alpha:cpu"},
+			inReason: "max(10m, 30% of"},
+		// The floor: a 10-second job still needs 5 s, what a submit and a cancel cost.
+		{name: "tiny job: the floor", in: ReplanInput{Walltime: 10 * time.Second, Current: cur(8 * time.Second), Alternatives: []ReplanOption{alt("Alpha", 4*time.Second)}, Streak: 1, StreakTo: "Alpha:cpu"},
+			inReason: "max(5s (for a 10s walltime)"},
 		{name: "alternative already free counts from now", in: ReplanInput{Current: cur(time.Hour), Alternatives: []ReplanOption{alt("Alpha", -time.Hour)}, Streak: 1, StreakTo: "Alpha:cpu"},
 			move: true, to: "Alpha:cpu", streak: 2, inReason: "1h sooner"},
 	}
@@ -94,23 +104,78 @@ func TestReplanDecision(t *testing.T) {
 	}
 }
 
-// TestReplanNeverForAWorsePlace: over many random inputs, a move always goes to an
-// alternative that starts strictly sooner by at least both thresholds.
+// TestReplanNeverForAWorsePlace: over many random inputs (walltimes from unknown to
+// hours), a move always goes to an alternative that starts strictly sooner by at least
+// both thresholds, and never by less than the floor.
 func TestReplanNeverForAWorsePlace(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	cfg := DefaultReplanConfig()
+	scaled := 0
 	for i := range 5000 {
 		wait := time.Duration(i%97) * 7 * time.Minute
 		a := time.Duration((i*31)%113) * 5 * time.Minute
-		in := ReplanInput{Now: now, Current: ReplanOption{System: "B", Partition: "p", Start: now.Add(wait), At: now},
+		wall := []time.Duration{0, 30 * time.Second, 3 * time.Minute, 20 * time.Minute, 4 * time.Hour}[i%5]
+		if i%2 == 1 { // short jobs, short waits
+			wait, a = wait/60, a/60
+		}
+		in := ReplanInput{Now: now, Walltime: wall, Current: ReplanOption{System: "B", Partition: "p", Start: now.Add(wait), At: now},
 			Alternatives: []ReplanOption{{System: "A", Partition: "p", Start: now.Add(a), At: now}}, Streak: 1, StreakTo: "A:p"}
 		d := Replan(in, cfg)
 		if !d.Move {
 			continue
 		}
 		gain := wait - a
-		if gain < cfg.MinGain || float64(gain) < cfg.MinGainRatio*float64(wait) {
+		if gain < cfg.GainFor(wall) || gain < cfg.MinGainFloor || float64(gain) < cfg.MinGainRatio*float64(wait) {
 			t.Fatalf("moved for a gain of %s on a wait of %s: %s", gain, wait, d.Reason)
 		}
+		if gain < cfg.MinGain {
+			scaled++
+		}
+	}
+	if scaled == 0 {
+		t.Fatal("no move below the unscaled 10 minutes: the short jobs' cases do not exercise the scaling")
+	}
+}
+
+// TestReplanThresholdsScaleWithTheJob: the absolute threshold shrinks with the job's
+// walltime and the check interval with the wait it still expects, each between its
+// floor and the configured value; unknown (walltime 0, wait negative) keeps the
+// configured values.
+func TestReplanThresholdsScaleWithTheJob(t *testing.T) {
+	cfg := DefaultReplanConfig()
+	for _, c := range []struct{ wall, gain time.Duration }{
+		{0, 10 * time.Minute},
+		{10 * time.Second, 5 * time.Second},
+		{time.Minute, 15 * time.Second},
+		{2 * time.Minute, 30 * time.Second},
+		{20 * time.Minute, 5 * time.Minute},
+		{40 * time.Minute, 10 * time.Minute},
+		{48 * time.Hour, 10 * time.Minute},
+	} {
+		if g := cfg.GainFor(c.wall); g != c.gain {
+			t.Errorf("GainFor(%s) = %s, want %s", c.wall, g, c.gain)
+		}
+	}
+	for _, c := range []struct{ wait, every time.Duration }{
+		{-1, 10 * time.Minute},
+		{0, 5 * time.Second},
+		{30 * time.Second, 5 * time.Second},
+		{time.Minute, 6 * time.Second},
+		{2 * time.Minute, 12 * time.Second},
+		{50 * time.Minute, 5 * time.Minute},
+		{3 * time.Hour, 10 * time.Minute},
+	} {
+		if e := cfg.CheckEvery(10*time.Minute, c.wait); e != c.every {
+			t.Errorf("CheckEvery(10m, wait %s) = %s, want %s", c.wait, e, c.every)
+		}
+	}
+	// The caller's interval is an upper bound, also below the floor (a test engine's 2s).
+	if e := cfg.CheckEvery(2*time.Second, time.Minute); e != 2*time.Second {
+		t.Errorf("CheckEvery(2s, 1m) = %s, want 2s", e)
+	}
+	// Zero fields take the defaults; set ones are kept.
+	got := ReplanConfig{MinGain: time.Hour, MinGainShare: 0.5}.WithDefaults()
+	if got.GainFor(30*time.Minute) != 15*time.Minute || got.MinGainFloor != 5*time.Second || got.EveryShare != 0.1 || got.EveryFloor != 5*time.Second {
+		t.Errorf("WithDefaults: %+v", got)
 	}
 }
