@@ -54,6 +54,7 @@ func newEnvCmd() *cobra.Command {
 		},
 	}
 	addJSONFlag(cmd, &j, client.SiteEnv{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 

@@ -990,6 +990,7 @@ func newEnvelopeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&desc, "description", "", "what the task does (required)")
 	cmd.MarkFlagRequired("description")
 	addJSONFlag(cmd, &j, envelopeResult{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
