@@ -294,7 +294,7 @@ func (j *jsonFlag) print(w io.Writer, v any) error {
 		}
 		if len(j.fields) > 0 {
 			if generic, err = selectFields(generic, j.fields, reflect.TypeOf(v)); err != nil {
-				return err
+				return usage(err) // a field list the value does not have (exit 126)
 			}
 		}
 		if j.code != nil {

@@ -364,6 +364,19 @@ func TestJSONUntypedKeyMustExist(t *testing.T) {
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("--json=%s: %q, want %q", tc.field, got, tc.want)
 		}
+		if err != nil {
+			if code, _, _ := exitStatus(err); code != exitUsage {
+				t.Errorf("--json=%s: exit %d, want %d", tc.field, code, exitUsage)
+			}
+		}
+	}
+	// After a submission the same refusal names the task (something was done: not 126).
+	j := jsonFlag{set: true, fields: []string{"decision.nosuch"}}
+	td := &client.TaskDetail{Decision: v.Decision}
+	td.ID = "t-9"
+	err := submittedButNotPrinted(td, j.print(&bytes.Buffer{}, td))
+	if code, _, msg := exitStatus(err); code != exitMosaic || taskOf(err) != "t-9" || !strings.Contains(msg, "task t-9 was submitted") {
+		t.Errorf("after submit: exit %d, %q, task %q", code, msg, taskOf(err))
 	}
 }
 

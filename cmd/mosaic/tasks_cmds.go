@@ -183,7 +183,7 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 			}
 			out := cmd.OutOrStdout()
 			if j.set && !f.wait {
-				return j.print(out, res)
+				return submittedButNotPrinted(res.Task, j.print(out, res))
 			}
 			if res.DryRun {
 				d, err := core.DecisionFromV1(res.Decision)
@@ -220,7 +220,7 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 			}
 			if j.set {
 				if err := j.print(out, final); err != nil {
-					return err
+					return submittedButNotPrinted(final, err)
 				}
 			}
 			return exitForTask(final)
@@ -365,6 +365,17 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 			safety.Reset(waitFallback)
 		}
 	}
+}
+
+// submittedButNotPrinted is a --json path refused after the task was submitted (a
+// key below the untyped decision, known only from the value): not a usage error —
+// something was done — but an error naming the task, so a script does not resubmit.
+func submittedButNotPrinted(t *client.TaskDetail, err error) error {
+	if err == nil || t == nil || t.ID == "" {
+		return err
+	}
+	return &exitError{code: exitMosaic, kind: kindError, taskID: t.ID,
+		msg: fmt.Sprintf("task %s was submitted (mosaic task %s), but its JSON could not be printed: %v", t.ID, t.ID, err)}
 }
 
 // waitTimeout is --wait-timeout running out: not a failure of the task, which
