@@ -196,7 +196,7 @@ func RecordGPU(s string) (name string, memGB int) {
 	if err != nil {
 		t := strings.ToUpper(strings.TrimSpace(s))
 		if len(t) > maxGPUName {
-			t = t[:maxGPUName]
+			t = strings.ToValidUTF8(t[:maxGPUName], "") // a site's overlong name, cut on a rune
 		}
 		if m := gpuMemWord.FindStringSubmatch(t); m != nil {
 			mem, _ = strconv.Atoi(m[1])

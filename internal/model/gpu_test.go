@@ -193,3 +193,37 @@ func TestGPUCatalogueDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordGPU: what sites report maps to the catalogue's names, with the memory the
+// name spells; malformed or unknown names come back upper-cased, never panicking.
+func TestRecordGPU(t *testing.T) {
+	for in, want := range map[string]struct {
+		m  string
+		gb int
+	}{"a6000": {"RTXA6000", 0}, "pvc": {"MAX1550", 0}, "rtx_a4000": {"RTXA4000", 0}, "quadro_rtx_5000": {"RTX5000", 0},
+		"a100_80gb": {"A100", 80}, "h100_nvl": {"H100", 0}, "A100-80GB": {"A100", 80}, "a40": {"A40", 0}, "h100-pcie": {"H100", 0},
+		"": {"", 0}, "   ": {"", 0}, "gpu": {"GPU", 0}, "zz_12gb": {"ZZ_12GB", 12}, "a100_0gb": {"A100_0GB", 0},
+		strings.Repeat("x", 100): {strings.Repeat("X", 64), 0}} {
+		m, gb := RecordGPU(in)
+		if m != want.m || gb != want.gb {
+			t.Errorf("RecordGPU(%q) = %q,%d want %q,%d", in, m, gb, want.m, want.gb)
+		}
+	}
+}
+
+func FuzzRecordGPU(f *testing.F) {
+	for _, s := range []string{"a6000", "pvc", "nvidia_a100-sxm4-80gb", "h100_nvl", "", "x_48gb", "\xff", "A100-80GB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, gb := RecordGPU(s)
+		if gb < 0 || gb > 9999 || len(m) > maxGPUName || (utf8.ValidString(s) && !utf8.ValidString(m)) {
+			t.Fatalf("RecordGPU(%q) = %q, %d", s, m, gb)
+		}
+		if _, ok := LookupGPUModel(m); ok {
+			if again, _ := RecordGPU(m); again != m {
+				t.Fatalf("%q → %q → %q: not idempotent", s, m, again)
+			}
+		}
+	})
+}
