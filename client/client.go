@@ -183,10 +183,7 @@ func (c *Client) Idle(ctx context.Context, f IdleQuery) ([]ResourceRecord, error
 
 // IdleResult is GET /api/idle's answer: the partitions, and when there are none, which
 // filter removed the last ones.
-type IdleResult struct {
-	Partitions  []ResourceRecord `json:"partitions"`
-	Explanation string           `json:"explanation,omitempty"`
-}
+type IdleResult = v1.IdleResult
 
 // IdleExplained is Idle with the server's explanation of an empty result.
 func (c *Client) IdleExplained(ctx context.Context, f IdleQuery) (IdleResult, error) {

@@ -23,5 +23,12 @@ type IdleQuery struct {
 	Provider, System string
 }
 
+// IdleResult is GET /api/idle's answer: the partitions, and when there are none, which
+// filter removed the last ones ("Frontera@TACC has no H100 GPUs (models there: …)").
+type IdleResult struct {
+	Partitions  []ResourceRecord `json:"partitions"`
+	Explanation string           `json:"explanation,omitempty"`
+}
+
 // Ptr returns a pointer to v, for optional fields such as IdleQuery.MaxQueue.
 func Ptr[T any](v T) *T { return &v }

@@ -45,6 +45,7 @@ $XDG_CONFIG_HOME/mosaic/globus/cli-login.json and used by the core without promp
 		},
 	}
 	addJSONFlag(cmd, &j, auth.Status{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
@@ -86,6 +87,7 @@ MOSAIC_GLOBUS_TOKENS, service identity (GLOBUS_COMPUTE_CLIENT_ID/_SECRET), CLI l
 		},
 	}
 	addJSONFlag(cmd, &j, auth.Status{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
@@ -222,6 +224,7 @@ machine recognised from the hostname, then the known machines that have no endpo
 		},
 	}
 	addJSONFlag(cmd, &j, endpointsReport{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 

@@ -172,6 +172,7 @@ func newCampaignIDsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&file, "campaign", "", "campaign file (JSONC)")
 	cmd.Flags().StringVar(&run, "run-id", "", "run id (required)")
 	addJSONFlag(cmd, &j, []agentIDRow{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
@@ -722,6 +723,7 @@ func newCampaignStatusCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&sitesFile, "sites", "", "sites catalog (default $MOSAIC_SITES)")
 	addJSONFlag(cmd, &j, campaign.RunState{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 

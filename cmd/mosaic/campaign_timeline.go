@@ -42,6 +42,7 @@ run is not over; else, or when that exchange does not answer, from the run direc
 		},
 	}
 	addJSONFlag(cmd, &j, campaign.RunTimeline{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"slices"
 	"strconv"
@@ -425,5 +428,96 @@ func TestCompletionIgnoresWorkDirSites(t *testing.T) {
 	t.Setenv("MOSAIC_SITES", "./sites.yaml")
 	if comps, _ = complete(t, "env", ""); !slices.Contains(comps, "Hostile") {
 		t.Errorf("with MOSAIC_SITES=./sites.yaml env completes %v", comps)
+	}
+}
+
+// TestTableCommandsTakeOutputFlag reads this package's source: every function that
+// builds a cobra command and (itself or through the package's functions it calls)
+// prints a table — table(), or the core's Markdown status table — registers the one
+// output flag implementation (addWideFlag: --wide and -o table|wide|json).
+func TestTableCommandsTakeOutputFlag(t *testing.T) {
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, en := range entries {
+		if n := en.Name(); strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+			f, err := parser.ParseFile(fset, n, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+	}
+	calls := map[string]map[string]bool{} // function → the identifiers it calls (closures included)
+	builds := map[string]bool{}           // functions that build a cobra.Command
+	{
+		for _, f := range files {
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil || fd.Recv != nil {
+					continue
+				}
+				name := fd.Name.Name
+				calls[name] = map[string]bool{}
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					switch x := n.(type) {
+					case *ast.CallExpr:
+						switch fn := x.Fun.(type) {
+						case *ast.Ident:
+							calls[name][fn.Name] = true
+						case *ast.SelectorExpr:
+							calls[name]["."+fn.Sel.Name] = true
+						}
+					case *ast.CompositeLit:
+						if sel, ok := x.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "Command" {
+							builds[name] = true
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
+	prints := map[string]bool{}
+	var reaches func(fn string, seen map[string]bool) bool
+	reaches = func(fn string, seen map[string]bool) bool {
+		if v, ok := prints[fn]; ok {
+			return v
+		}
+		if seen[fn] {
+			return false
+		}
+		seen[fn] = true
+		for c := range calls[fn] {
+			if c == "table" || c == ".StatusMarkdown" || (c != fn && !builds[c] && reaches(c, seen)) {
+				prints[fn] = true
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for fn := range builds {
+		if !reaches(fn, map[string]bool{}) {
+			continue
+		}
+		n++
+		if !calls[fn]["addWideFlag"] {
+			t.Errorf("%s builds a command that prints a table but does not call addWideFlag (--wide, -o table|wide|json)", fn)
+		}
+	}
+	if n < 10 {
+		t.Errorf("found only %d table commands; the source walk is broken", n)
+	}
+	// And the flags work on the commands the review named.
+	root := fullTree()
+	for _, path := range [][]string{{"idle"}, {"resources"}, {"status"}} {
+		c, _, err := root.Find(path)
+		if err != nil || c.Flags().Lookup("wide") == nil || c.Flags().ShorthandLookup("o") == nil {
+			t.Errorf("mosaic %s: no --wide / -o (%v)", path[0], err)
+		}
 	}
 }

@@ -50,12 +50,19 @@ func TestExitStatus(t *testing.T) {
 }
 
 // TestJobExitNeverReadsAsMosaics: a job's exit code passes through unless it
-// would read as one of Mosaic's own statuses (125–127) or is no code at all.
+// would read as one of Mosaic's own statuses (125–127, and 130, the CLI's Ctrl-C) or
+// is no code at all; the note says so truthfully (128+N do pass through).
 func TestJobExitNeverReadsAsMosaics(t *testing.T) {
-	for in, want := range map[int]int{1: 1, 2: 2, 3: 3, 7: 7, 124: 124, 125: 1, 126: 1, 127: 1, 128: 128, 137: 137, 143: 143, 255: 255,
-		0: 1, -1: 1, 256: 1, 1000: 1} {
+	for in, want := range map[int]int{1: 1, 2: 2, 3: 3, 7: 7, 124: 124, 125: 1, 126: 1, 127: 1, 128: 128, 129: 129, 130: 1, 131: 131,
+		137: 137, 143: 143, 255: 255, 0: 1, -1: 1, 256: 1, 1000: 1} {
 		if got := jobExit(in); got != want {
 			t.Errorf("jobExit(%d) = %d, want %d", in, got, want)
+		}
+	}
+	for in, want := range map[int]string{130: "(reported as 1: 125–127 and 130 are Mosaic's own exit statuses)",
+		126: "(reported as 1: 125–127 and 130 are Mosaic's own exit statuses)", 137: "", 3: "", 300: "(reported as 1: 300 is not an exit status)"} {
+		if got := jobExitNote(in, jobExit(in)); got != want {
+			t.Errorf("jobExitNote(%d) = %q, want %q", in, got, want)
 		}
 	}
 	for in, want := range map[int]int{0: 125, 1: 125, 2: 126, 127: 127} {
@@ -75,16 +82,19 @@ func TestExitForTask(t *testing.T) {
 		want  int
 	}{
 		{"succeeded", nil, 0}, {"failed", code(7), 7}, {"failed", nil, 1}, {"failed", code(127), 1},
-		{"failed", code(137), 137}, {"cancelled", nil, 143},
+		{"failed", code(137), 137}, {"cancelled", nil, 143}, {"failed", code(130), 1},
 	} {
 		td := &client.TaskDetail{}
 		td.ID, td.State = "t1", c.state
 		if c.exit != nil {
 			td.Attempts = []*v1.Attempt{{N: 1, ExitCode: c.exit}}
 		}
-		got := 0
+		got, msg := 0, ""
 		if err := exitForTask(td); err != nil {
-			got, _, _ = exitStatus(err)
+			got, _, msg = exitStatus(err)
+		}
+		if c.exit != nil && *c.exit == 130 && !strings.Contains(msg, "the job exited 130 (reported as 1: 125–127 and 130 are Mosaic's own exit statuses)") {
+			t.Errorf("job 130: message %q", msg)
 		}
 		if got != c.want {
 			t.Errorf("%s exit %v: status %d, want %d", c.state, c.exit, got, c.want)

@@ -54,6 +54,7 @@ func newResourcesCmd() *cobra.Command {
 		},
 	}
 	addJSONFlag(cmd, &j, client.ResourceDetail{}, client.ResourceSnapshot{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
@@ -142,6 +143,7 @@ func newIdleCmd() *cobra.Command {
 	f.StringVar(&q.Provider, "provider", "", "only this provider kind (sim, ssh, local, globus)")
 	f.StringVar(&q.System, "system", "", "only this system")
 	addJSONFlag(cmd, &j, client.IdleResult{})
+	addWideFlag(cmd, &j)
 	_ = cmd.RegisterFlagCompletionFunc("system", completeSystems)
 	_ = cmd.RegisterFlagCompletionFunc("gpu-model", completeGPUModels)
 	_ = cmd.RegisterFlagCompletionFunc("arch", cobra.FixedCompletions(archs, noFiles))
@@ -179,6 +181,7 @@ func newStatusCmd() *cobra.Command {
 		},
 	}
 	addJSONFlag(cmd, &j, client.Status{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
@@ -216,5 +219,6 @@ func newAboutCmd() *cobra.Command {
 		},
 	}
 	addJSONFlag(cmd, &j, client.About{})
+	addWideFlag(cmd, &j)
 	return cmd
 }

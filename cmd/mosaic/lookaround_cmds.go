@@ -54,6 +54,7 @@ func newEnvCmd() *cobra.Command {
 		},
 	}
 	addJSONFlag(cmd, &j, client.SiteEnv{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
@@ -96,11 +97,11 @@ reason. Symlinks are resolved on the site before the check. See docs/LOOKAROUND.
 				fmt.Fprintln(cmd.ErrOrStderr(), "mosaic: output truncated")
 			}
 			if r.ExitCode != 0 {
-				// The remote command's status passes through (125–127 read as Mosaic's own: 1).
+				// The remote command's status passes through (125–127 and 130 read as Mosaic's own: 1).
 				code := jobExit(r.ExitCode)
 				msg := ""
-				if code != r.ExitCode {
-					msg = fmt.Sprintf("%s exited %d (reported as %d: 125 and above are Mosaic's own statuses)", args[1], r.ExitCode, code)
+				if note := jobExitNote(r.ExitCode, code); note != "" {
+					msg = fmt.Sprintf("%s exited %d %s", args[1], r.ExitCode, note)
 				}
 				return &exitError{code: code, msg: msg}
 			}

@@ -61,16 +61,30 @@ const (
 )
 
 // jobExit maps a job's (or a remote command's) exit code to the CLI's: 1–124 and
-// 128–255 (killed by signal N: 128+N) pass through; 125–127 would read as
-// Mosaic's own statuses, so they become 1 (the real one is in the message).
+// 128–255 (killed by signal N: 128+N) pass through, except the codes that would
+// read as Mosaic's own statuses — 125–127 and 130 (the CLI's own Ctrl-C) — which
+// become 1 (jobExitNote gives the real one for the message). 143 passes through: the
+// CLI's "cancelled" is deliberately a SIGTERM'd job's status.
 func jobExit(code int) int {
 	switch {
 	case code <= 0 || code > 255:
 		return exitTaskFailed
-	case code >= exitMosaic && code <= exitNotFound:
+	case code >= exitMosaic && code <= exitNotFound, code == exitInterrupted:
 		return exitTaskFailed
 	}
 	return code
+}
+
+// jobExitNote explains a job code jobExit changed: "(reported as 1: 125–127 and 130
+// are Mosaic's own exit statuses)"; "" when it passed through.
+func jobExitNote(job, code int) string {
+	switch {
+	case code == job:
+		return ""
+	case job <= 0 || job > 255:
+		return fmt.Sprintf("(reported as %d: %d is not an exit status)", code, job)
+	}
+	return fmt.Sprintf("(reported as %d: 125–127 and 130 are Mosaic's own exit statuses)", code)
 }
 
 // exitStatus maps a command's error to the process's exit status, its kind (the
@@ -117,7 +131,7 @@ func reportError(w io.Writer, cmd *cobra.Command, args []string, err error) int 
 		msg += fmt.Sprintf("\nRun '%s --help' for usage.", cmd.CommandPath())
 	}
 	if wantsJSON(cmd, args) {
-		e := jsonError{Message: msg, Code: kind, Exit: code}
+		e := jsonError{Message: msg, Code: kind, Exit: code, TaskID: taskOf(err)}
 		if e.Message == "" {
 			e.Message = fmt.Sprintf("exit status %d", code)
 		}
@@ -133,11 +147,24 @@ func reportError(w io.Writer, cmd *cobra.Command, args []string, err error) int 
 	return code
 }
 
-// jsonError is an error as printed under --json: {"error": {"message", "code", "exit"}}.
+// jsonError is an error as printed under --json: {"error": {"message", "code", "exit"}},
+// and "task_id" when the error is about a task that exists (a --wait that timed out
+// or was interrupted, a waited-for task that failed): stdout is empty then, and a
+// script still needs the id to follow or cancel it.
 type jsonError struct {
 	Message string `json:"message"`
 	Code    string `json:"code"`
 	Exit    int    `json:"exit"`
+	TaskID  string `json:"task_id,omitempty"`
+}
+
+// taskOf is the task an error is about ("" when none).
+func taskOf(err error) string {
+	var ex *exitError
+	if errors.As(err, &ex) {
+		return ex.taskID
+	}
+	return ""
 }
 
 // wantsJSON says whether the failed command was asked for JSON: its --json, --jq
@@ -181,9 +208,10 @@ func commandExit(code int) int {
 // exitError carries a specific exit code (e.g. a job's exit code for submit --wait)
 // and its kind (kindJobExit when empty).
 type exitError struct {
-	code int
-	kind string
-	msg  string
+	code   int
+	kind   string
+	msg    string
+	taskID string // the task it is about, for the JSON error's task_id
 }
 
 func (e *exitError) Error() string { return e.msg }

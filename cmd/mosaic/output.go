@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,13 +142,14 @@ func compileJQ(s string) (*gojq.Code, error) {
 
 // checkFor checks the selected fields against the type the command is about to
 // print; call it before any side effect when a command prints one of several types.
+// A bad field is a usage error (exit 126): nothing was done.
 func (j *jsonFlag) checkFor(sample any) error {
 	if !j.set || len(j.fields) == 0 {
 		return nil
 	}
 	for _, f := range j.fields {
 		if err := checkPath(reflect.TypeOf(sample), f); err != nil {
-			return fmt.Errorf("--json: %w", err)
+			return usage(fmt.Errorf("--json: %w", err))
 		}
 	}
 	return nil
@@ -292,7 +294,7 @@ func (j *jsonFlag) print(w io.Writer, v any) error {
 		}
 		if len(j.fields) > 0 {
 			if generic, err = selectFields(generic, j.fields, reflect.TypeOf(v)); err != nil {
-				return err
+				return usage(err) // a field list the value does not have (exit 126)
 			}
 		}
 		if j.code != nil {
@@ -404,11 +406,13 @@ func selectPath(dst map[string]any, src any, segs []string, full string, t refle
 		if typed && ft == nil {
 			return fmt.Errorf("unknown JSON field %q; available: %s", full, strings.Join(sortedKeys(m), ", "))
 		}
-		if !typed && t != nil && len(segs) == len(strings.Split(full, ".")) {
-			// The top level of a value whose type says nothing: only what it has.
-			return fmt.Errorf("unknown JSON field %q; available: %s", full, strings.Join(sortedKeys(m), ", "))
+		if !typed {
+			// Below a value whose type says nothing (a map, a custom marshaler): only
+			// the keys it has; a typo must not print null and succeed.
+			return &missingKey{fmt.Errorf("unknown JSON field %q: %s has no %q; it has: %s", full,
+				strings.TrimSuffix(full, "."+strings.Join(segs, ".")), seg, orNone(sortedKeys(m)))}
 		}
-		dst[seg] = nil // declared (or below an untyped value) but left out: null
+		dst[seg] = nil // declared but left out (omitempty): null
 		return nil
 	}
 	if len(segs) == 1 {
@@ -426,6 +430,8 @@ func selectPath(dst map[string]any, src any, segs []string, full string, t refle
 		} else {
 			prev = make([]any, len(sub))
 		}
+		var missing error
+		found := false
 		for i, e := range sub {
 			if e == nil {
 				continue
@@ -434,10 +440,22 @@ func selectPath(dst map[string]any, src any, segs []string, full string, t refle
 			if em == nil {
 				em = map[string]any{}
 			}
-			if err := selectPath(em, e, segs[1:], full, ft); err != nil {
+			err := selectPath(em, e, segs[1:], full, ft)
+			var mk *missingKey
+			switch {
+			case errors.As(err, &mk):
+				// An element of an untyped list may lack a key its siblings have.
+				missing = cmp.Or(missing, err)
+				em[segs[1]] = nil
+			case err != nil:
 				return err
+			default:
+				found = true
 			}
 			prev[i] = em
+		}
+		if missing != nil && !found {
+			return missing
 		}
 		dst[seg] = prev
 		return nil
@@ -451,6 +469,19 @@ func selectPath(dst map[string]any, src any, segs []string, full string, t refle
 	}
 	dst[seg] = dm
 	return nil
+}
+
+// missingKey is a --json path segment absent from a value whose type does not say
+// what it holds.
+type missingKey struct{ error }
+
+func (e *missingKey) Unwrap() error { return e.error }
+
+func orNone(keys []string) string {
+	if len(keys) == 0 {
+		return "no fields"
+	}
+	return strings.Join(keys, ", ")
 }
 
 func jsonKind(v any) string {

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -322,4 +324,77 @@ func FuzzNewOutput(f *testing.F) {
 			t.Fatalf("newOutput(%q, %q) = %q: longer than cur", prev, cur, got)
 		}
 	})
+}
+
+// TestJSONCheckForIsUsage: a --json path the printed type lacks, found by checkFor
+// before the command does anything, is a usage error (exit 126), not 125.
+func TestJSONCheckForIsUsage(t *testing.T) {
+	j := jsonFlag{set: true, fields: []string{"dry_run"}}
+	err := j.checkFor(client.TaskDetail{})
+	if code, kind, _ := exitStatus(err); code != exitUsage || kind != kindUsage {
+		t.Errorf("checkFor error %v: exit %d (%s), want %d usage", err, code, kind, exitUsage)
+	}
+}
+
+// TestJSONUntypedKeyMustExist: below a value whose Go type does not say what it holds
+// (json.RawMessage, a map), a key the actual value lacks is refused naming the keys it
+// has, rather than printed as null with exit 0; in a list, an element may lack a key
+// its siblings have.
+func TestJSONUntypedKeyMustExist(t *testing.T) {
+	type raw struct {
+		Decision json.RawMessage  `json:"decision"`
+		Items    []map[string]any `json:"items"`
+	}
+	v := raw{Decision: json.RawMessage(`{"chosen":{"system":"A"},"candidates":[]}`),
+		Items: []map[string]any{{"a": 1}, {"b": 2}}}
+	for _, tc := range []struct{ field, want string }{
+		{"decision.chosen.system", `"system": "A"`},
+		{"decision.nosuch", `decision has no "nosuch"; it has: candidates, chosen`},
+		{"decision.chosen.nosuch", `decision.chosen has no "nosuch"; it has: system`},
+		{"items.a", `"a": 1`},
+		{"items.zzz", `items has no "zzz"`},
+	} {
+		j := jsonFlag{set: true, fields: []string{tc.field}}
+		var b bytes.Buffer
+		err := j.print(&b, &v)
+		got := b.String()
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("--json=%s: %q, want %q", tc.field, got, tc.want)
+		}
+		if err != nil {
+			if code, _, _ := exitStatus(err); code != exitUsage {
+				t.Errorf("--json=%s: exit %d, want %d", tc.field, code, exitUsage)
+			}
+		}
+	}
+	// After a submission the same refusal names the task (something was done: not 126).
+	j := jsonFlag{set: true, fields: []string{"decision.nosuch"}}
+	td := &client.TaskDetail{Decision: v.Decision}
+	td.ID = "t-9"
+	err := submittedButNotPrinted(td, j.print(&bytes.Buffer{}, td))
+	if code, _, msg := exitStatus(err); code != exitMosaic || taskOf(err) != "t-9" || !strings.Contains(msg, "task t-9 was submitted") {
+		t.Errorf("after submit: exit %d, %q, task %q", code, msg, taskOf(err))
+	}
+}
+
+// TestJSONErrorCarriesTheTask: an error about a task that goes on (--wait-timeout,
+// Ctrl-C, a failed waited-for task) names it in the JSON error's task_id: stdout is
+// empty then, and a script needs the id to follow or cancel it.
+func TestJSONErrorCarriesTheTask(t *testing.T) {
+	var b bytes.Buffer
+	code := reportError(&b, nil, []string{"submit", "--json", "--wait"}, waitTimeout("t-123", time.Second))
+	var out struct {
+		Error jsonError `json:"error"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &out); err != nil || code != exitMosaic || out.Error.TaskID != "t-123" || out.Error.Code != kindWaitTimeout {
+		t.Errorf("exit %d, %s (%v)", code, b.String(), err)
+	}
+	b.Reset()
+	reportError(&b, nil, []string{"task", "x", "--json"}, errors.New("boom"))
+	if strings.Contains(b.String(), "task_id") {
+		t.Errorf("task_id on an error about no task: %s", b.String())
+	}
 }

@@ -236,6 +236,7 @@ func newSmokeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&sites, "sites", "", "site catalog (default: MOSAIC_SITES, else $XDG_CONFIG_HOME/mosaic/sites.yaml)")
 	cmd.Flags().StringVar(&partition, "partition", "", "partition to use (default: a CPU partition with the shortest queue)")
 	addJSONFlag(cmd, &j, []core.SmokeStep{})
+	addWideFlag(cmd, &j)
 	_ = cmd.RegisterFlagCompletionFunc("partition", completePartitionOf)
 	_ = cmd.RegisterFlagCompletionFunc("sites", fileExt("yaml", "yml"))
 	return cmd

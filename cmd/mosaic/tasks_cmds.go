@@ -183,7 +183,7 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 			}
 			out := cmd.OutOrStdout()
 			if j.set && !f.wait {
-				return j.print(out, res)
+				return submittedButNotPrinted(res.Task, j.print(out, res))
 			}
 			if res.DryRun {
 				d, err := core.DecisionFromV1(res.Decision)
@@ -220,7 +220,7 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 			}
 			if j.set {
 				if err := j.print(out, final); err != nil {
-					return err
+					return submittedButNotPrinted(final, err)
 				}
 			}
 			return exitForTask(final)
@@ -351,7 +351,7 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 			}
 			return nil, ctx.Err()
 		case <-sctx.Done():
-			return nil, &exitError{code: exitInterrupted, kind: kindInterrupted,
+			return nil, &exitError{code: exitInterrupted, kind: kindInterrupted, taskID: id,
 				msg: fmt.Sprintf("stopped waiting; task %s goes on (mosaic task %s, mosaic cancel %s)", id, id, id)}
 		case <-wake:
 			recheck.Reset(waitRecheck)
@@ -367,10 +367,21 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 	}
 }
 
+// submittedButNotPrinted is a --json path refused after the task was submitted (a
+// key below the untyped decision, known only from the value): not a usage error —
+// something was done — but an error naming the task, so a script does not resubmit.
+func submittedButNotPrinted(t *client.TaskDetail, err error) error {
+	if err == nil || t == nil || t.ID == "" {
+		return err
+	}
+	return &exitError{code: exitMosaic, kind: kindError, taskID: t.ID,
+		msg: fmt.Sprintf("task %s was submitted (mosaic task %s), but its JSON could not be printed: %v", t.ID, t.ID, err)}
+}
+
 // waitTimeout is --wait-timeout running out: not a failure of the task, which
 // goes on; the message says how to follow it.
 func waitTimeout(id string, limit time.Duration) error {
-	return &exitError{code: exitMosaic, kind: kindWaitTimeout,
+	return &exitError{code: exitMosaic, kind: kindWaitTimeout, taskID: id,
 		msg: fmt.Sprintf("stopped waiting after %s (--wait-timeout); the task goes on; follow it with `mosaic logs -f %s` / `mosaic task %s`", limit, id, id)}
 }
 
@@ -387,17 +398,17 @@ func exitForTask(t *client.TaskDetail) error {
 	case model.TaskSucceeded:
 		return nil
 	case model.TaskCancelled:
-		return &exitError{code: exitCancelled, kind: kindCancelled, msg: fmt.Sprintf("task %s was cancelled: %s", t.ID, t.Reason)}
+		return &exitError{code: exitCancelled, kind: kindCancelled, taskID: t.ID, msg: fmt.Sprintf("task %s was cancelled: %s", t.ID, t.Reason)}
 	}
 	code, msg := exitTaskFailed, fmt.Sprintf("task %s %s: %s", t.ID, t.State, t.Reason)
 	if n := len(t.Attempts); n > 0 && t.Attempts[n-1].ExitCode != nil && *t.Attempts[n-1].ExitCode != 0 {
 		job := *t.Attempts[n-1].ExitCode
 		code = jobExit(job)
-		if code != job {
-			msg += fmt.Sprintf(" (the job exited %d, reported as %d: 125 and above are Mosaic's own statuses)", job, code)
+		if note := jobExitNote(job, code); note != "" {
+			msg += fmt.Sprintf("; the job exited %d %s", job, note)
 		}
 	}
-	return &exitError{code: code, kind: kindTaskFailed, msg: msg}
+	return &exitError{code: code, kind: kindTaskFailed, taskID: t.ID, msg: msg}
 }
 
 func newTaskCmd() *cobra.Command {
@@ -787,7 +798,7 @@ func followLogs(ctx context.Context, c *client.Client, id string, attempt, tail 
 // goes on) or what went wrong.
 func followStopped(ctx, sctx context.Context, id string, err error) error {
 	if sctx.Err() != nil {
-		return &exitError{code: exitInterrupted, kind: kindInterrupted,
+		return &exitError{code: exitInterrupted, kind: kindInterrupted, taskID: id,
 			msg: fmt.Sprintf("stopped following; task %s goes on (mosaic task %s, mosaic cancel %s)", id, id, id)}
 	}
 	return err
@@ -990,6 +1001,7 @@ func newEnvelopeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&desc, "description", "", "what the task does (required)")
 	cmd.MarkFlagRequired("description")
 	addJSONFlag(cmd, &j, envelopeResult{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 

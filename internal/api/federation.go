@@ -181,8 +181,8 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "find-idle", Method: http.MethodGet, Path: "/api/idle",
 		Summary: "Partitions with free capacity now", Tags: []string{"federation"},
-		Errors:      apiErrors(422, 503),
-		Description: "Partitions of the latest snapshot with at least the given free GPUs and cores, GPU memory, architecture, GPU model and at most max_queue pending jobs, on healthy systems, most free first. An empty list is an answer, not an error.",
+		Errors:      apiErrors(404, 422, 503),
+		Description: "Partitions of the latest snapshot with at least the given free GPUs and cores, GPU memory, architecture, GPU model and at most max_queue pending jobs, on healthy systems, most free first. An empty list is an answer, not an error; it comes with an explanation naming the filter that removed the last partitions. A system the catalog does not know is 404, naming the known ones.",
 	}, func(ctx context.Context, in *idleIn) (*idleOut, error) {
 		q := v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMem, Cores: in.Cores, Arch: in.Arch,
 			GPUModel: in.GPUModel, Provider: in.Provider, System: in.System}

@@ -38,6 +38,18 @@ func TestIdleExplanationOverTheWire(t *testing.T) {
 	if res, err = cl.IdleExplained(ctx, v1.IdleQuery{}); err != nil || len(res.Partitions) == 0 || res.Explanation != "" {
 		t.Errorf("unfiltered: %d partitions, %q, %v", len(res.Partitions), res.Explanation, err)
 	}
+	// A system filter narrows the sentence to that system (review finding 5) ...
+	sys := res.Partitions[0].System
+	res, err = cl.IdleExplained(ctx, v1.IdleQuery{System: sys, GPUModel: "B200"})
+	if err != nil || len(res.Partitions) != 0 || !strings.Contains(res.Explanation, sys+" has no B200 GPUs (models there: ") {
+		t.Errorf("system %s, B200: %v %q", sys, err, res.Explanation)
+	}
+	// ... and an unknown system is not found, naming the known ones, like GET /api/resources/{name} (finding 6).
+	_, err = cl.IdleExplained(ctx, v1.IdleQuery{System: "Nope"})
+	var ne *v1.Error
+	if !errors.As(err, &ne) || ne.Status != http.StatusNotFound || !strings.Contains(err.Error(), "known systems: ") || !strings.Contains(err.Error(), sys) {
+		t.Errorf("unknown system: %v", err)
+	}
 	_, err = cl.IdleExplained(ctx, v1.IdleQuery{GPUModel: "B300"})
 	var ve *v1.Error
 	if !errors.As(err, &ve) || ve.Status/100 != 4 || !strings.Contains(err.Error(), "known models: A100") {

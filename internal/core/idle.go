@@ -28,6 +28,11 @@ func (c *Core) IdleExplained(f IdleFilter) ([]model.ResourceRecord, string, erro
 			return nil, "", fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
+	if f.System != "" {
+		if _, ok := c.cat.System(f.System); !ok {
+			return nil, "", c.unknownSystem(f.System) // like resources NAME: not found, naming the known ones
+		}
+	}
 	snap, err := c.Federation()
 	if err != nil {
 		return nil, "", err
@@ -58,16 +63,24 @@ func (c *Core) idleFilter(f IdleFilter, all []model.ResourceRecord) ([]model.Res
 	if len(recs) == 0 {
 		return recs, "the federation has no partitions yet; add a system (mosaic add-resource) or wait for the first probe"
 	}
+	// scope is what the GPU model sentence speaks of when a system or provider filter
+	// narrowed the federation: "Frontera@TACC", "Frontera@TACC through provider ssh".
+	scope := ""
 	if f.System != "" {
 		sys, ok := c.cat.System(f.System)
 		if recs = keep(func(r *model.ResourceRecord) bool { return ok && sys.Name == r.System }); len(recs) == 0 {
+			if ok {
+				return recs, fmt.Sprintf("%s has no partitions yet; wait for its first probe (mosaic status shows it)", sys.Name)
+			}
 			return recs, fmt.Sprintf("no system %q in the federation (mosaic resources lists them)", f.System)
 		}
+		scope = sys.Name
 	}
 	if f.Provider != "" {
 		if recs = keep(func(r *model.ResourceRecord) bool { return r.Provider == f.Provider }); len(recs) == 0 {
 			return recs, fmt.Sprintf("no partition is reached through provider %q", f.Provider)
 		}
+		scope = strings.TrimSpace(scope + " through provider " + f.Provider)
 	}
 	what := "partitions"
 	if f.GPUModel != "" {
@@ -76,6 +89,9 @@ func (c *Core) idleFilter(f IdleFilter, all []model.ResourceRecord) ([]model.Res
 			return r.IsGPU() && model.GPUMatches(f.GPUModel, r.GPUModel, r.GPUMemoryGB, r.Arch)
 		}); len(recs) == 0 {
 			spec, _ := model.ParseGPUModel(f.GPUModel)
+			if scope != "" {
+				return recs, fmt.Sprintf("%s has no %s GPUs (models there: %s)", scope, spec, modelsOf(before))
+			}
 			return recs, fmt.Sprintf("no partition in the federation has %s GPUs (models here: %s)", spec, modelsOf(before))
 		}
 		what = f.GPUModel + " partitions"

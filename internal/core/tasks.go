@@ -128,7 +128,32 @@ func (c *Core) DraftEnvelope(ctx context.Context, name, description string) (dra
 	if strings.TrimSpace(description) == "" {
 		return draft.Result{}, fmt.Errorf("the description is empty; describe the job (model size, training or inference, duration): %w", ErrInvalid)
 	}
-	return c.drafter.Draft(ctx, text)
+	res, err := c.drafter.Draft(ctx, text)
+	if err == nil {
+		c.keepKnownAvoided(&res.Envelope)
+	}
+	return res, err
+}
+
+// keepKnownAvoided drops drafted avoid_systems names that are no system of the catalog:
+// the drafter reads "avoid Frontera" without knowing the federation, so "avoid Friday"
+// must not reach the envelope. A known name is written as the catalog spells it.
+func (c *Core) keepKnownAvoided(env *model.Envelope) {
+	if len(env.Constraints.AvoidSystems) == 0 {
+		return
+	}
+	var keep, dropped []string
+	for _, n := range env.Constraints.AvoidSystems {
+		if sys, ok := c.cat.System(n); ok {
+			keep = append(keep, sys.Name)
+		} else {
+			dropped = append(dropped, n)
+		}
+	}
+	env.Constraints.AvoidSystems = keep
+	if len(dropped) > 0 {
+		env.Rationale += "; ignored avoid " + strings.Join(dropped, ",") + " (no such system)"
+	}
 }
 
 // SubmitTask validates a request, places the task and (unless dry run) stores and

@@ -14,7 +14,9 @@ import (
 // something (its Status says why), or wrap v1.ErrNoCore when no core answers.
 type Backend interface {
 	Federation(ctx context.Context) (*v1.ResourceSnapshot, error)
-	Idle(ctx context.Context, f v1.IdleQuery) ([]v1.ResourceRecord, error)
+	// IdleExplained answers find_idle: the partitions, and for an empty answer the
+	// sentence naming the filter that removed the last ones.
+	IdleExplained(ctx context.Context, f v1.IdleQuery) (v1.IdleResult, error)
 	SystemEnv(ctx context.Context, system string) (*v1.SiteEnv, error)
 	DraftEnvelope(ctx context.Context, name, description string) (*v1.DraftResult, error)
 	Submit(ctx context.Context, req v1.SubmitRequest) (*v1.SubmitResult, error)

@@ -45,12 +45,12 @@ func (b coreBackend) Federation(ctx context.Context) (*v1.ResourceSnapshot, erro
 	return core.V1Snapshot(s), nil
 }
 
-func (b coreBackend) Idle(ctx context.Context, f v1.IdleQuery) ([]v1.ResourceRecord, error) {
-	rs, err := b.c.Idle(core.IdleFilterFromV1(f))
+func (b coreBackend) IdleExplained(ctx context.Context, f v1.IdleQuery) (v1.IdleResult, error) {
+	rs, why, err := b.c.IdleExplained(core.IdleFilterFromV1(f))
 	if err != nil {
-		return nil, fail(ctx, err)
+		return v1.IdleResult{}, fail(ctx, err)
 	}
-	return core.V1Records(rs), nil
+	return v1.IdleResult{Partitions: core.V1Records(rs), Explanation: why}, nil
 }
 
 func (b coreBackend) SystemEnv(ctx context.Context, system string) (*v1.SiteEnv, error) {

@@ -44,6 +44,9 @@ type FindIdleIn struct {
 type FindIdleOut struct {
 	Count      int                 `json:"count"`
 	Partitions []v1.ResourceRecord `json:"partitions"`
+	// Explanation, for an empty answer, names the filter that removed the last
+	// partitions: "no partition in the federation has B200 GPUs (models here: A100, H100)".
+	Explanation string `json:"explanation,omitempty"`
 }
 
 // SystemEnvIn names a system.
@@ -135,18 +138,21 @@ func (t *tools) findIdle(ctx context.Context, _ *mcp.CallToolRequest, in FindIdl
 	if err != nil {
 		return nil, err
 	}
-	recs, err := b.Idle(ctx, v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: gpuMem, Cores: in.Cores, Arch: in.Arch,
+	res, err := b.IdleExplained(ctx, v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: gpuMem, Cores: in.Cores, Arch: in.Arch,
 		GPUModel: in.GPUModel, MaxQueue: in.MaxQueue, Provider: in.Provider, System: in.System})
 	if err != nil {
 		return nil, err
 	}
-	out := &FindIdleOut{Partitions: []v1.ResourceRecord{}}
-	for _, r := range recs {
+	out := &FindIdleOut{Partitions: []v1.ResourceRecord{}, Explanation: res.Explanation}
+	for _, r := range res.Partitions {
 		if in.Partition == "" || strings.EqualFold(r.Partition, in.Partition) {
 			out.Partitions = append(out.Partitions, r)
 		}
 	}
 	out.Count = len(out.Partitions)
+	if out.Count == 0 && len(res.Partitions) > 0 {
+		out.Explanation = fmt.Sprintf("%d partitions have the capacity, none of them named %q", len(res.Partitions), in.Partition)
+	}
 	return out, nil
 }
 

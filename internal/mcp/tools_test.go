@@ -91,6 +91,15 @@ func TestPoolTools(t *testing.T) {
 		if none.Count != 0 {
 			t.Errorf("100000 free GPUs in one partition: %d matches", none.Count)
 		}
+		// An empty answer says why, on both backends (the core's IdleExplained).
+		if !strings.Contains(none.Explanation, "you asked for 100000") || idle.Explanation != "" {
+			t.Errorf("find_idle explanations: empty %q, non-empty %q", none.Explanation, idle.Explanation)
+		}
+		var b200 mcp.FindIdleOut
+		s.ok("find_idle", map[string]any{"gpu_model": "B200"}, &b200)
+		if b200.Count != 0 || !strings.Contains(b200.Explanation, "no partition in the federation has B200 GPUs") {
+			t.Errorf("find_idle B200: %d, %q", b200.Count, b200.Explanation)
+		}
 		var shallow mcp.FindIdleOut
 		s.ok("find_idle", map[string]any{"cores": 1, "max_queue": 0}, &shallow)
 		for _, r := range shallow.Partitions {

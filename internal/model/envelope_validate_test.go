@@ -93,7 +93,7 @@ func TestEnvelopeNormalizeDefaults(t *testing.T) {
 	if e.Walltime.Max != Duration(time.Hour) || e.Objective != ObjEarliestStart || e.Source != SourceUser || e.Confidence != 1 {
 		t.Errorf("defaults: %+v", e)
 	}
-	if strings.Join(e.Constraints.GPUModels, ",") != "A100,H100" || e.Constraints.Arch[0] != "x86_64" {
+	if strings.Join(e.Constraints.GPUModels, ",") != "A100,H100-PCIE" || e.Constraints.Arch[0] != "x86_64" {
 		t.Errorf("canonical names: %v %v", e.Constraints.GPUModels, e.Constraints.Arch)
 	}
 	if e.Constraints.Container.Image != "x.sif" || e.Constraints.Container.Runtime != "apptainer" {
@@ -104,7 +104,7 @@ func TestEnvelopeNormalizeDefaults(t *testing.T) {
 func TestCanonicalGPU(t *testing.T) {
 	for in, want := range map[string]string{
 		"A100": "A100", "nvidia a100-sxm4-40gb": "A100-40GB", "NVIDIA A100 80GB PCIe": "A100-80GB", "Quadro RTX 5000": "RTX5000",
-		"GH200": "GH200", "h100_pcie": "H100", "AMD Instinct MI100": "MI100", "l40s": "L40S", "Tesla V100-SXM2-32GB": "V100-32GB",
+		"GH200": "GH200", "h100_pcie": "H100-PCIE", "AMD Instinct MI100": "MI100", "l40s": "L40S", "Tesla V100-SXM2-32GB": "V100-32GB",
 	} {
 		got, ok := CanonicalGPU(in)
 		if !ok || got != want {

@@ -54,6 +54,7 @@ var gpuCatalogue = []GPUModelInfo{
 	{Name: "RTX5000", Vendor: "NVIDIA", MemoryGB: []int{16}, ISA: "sm_75", Aliases: []string{"RTX5K"}},
 	{Name: "RTX6000", Vendor: "NVIDIA", MemoryGB: []int{24}, ISA: "sm_75"},
 	{Name: "RTX8000", Vendor: "NVIDIA", MemoryGB: []int{48}, ISA: "sm_75"},
+	{Name: "RTXA4000", Vendor: "NVIDIA", MemoryGB: []int{16}, ISA: "sm_86", Aliases: []string{"A4000"}},
 	{Name: "RTXA5000", Vendor: "NVIDIA", MemoryGB: []int{24}, ISA: "sm_86", Aliases: []string{"A5000"}},
 	{Name: "RTXA6000", Vendor: "NVIDIA", MemoryGB: []int{48}, ISA: "sm_86", Aliases: []string{"A6000"}},
 	{Name: "RTX2080TI", Vendor: "NVIDIA", MemoryGB: []int{11}, ISA: "sm_75"},
@@ -113,14 +114,32 @@ func LookupGPUModel(m string) (GPUModelInfo, bool) {
 type GPUSpec struct {
 	Model    string
 	MemoryGB int // 0: any of the model's sizes
+	// PCIe is set for a PCIe board of a model that is also a superchip's GPU class
+	// ("H100 PCIe"): such a request wants the discrete card, never a GH200. For other
+	// models the form factor does not change what matches, and is dropped.
+	PCIe bool
 }
 
-// String is the canonical spelling: "A100" or "A100-80GB".
+// String is the canonical spelling: "A100", "A100-80GB", "H100-PCIE".
 func (g GPUSpec) String() string {
+	s := g.Model
 	if g.MemoryGB > 0 {
-		return g.Model + "-" + strconv.Itoa(g.MemoryGB) + "GB"
+		s += "-" + strconv.Itoa(g.MemoryGB) + "GB"
 	}
-	return g.Model
+	if g.PCIe {
+		s += "-PCIE"
+	}
+	return s
+}
+
+// isSuperchipClass reports whether some catalogue superchip is built on model m.
+func isSuperchipClass(m string) bool {
+	for _, g := range gpuCatalogue {
+		if g.Class == m {
+			return true
+		}
+	}
+	return false
 }
 
 // gpuVendorWords are dropped from the front of a model name before matching.
@@ -143,6 +162,7 @@ func ParseGPUModel(s string) (GPUSpec, error) {
 	if err != nil {
 		return GPUSpec{}, err
 	}
+	spec.PCIe = spec.PCIe && isSuperchipClass(spec.Model)
 	info, _ := LookupGPUModel(spec.Model)
 	if mem > 0 {
 		if !slices.Contains(info.MemoryGB, mem) {
@@ -160,8 +180,34 @@ func ParseGPUModel(s string) (GPUSpec, error) {
 // dropped (records keep memory separately), whatever it is.
 func ParseGPUModelLenient(s string) (GPUSpec, bool) {
 	spec, _, err := parseGPU(s)
+	spec.PCIe = false // records carry the model only
 	return spec, err == nil
 }
+
+// RecordGPU canonicalises a GPU model as a site's scheduler reports it (a Slurm GRES
+// type such as "a6000", "pvc", "rtx_a4000", "nvidia_a100-sxm4-80gb", a PBS resource
+// value such as "A100-80GB") into the catalogue name a ResourceRecord carries
+// ("RTXA6000", "MAX1550", "RTXA4000", "A100") and the per-GPU memory the name spells
+// (80; 0 when it spells none). Every dialect and the catalog merge use it, so the
+// scheduler compares one spelling with the one submit and idle parse the request into.
+// An unknown name is returned upper-cased, with the memory it spells.
+func RecordGPU(s string) (name string, memGB int) {
+	spec, mem, err := parseGPU(s)
+	if err != nil {
+		t := strings.ToUpper(strings.TrimSpace(s))
+		if len(t) > maxGPUName {
+			t = strings.ToValidUTF8(t[:maxGPUName], "") // a site's overlong name, cut on a rune
+		}
+		if m := gpuMemWord.FindStringSubmatch(t); m != nil {
+			mem, _ = strconv.Atoi(m[1])
+		}
+		return t, mem
+	}
+	return spec.Model, mem
+}
+
+// gpuMemWord finds a memory size in an unknown model's name ("FOO_48GB").
+var gpuMemWord = regexp.MustCompile(`(?:^|[^0-9])([1-9]\d{0,3})GB`)
 
 func parseGPU(s string) (GPUSpec, int, error) {
 	trimmed := strings.TrimSpace(s)
@@ -185,7 +231,7 @@ func parseGPU(s string) (GPUSpec, int, error) {
 	}
 	// The longest known name (or alias) that prefixes the input, followed only by
 	// variant words, wins: "A10080GBPCIE" is an A100, not an A10.
-	best, bestLen, mem := "", 0, 0
+	best, bestLen, mem, pcie := "", 0, 0, false
 	try := func(name, canon string) {
 		if len(name) <= bestLen || !strings.HasPrefix(sq, name) {
 			return
@@ -194,7 +240,7 @@ func parseGPU(s string) (GPUSpec, int, error) {
 		if m == nil {
 			return
 		}
-		best, bestLen, mem = canon, len(name), 0
+		best, bestLen, mem, pcie = canon, len(name), 0, strings.Contains(sq[len(name):], "PCIE")
 		if m[1] != "" {
 			mem, _ = strconv.Atoi(m[1])
 		}
@@ -209,7 +255,7 @@ func parseGPU(s string) (GPUSpec, int, error) {
 		return GPUSpec{}, 0, fmt.Errorf("unknown GPU model %q; known models: %s (a memory size may follow, e.g. A100-80GB)",
 			trimmed, strings.Join(KnownGPUModels, ", "))
 	}
-	return GPUSpec{Model: best}, mem, nil
+	return GPUSpec{Model: best, PCIe: pcie}, mem, nil
 }
 
 // squashGPU upper-cases and removes spaces, dashes, underscores, dots and slashes.
@@ -281,9 +327,12 @@ func (g GPUSpec) Matches(recModel string, recMemGB int, recArch string) bool {
 	}
 	w, _ := LookupGPUModel(g.Model)
 	if w.Class != "" && rec.Name == w.Class {
-		return strings.EqualFold(recArch, w.HostArch)
+		// A superchip's GPU reported by its class: on the superchip's host, and, when the
+		// record knows its GPU memory, one of the superchip's sizes (an aarch64 H100 80 GB
+		// PCIe card is not a GH200's 96 or 144 GB GPU).
+		return strings.EqualFold(recArch, w.HostArch) && (recMemGB == 0 || slices.Contains(w.MemoryGB, recMemGB))
 	}
-	return rec.Class != "" && rec.Class == g.Model
+	return rec.Class != "" && rec.Class == g.Model && !g.PCIe
 }
 
 // GPUSpecIsPlain reports whether want (a CanonicalGPU name) matches by model name

@@ -14,7 +14,7 @@ func TestParseGPUModel(t *testing.T) {
 		{"A100", "A100"}, {"a100", "A100"}, {"A100-40", "A100-40GB"}, {"A100-80", "A100-80GB"},
 		{"a100 80gb", "A100-80GB"}, {"A100-SXM4-80GB", "A100-80GB"}, {"NVIDIA A100-SXM4-40GB", "A100-40GB"},
 		{"nvidia a100 80gb pcie", "A100-80GB"}, {"A100 80 GB", "A100-80GB"}, {"A100s", "A100"},
-		{"H100", "H100"}, {"H100 PCIe", "H100"}, {"h100-sxm5", "H100"}, {"H100 NVL", "H100"}, {"H100-SXM5-80GB", "H100-80GB"},
+		{"H100", "H100"}, {"H100 PCIe", "H100-PCIE"}, {"H100-PCIE", "H100-PCIE"}, {"A100 PCIe", "A100"}, {"h100-sxm5", "H100"}, {"H100 NVL", "H100"}, {"H100-SXM5-80GB", "H100-80GB"},
 		{"NVIDIA H200 NVL", "H200"}, {"H200 141GB", "H200"},
 		{"GH200", "GH200"}, {"gh200", "GH200"}, {"Grace Hopper", "GH200"}, {"NVIDIA Grace Hopper Superchip", "GH200"},
 		{"GH200 144GB", "GH200-144GB"}, {"gh200-96", "GH200-96GB"},
@@ -89,6 +89,13 @@ func TestGPUMatches(t *testing.T) {
 		{"B200", "GB200", 186, ArchAarch64, true},
 		{"GB200", "B200", 180, ArchX86_64, false},
 		{"A100", "", 0, ArchX86_64, false},
+		{"GH200", "H100", 80, ArchAarch64, false},        // an aarch64 80 GB H100 card is not a GH200's GPU
+		{"GH200", "H100", 0, ArchAarch64, true},          // memory unknown: the host decides
+		{"GH200", "H100", 144, ArchAarch64, true},        // GH200 144 GB reported as H100
+		{"H100 PCIe", "GH200", 96, ArchAarch64, false},   // the discrete card, not a superchip
+		{"H100 PCIe", "H100", 80, ArchX86_64, true},      // ...which an H100 partition is
+		{"H100-PCIE", "GH200", 0, ArchAarch64, false},    // the canonical spelling means the same
+		{"H100-80GB-PCIE", "H100", 80, ArchX86_64, true}, // size and board together
 	}
 	for _, c := range cases {
 		if got := GPUMatches(c.want, c.rec, c.mem, c.arch); got != c.ok {
@@ -185,4 +192,38 @@ func TestGPUCatalogueDocumented(t *testing.T) {
 			t.Errorf("docs/ENVELOPES.md has no row for %s", g.Name)
 		}
 	}
+}
+
+// TestRecordGPU: what sites report maps to the catalogue's names, with the memory the
+// name spells; malformed or unknown names come back upper-cased, never panicking.
+func TestRecordGPU(t *testing.T) {
+	for in, want := range map[string]struct {
+		m  string
+		gb int
+	}{"a6000": {"RTXA6000", 0}, "pvc": {"MAX1550", 0}, "rtx_a4000": {"RTXA4000", 0}, "quadro_rtx_5000": {"RTX5000", 0},
+		"a100_80gb": {"A100", 80}, "h100_nvl": {"H100", 0}, "A100-80GB": {"A100", 80}, "a40": {"A40", 0}, "h100-pcie": {"H100", 0},
+		"": {"", 0}, "   ": {"", 0}, "gpu": {"GPU", 0}, "zz_12gb": {"ZZ_12GB", 12}, "a100_0gb": {"A100_0GB", 0},
+		strings.Repeat("x", 100): {strings.Repeat("X", 64), 0}} {
+		m, gb := RecordGPU(in)
+		if m != want.m || gb != want.gb {
+			t.Errorf("RecordGPU(%q) = %q,%d want %q,%d", in, m, gb, want.m, want.gb)
+		}
+	}
+}
+
+func FuzzRecordGPU(f *testing.F) {
+	for _, s := range []string{"a6000", "pvc", "nvidia_a100-sxm4-80gb", "h100_nvl", "", "x_48gb", "\xff", "A100-80GB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, gb := RecordGPU(s)
+		if gb < 0 || gb > 9999 || len(m) > maxGPUName || (utf8.ValidString(s) && !utf8.ValidString(m)) {
+			t.Fatalf("RecordGPU(%q) = %q, %d", s, m, gb)
+		}
+		if _, ok := LookupGPUModel(m); ok {
+			if again, _ := RecordGPU(m); again != m {
+				t.Fatalf("%q → %q → %q: not idempotent", s, m, again)
+			}
+		}
+	})
 }

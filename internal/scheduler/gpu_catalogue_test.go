@@ -129,3 +129,36 @@ func reasons(c *Candidate) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// TestSiteSpelledRecordsMatchCatalogueRequests: a record that still carries a site's
+// spelling of its GPUs (a GRES "a6000", "pvc") matches the catalogue name a
+// --gpu-model request parses into; a real mismatch names gpu_models, never an empty
+// avoid_gpu_models.
+func TestSiteSpelledRecordsMatchCatalogueRequests(t *testing.T) {
+	for _, tc := range []struct{ rec, want string }{{"A6000", "A6000"}, {"a6000", "RTXA6000"}, {"PVC", "MAX1550"}, {"pvc", "Intel Max 1550"}, {"RTX_A4000", "A4000"}} {
+		r := gpuRec("Site@X", "odd", "acct", "x86_64", tc.rec, 4, 0, 64, 512, 10, 8, 0, 48, false, 1)
+		env := gpuModelEnv(tc.want)
+		env.Normalize()
+		got, d := feasibleParts(t, env, r)
+		if !slices.Equal(got, []string{"Site@X/odd"}) {
+			t.Errorf("record %q, request %q (%v): feasible %v\n%s", tc.rec, tc.want, env.Constraints.GPUModels, got, tableText(d))
+		}
+	}
+	r := gpuRec("Site@X", "odd", "acct", "x86_64", "A6000", 4, 0, 64, 512, 10, 8, 0, 48, false, 1)
+	env := gpuModelEnv("MI250X")
+	env.Normalize()
+	_, d := feasibleParts(t, env, r)
+	for _, c := range d.Candidates {
+		if c.Partition == "odd" && (strings.Contains(reasons(c), "avoid_gpu_models") || !strings.Contains(reasons(c), "not in constraints.gpu_models")) {
+			t.Errorf("reason %q", reasons(c))
+		}
+	}
+	// And avoiding the canonical name avoids the site's spelling.
+	env = gpuModelEnv()
+	env.Constraints.AvoidGPUModels = []string{"RTXA6000"}
+	env.Normalize()
+	got, _ := feasibleParts(t, env, r)
+	if slices.Contains(got, "Site@X/odd") {
+		t.Errorf("avoid RTXA6000 still places on an A6000 record: %v", got)
+	}
+}

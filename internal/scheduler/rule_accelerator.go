@@ -76,10 +76,15 @@ func (AcceleratorRule) reason(w *words, r *Request, rec *model.ResourceRecord, _
 			}
 			return w.join(m, " is not in constraints.gpu_models (", strings.Join(allow, ","), ")", impliedNote(allow))
 		}
-		if detailMatters(env.Constraints.AvoidGPUModels) {
-			m = gpuDesc(rec)
+		if avoid := env.Constraints.AvoidGPUModels; anyGPUMatch(avoid, rec) {
+			if detailMatters(avoid) {
+				m = gpuDesc(rec)
+			}
+			return w.join(m, " is in constraints.avoid_gpu_models (", strings.Join(avoid, ","), ")")
 		}
-		return w.join(m, " is in constraints.avoid_gpu_models")
+		// Not reached while test and reason agree; say what was compared rather than blame a list.
+		return w.join(gpuDesc(rec), " is ruled out by constraints.gpu_models (", strings.Join(env.Constraints.GPUModels, ","),
+			") / avoid_gpu_models (", strings.Join(env.Constraints.AvoidGPUModels, ","), ")")
 	case accelTooFew:
 		most := rec.GPUsPerNode * nodeCap(env, rec)
 		return w.join("at most ", strconv.Itoa(most), " GPUs reachable (", strconv.Itoa(rec.GPUsPerNode), "x", gpuName(m), " per node); gpus.min is ", strconv.Itoa(env.GPUs.Min))
@@ -210,12 +215,24 @@ func modelExcluded(r *Request, m string) bool {
 		}
 	}
 	allow := r.Envelope.Constraints.GPUModels
-	bad := (len(allow) > 0 && !containsFold(allow, m)) || containsFold(r.Envelope.Constraints.AvoidGPUModels, m)
+	bad := (len(allow) > 0 && !plainMatch(allow, m)) || plainMatch(r.Envelope.Constraints.AvoidGPUModels, m)
 	if c.n < len(c.names) {
 		c.names[c.n], c.bad[c.n] = m, bad
 		c.n++
 	}
 	return bad
+}
+
+// plainMatch reports whether record model m is one of list's plain names, through the
+// catalogue: a record that still carries a site's spelling ("A6000", "pvc") matches its
+// canonical name ("RTXA6000", "MAX1550"), as the record-side parse would.
+func plainMatch(list []string, m string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, m) || model.GPUMatches(x, m, 0, "") {
+			return true
+		}
+	}
+	return false
 }
 
 // modelVerdicts remembers modelExcluded's answers within one request.

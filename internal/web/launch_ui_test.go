@@ -235,3 +235,72 @@ func TestNoConsoleErrorsOnAnyPage(t *testing.T) {
 		t.Errorf("partition sub-labels cut: %s", cut)
 	}
 }
+
+// TestLaunchSheetRedraftShowsWhatWasDrafted: a second draft replaces the first one
+// field for field — an objective it leaves out resets to the default instead of
+// keeping the first draft's — and what the select fields cannot offer is shown, not
+// dropped: a drafted docker runtime stays docker with a warning (the core refuses it
+// on preview, visibly), an arch list stays a list. The second draft stands in for an
+// LLM drafter's answer, the one drafter that can write these (no LLM API runs here):
+// the page's fetch of POST /api/envelope/generate is answered once with a
+// v1.DraftResult as the core would send it (api/v1 DraftResult: envelope, drafter).
+func TestLaunchSheetRedraftShowsWhatWasDrafted(t *testing.T) {
+	d, b := signedInDemo(t)
+	b.do(t, "open sheet", 10*time.Second, chromedp.Click(css("#launch-btn")), chromedp.WaitVisible(css("#l-name")))
+	fill(t, b, "l-name", "redraft")
+	fill(t, b, "l-command", "echo redraft")
+	fill(t, b, "l-desc", "LoRA finetune of a 13 billion parameter model on 1-4 A100 GPUs, cheap please, 90 minutes")
+	b.do(t, "first draft", 20*time.Second, chromedp.Click(css("#next-btn")), chromedp.WaitVisible(css("#draft-btn")),
+		chromedp.Click(css("#draft-btn")), chromedp.WaitVisible(css("#draft-result")))
+	if v := eval[string](t, b, `document.getElementById('l-objective').value`); v != "min_cost" {
+		t.Fatalf("first draft objective %q, want min_cost", v)
+	}
+	second := `{"envelope":{"gpus":{"min":1,"max":1},"cpu_cores":{"min":4,"max":8},"walltime":{"min":"10m","max":"30m"},"nodes":{"min":1,"max":1},
+		"constraints":{"arch":["x86_64","aarch64"],"container":{"image":"docker://pytorch/pytorch:latest","runtime":"docker"}},
+		"source":"llm","confidence":0.6,"rationale":"llm draft"},"drafter":"llm:fake/model"}`
+	eval[bool](t, b, `(() => { const orig = window.fetch; window.fetch = (url, opt) => {
+		if (String(url).includes('/api/envelope/generate')) { window.fetch = orig;
+			return Promise.resolve(new Response(`+"`"+second+"`"+`, { status: 200, headers: { 'Content-Type': 'application/json' } })); }
+		return orig(url, opt); }; return true; })()`)
+	b.do(t, "second draft", 20*time.Second, chromedp.Click(css("#draft-btn")))
+	b.waitJS(t, "second draft shown", `document.querySelector('.draft-source')?.textContent === 'llm'`, 10*time.Second)
+	got := eval[string](t, b, `['l-objective', 'l-runtime', 'l-arch'].map(id => id + '=' + document.getElementById(id).value).join(' ')`)
+	if got != "l-objective=earliest_start l-runtime=docker l-arch=x86_64,aarch64" {
+		t.Errorf("after the second draft: %s", got)
+	}
+	if eval[bool](t, b, `!!document.querySelector('[data-field="l-objective"] .draft-tag:not([hidden])')`) {
+		t.Error("the reset objective is marked drafted")
+	}
+	warn := eval[string](t, b, `(() => { const w = document.getElementById('l-runtime-warning'); return w && !w.hidden && w.getBoundingClientRect().height > 0 ? w.textContent : ''; })()`)
+	if !strings.Contains(warn, "docker") || !strings.Contains(warn, "apptainer or singularity") {
+		t.Errorf("no visible warning for the drafted docker runtime: %q", warn)
+	}
+	b.do(t, "step 3", 10*time.Second, chromedp.Click(css("#next-btn")), chromedp.WaitVisible(css("#dry-btn")))
+	summary := eval[string](t, b, `[...document.querySelectorAll('#env-summary dd')].map(dd => dd.dataset.key + '=' + dd.textContent).join('\n')`)
+	for _, want := range []string{"Arch=x86_64, aarch64", "Container=docker://pytorch/pytorch:latest (docker)", "Objective=earliest_start"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("the envelope summary lacks %q:\n%s", want, summary)
+		}
+	}
+	// The preview sends docker, and the core's refusal is shown.
+	b.do(t, "refused preview", 20*time.Second, chromedp.Click(css("#dry-btn")), chromedp.WaitVisible(css("#dry-out .alert")))
+	if msg := eval[string](t, b, `document.querySelector('#dry-out .alert').textContent`); !strings.Contains(msg, "docker") {
+		t.Errorf("the refusal does not name the runtime: %q", msg)
+	}
+	// Picking a runnable runtime clears the warning; the task is stored with the arch list.
+	b.do(t, "back", 10*time.Second, chromedp.Click(css("#back-btn")), chromedp.WaitVisible(css("#l-runtime")))
+	fill(t, b, "l-runtime", "apptainer")
+	if eval[bool](t, b, `!document.getElementById('l-runtime-warning').hidden`) {
+		t.Error("the runtime warning stays after picking apptainer")
+	}
+	b.do(t, "step 3 again", 10*time.Second, chromedp.Click(css("#next-btn")), chromedp.WaitVisible(css("#dry-btn")),
+		chromedp.Click(css("#dry-btn")), chromedp.WaitVisible(css(".cand-table tbody tr.chosen")))
+	b.do(t, "submit", 20*time.Second, chromedp.Click(css("#submit-btn")))
+	e := storedTask(t, b, d).Envelope
+	if strings.Join(e.Constraints.Arch, ",") != "x86_64,aarch64" || e.Constraints.Container == nil || e.Constraints.Container.Runtime != "apptainer" ||
+		e.Objective != model.ObjEarliestStart {
+		t.Errorf("stored envelope: arch %v, container %+v, objective %s", e.Constraints.Arch, e.Constraints.Container, e.Objective)
+	}
+	b.noErrors(t, "launch redraft")
+	b.noNetworkErrors(t, "launch redraft", "/api/tasks") // the refused docker preview (422) is expected
+}

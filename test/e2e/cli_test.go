@@ -92,6 +92,21 @@ func TestCLIConventions(t *testing.T) {
 	if rc != exitNotFound || json.Unmarshal([]byte(errOut), &je) != nil || je.Error.Code != "not_found" {
 		t.Errorf("task nosuchtask --jq: exit %d, stderr %q", rc, errOut)
 	}
+	// An unknown system for idle is not found, like resources NAME (127, naming the known ones).
+	_, errOut, rc = e.run("idle", "--system", "Nope")
+	if rc != exitNotFound || !strings.Contains(errOut, "known systems: ") {
+		t.Errorf("idle --system Nope: exit %d, stderr %q; want %d", rc, errOut, exitNotFound)
+	}
+	// A --json path the printed value lacks, below an untyped decision: 126, not null.
+	_, errOut, rc = e.run("task", id, "--json=decision.nosuch")
+	if rc != exitUsage || !strings.Contains(errOut, `has no \"nosuch\"`) {
+		t.Errorf("task --json=decision.nosuch: exit %d, stderr %q; want %d", rc, errOut, exitUsage)
+	}
+	// After a submission, a path below the untyped decision is refused naming the task.
+	_, errOut, rc = e.run("submit", "--name", "jsonpath", "--command", "true", "--cpus", "1", "--walltime", "5m", "--json=task.decision.nosuch")
+	if rc != exitMosaic || json.Unmarshal([]byte(errOut), &je) != nil || !strings.Contains(errOut, `"task_id":"`) || !strings.Contains(errOut, `has no \"nosuch\"`) {
+		t.Errorf("submit --json=task.decision.nosuch: exit %d, stderr %q", rc, errOut)
+	}
 	// A flag error: 126 and the hint.
 	_, errOut, rc = e.run("submit", "--name", "x", "--gpus")
 	if rc != exitUsage || !strings.HasSuffix(errOut, "Run 'mosaic submit --help' for usage.\n") {

@@ -327,3 +327,19 @@ func TestParseWalltimeOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueRecordsCanonicalGPU: PBS resources_available.gpu_type values become the
+// catalogue's names (with the memory they spell), not just upper-cased text.
+func TestQueueRecordsCanonicalGPU(t *testing.T) {
+	for in, want := range map[string]struct {
+		m  string
+		gb int
+	}{"A100-80GB": {"A100", 80}, "a100": {"A100", 0}, "pvc": {"MAX1550", 0}, "NVIDIA A6000": {"RTXA6000", 0},
+		"h100_nvl": {"H100", 0}, "Tesla V100-SXM2-16GB": {"V100", 16}, "mystery": {"MYSTERY", 0}} {
+		recs := QueueRecords([]Queue{{Name: "gpu", Type: "Execution", Enabled: true, Started: true}},
+			[]Node{{Name: "n1", State: "free", CPUs: 8, GPUs: 4, GPUType: in}})
+		if len(recs) != 1 || recs[0].GPUModel != want.m || recs[0].GPUMemoryGB != want.gb {
+			t.Errorf("gpu_type %q: %+v; want %s %d GB", in, recs, want.m, want.gb)
+		}
+	}
+}

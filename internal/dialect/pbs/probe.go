@@ -199,7 +199,7 @@ func QueueRecords(queues []Queue, nodes []Node) []model.ResourceRecord {
 				best, bestN = t, c
 			}
 		}
-		r.GPUModel = strings.ToUpper(best)
+		r.GPUModel, r.GPUMemoryGB = model.RecordGPU(best) // "A100-80GB" → A100, 80 (the catalogue's names)
 		switch {
 		case !q.Enabled || !q.Started:
 			r.Health = model.HealthDown

@@ -2,9 +2,10 @@ package slurm
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // Gres is one generic resource entry such as "gpu:a100:4(S:0-1)".
@@ -109,28 +110,10 @@ func gpuSummary(gs []Gres) (count int, typ string) {
 	return count, typ
 }
 
-var knownGPUs = []string{"GH200", "H200", "H100", "A100", "A40", "A30", "A10", "L40S", "L40", "L4", "V100", "P100", "T4",
-	"MI300X", "MI300A", "MI250X", "MI250", "MI210", "MI100", "RTX6000", "RTX8000", "A6000", "PVC", "MAX1550"}
-
-var gpuMemRe = regexp.MustCompile(`(?i)(\d+)gb`)
-
-// CanonicalGPU maps a Slurm GRES type ("a100", "nvidia_a100-sxm4-80gb", "h100_80gb") to a
-// canonical model name ("A100") and the per-GPU memory in GB when the type spells it (0 if not).
-func CanonicalGPU(typ string) (model string, memGB int) {
-	up := strings.ToUpper(typ)
-	if up == "" {
-		return "", 0
-	}
-	flat := strings.NewReplacer("-", "", "_", "", " ", "").Replace(up)
-	model = up
-	for _, k := range knownGPUs {
-		if strings.Contains(flat, k) {
-			model = k
-			break
-		}
-	}
-	if m := gpuMemRe.FindStringSubmatch(strings.ReplaceAll(typ, "_", " ")); m != nil {
-		memGB, _ = strconv.Atoi(m[1])
-	}
-	return model, memGB
+// CanonicalGPU maps a Slurm GRES type ("a100", "nvidia_a100-sxm4-80gb", "h100_80gb",
+// "a6000", "pvc") to the catalogue's model name ("A100", "RTXA6000", "MAX1550") and the
+// per-GPU memory in GB when the type spells it (0 if not), through model.RecordGPU, the
+// one canonicaliser every dialect uses (so a record and a --gpu-model request agree).
+func CanonicalGPU(typ string) (name string, memGB int) {
+	return model.RecordGPU(typ)
 }

@@ -107,6 +107,26 @@ func TestCanonicalGPU(t *testing.T) {
 	}
 }
 
+// TestCanonicalGPUUsesCatalogue: GRES types from real sites map to the catalogue's
+// names, the ones a --gpu-model request parses into, so submit and idle agree.
+func TestCanonicalGPUUsesCatalogue(t *testing.T) {
+	for in, want := range map[string]struct {
+		m  string
+		gb int
+	}{"a6000": {"RTXA6000", 0}, "pvc": {"MAX1550", 0}, "rtx_a4000": {"RTXA4000", 0}, "quadro_rtx_5000": {"RTX5000", 0},
+		"a100_80gb": {"A100", 80}, "h100_nvl": {"H100", 0}, "rtx_a6000": {"RTXA6000", 0}, "tesla_v100-sxm2-32gb": {"V100", 32},
+		"max1550": {"MAX1550", 0}, "a40": {"A40", 0}, "nvidia_h100_80gb_hbm3": {"H100", 80}, "mi300a": {"MI300A", 0},
+		"rtx_8000": {"RTX8000", 0}, "unknownx_48gb": {"UNKNOWNX_48GB", 48}} {
+		m, gb := CanonicalGPU(in)
+		if m != want.m || gb != want.gb {
+			t.Errorf("CanonicalGPU(%q) = %q,%d want %q,%d", in, m, gb, want.m, want.gb)
+		}
+		if spec, err := model.ParseGPUModel(in); err == nil && spec.Model != m {
+			t.Errorf("%q: record %q but a request parses to %q", in, m, spec.Model)
+		}
+	}
+}
+
 func TestClassifyNodeState(t *testing.T) {
 	cases := map[string]NodeAvail{
 		"idle": NodeIdle, "idle~": NodeIdle, "idle#": NodeIdle, "idle@": NodeIdle, "mixed": NodeMixed, "mixed-": NodeMixed,

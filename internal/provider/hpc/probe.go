@@ -63,6 +63,12 @@ func (p *Provider) expand(recs []model.ResourceRecord, ts time.Time, latencyMS i
 				r.Features = append(r.Features, f)
 			}
 		}
+		if r.GPUModel != "" { // whatever the dialect reported, the catalogue's spelling
+			var mem int
+			if r.GPUModel, mem = model.RecordGPU(r.GPUModel); r.GPUMemoryGB == 0 {
+				r.GPUMemoryGB = mem
+			}
+		}
 		if listed {
 			if r.GPUModel == "" || strings.EqualFold(r.GPUModel, cp.GPUModel) {
 				r.GPUModel = firstNonEmpty(cp.GPUModel, r.GPUModel)

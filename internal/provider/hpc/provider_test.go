@@ -183,3 +183,19 @@ func TestNewValidates(t *testing.T) {
 		t.Errorf("%+v %v", p, err)
 	}
 }
+
+// TestExpandCanonicalisesGPUModel: a record whose dialect reported a raw spelling
+// ("a6000", "A100-80GB") carries the catalogue's name after expand, and a catalog
+// partition that names the same model by an alias still agrees with it.
+func TestExpandCanonicalisesGPUModel(t *testing.T) {
+	sys := site.System{Name: "X@Y", User: "alice", Partitions: []site.Partition{{Name: "gpu", GPUModel: "RTXA6000", GPUMemoryGB: 48}, {Name: "big"}}}
+	p, _ := newFake(t, sys, func([]string) (transport.Result, error) { return transport.Result{}, nil })
+	recs := p.expand([]model.ResourceRecord{{Partition: "gpu", GPUModel: "a6000"}, {Partition: "big", GPUModel: "A100-80GB"}}, time.Now(), 1)
+	by := map[string]model.ResourceRecord{}
+	for _, r := range recs {
+		by[r.Partition] = r
+	}
+	if g, b := by["gpu"], by["big"]; len(recs) != 2 || g.GPUModel != "RTXA6000" || g.GPUMemoryGB != 48 || b.GPUModel != "A100" || b.GPUMemoryGB != 80 {
+		t.Errorf("records %+v", recs)
+	}
+}

@@ -23,7 +23,9 @@ type Example struct {
 	MinGPUMemGB Span     // constraints.min_gpu_memory_gb as Min..Min
 	Arch        string   // constraints.arch[0]; "-" = none; "" = not checked
 	Objective   model.Objective
-	FewShot     bool // also shown to the LLM drafter
+	// AvoidSystems: constraints.avoid_systems, exact, in order; nil: not checked.
+	AvoidSystems []string
+	FewShot      bool // also shown to the LLM drafter
 }
 
 // Span bounds an integer range: Min in [MinLo, MinHi], Max in [MaxLo, MaxHi].
@@ -125,6 +127,21 @@ var Examples = []Example{
 	{Description: "weather forecast WRF run 3-4 hours on 6 nodes", GPUs: Exact(0), Nodes: Exact(6), Walltime: Wall("3h", "3h", "4h", "4h")},
 	{Description: "1 month of sampling", Walltime: Wall("48h", "48h", "96h", "96h")},
 	{Description: "two days, 2 nodes, 8 gpus total, training", GPUs: Exact(8), Nodes: Exact(2), Walltime: Wall("48h", "48h", "48h", "72h")},
+	// CPU work that names only cores, memory or time (review of issue 21): no GPU.
+	{Description: "GPU not needed, 8 cores, 2 hours", GPUs: Exact(0), GPUModels: none, Cores: Exact(8), Walltime: Wall("2h", "2h", "2h", "3h"), FewShot: true},
+	{Description: "GPU-free preprocessing, 2 hours", GPUs: Exact(0), GPUModels: none, Walltime: Wall("2h", "2h", "2h", "3h")},
+	{Description: "single-core python script, 20 minutes", GPUs: Exact(0), Cores: Exact(1), Walltime: Wall("20m", "20m", "20m", "30m")},
+	{Description: "overnight batch of 1000 small python jobs, single core each, 2 GB RAM", GPUs: Exact(0), Cores: Exact(1), MemoryGB: Exact(2), Walltime: Wall("6h", "10h", "10h", "14h")},
+	{Description: "a 32-core job for 3 hours", GPUs: Exact(0), Cores: Exact(32), Walltime: Wall("3h", "3h", "3h", "5h")},
+	{Description: "8 cores, 16GB, ~2h, CPU", GPUs: Exact(0), Cores: Exact(8), MemoryGB: Exact(16), Walltime: Wall("2h", "2h", "2h", "3h")},
+	{Description: "GROMACS run on 2 nodes, 128 tasks per node, 36 hours, no GPUs needed", GPUs: Exact(0), Nodes: Exact(2), Cores: Exact(256), Walltime: Wall("36h", "36h", "36h", "54h"), FewShot: true},
+	// GPU work the first drafter misread.
+	{Description: "LAMMPS simulation on MI250X, 16 nodes, 48h", GPUModels: []string{"MI250X"}, Nodes: Exact(16), GPUs: AtLeast(16, 128), Cores: Between(64, 1024, 256, 1<<20), Walltime: Wall("48h", "48h", "48h", "72h")},
+	{Description: "training on 8 GPUs, multi-node is fine, 12 hours", GPUs: Exact(8), Nodes: Between(1, 1, 2, 8), Walltime: Wall("12h", "12h", "12h", "18h")},
+	{Description: "Needs 80GB GPUs, 2 of them", GPUs: Exact(2), MinGPUMemGB: Exact(80)},
+	{Description: "Hopper GPUs, 4 of them, 6h, avoid Frontera", GPUModels: []string{"H100"}, GPUs: Exact(4), AvoidSystems: []string{"Frontera"}},
+	{Description: "CPU only, 16 cores, 1 hour, not on Frontera or Stampede3", GPUs: Exact(0), Cores: Exact(16), AvoidSystems: []string{"Frontera", "Stampede3"}},
+	{Description: "not on GPU nodes, avoid preemption, 4 cores", GPUs: Exact(0), AvoidSystems: none},
 }
 
 // fewShotPrompt renders the FewShot examples as description → envelope pairs for the

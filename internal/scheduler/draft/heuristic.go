@@ -48,7 +48,7 @@ var (
 	reFamily    = regexp.MustCompile(`(grace[\s-]*)?\b(hopper|blackwell|volta)\b`)
 	reRTX       = regexp.MustCompile(`\b(?:quadro\s*)?rtx\s*(a?\s*\d{4})(\s*ti)?\b`)
 	reNodes     = regexp.MustCompile(`(\d+)(?:\s*(?:-|–|to)\s*(\d+))?\s*-?\s*(?:compute\s+|gpu\s+|cpu\s+)?nodes?\b`)
-	reCores     = regexp.MustCompile(`(\d+)(?:\s*(?:-|–|to)\s*(\d+))?\s*-?\s*(?:cpu\s*|physical\s*)?(?:cores?|cpus|mpi\s*ranks|ranks|mpi\s*processes|processes|procs|threads)\b(\s*(?:per|each|a|/)\s*node)?`)
+	reCores     = regexp.MustCompile(`(\d+)(?:\s*(?:-|–|to)\s*(\d+))?\s*-?\s*(?:cpu\s*|physical\s*)?(?:cores?|cpus|mpi\s*ranks|ranks|mpi\s*processes|processes|procs|threads|mpi\s*tasks|tasks)\b(\s*(?:per|each|a|/)\s*node)?`)
 	reMem       = regexp.MustCompile(`(\d+(?:\.\d+)?)\s*(gb|g|gigs?|gigabytes?|tb|t|terabytes?)\s*(?:of\s*)?(?:ram|memory|mem)\b(\s*(?:per|on the|each)\s*gpu)?`)
 	reMemKV     = regexp.MustCompile(`(?:ram|memory|mem)\s*(?:of|:|=)?\s*(\d+(?:\.\d+)?)\s*(gb|g|tb|t)\b`)
 	reMemTB     = regexp.MustCompile(`(\d+(?:\.\d+)?)\s*(tb|terabytes?)\b(\s*(?:of\s*)?[a-z]+)?`)
@@ -60,9 +60,18 @@ var (
 	reDurClock  = regexp.MustCompile(`\b(\d{1,2}):([0-5]\d)(?::([0-5]\d))?\b`)
 	reDur       = regexp.MustCompile(`(\d+(?:\.\d+)?)\s*-?\s*(` + singleUnitWords + `)\b`)
 	reImage     = regexp.MustCompile(`((?:docker|oras|library|shub)://[^\s,;]+|[^\s,;]+\.sif)\b`)
-	reNoGPU     = regexp.MustCompile(`\b(?:no|zero|0|without(?: any)?|without a|non|not on|doesn'?t need(?: a| any)?|does not need(?: a| any)?|don'?t need(?: a| any)?|no need for(?: a| any)?)[\s-]*(?:gpus?|cuda|accelerators?)\b|\bcpu[\s-]*only\b|\bcpus? only\b|\bonly cpus?\b|\bpure cpu\b`)
-	reNumWord   = regexp.MustCompile(`\b(a single|a couple of|a couple|a pair of|a dozen|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|sixteen|twenty|thirty-two|sixty-four)\b`)
-	reAUnit     = regexp.MustCompile(`\b(?:a|an)\s+(?:full\s+|whole\s+|single\s+)?(day|hour|week|minute|node|gpu)\b`)
+	reNoGPU     = regexp.MustCompile(`\b(?:no|zero|0|without(?: any)?|without a|non|not on|doesn'?t need(?: a| any)?|does not need(?: a| any)?|don'?t need(?: a| any)?|no need for(?: a| any)?)[\s-]*(?:gpus?|cuda|accelerators?)\b|\bcpu[\s-]*only\b|\bcpus? only\b|\bonly cpus?\b|\bpure cpu\b|\bgpus?[\s-]*(?:free|less)\b|\bgpus? (?:is |are )?(?:not|never) (?:needed|required|necessary|used)\b|\bgpus? unnecessary\b`)
+	// "2 of them" after a GPU mention: "80GB GPUs, 2 of them".
+	reOfThem = regexp.MustCompile(`gpus?\b[^.;]{0,24}?\b(\d+)\s+of\s+them\b`)
+	// A bare memory figure, read as the job's memory for a CPU job: "8 cores, 16GB, 2h".
+	reBareGB = regexp.MustCompile(`\b(\d+(?:\.\d+)?)\s*(gb|g)\b(\s*(?:of\s*)?[a-z]+)?`)
+	// "avoid Frontera", "not on Frontera or Stampede3", "except Anvil@RCAC": capitalised
+	// names (or name@site) after an avoid word, read from the text as written.
+	reAvoid    = regexp.MustCompile(`(?i:\b(?:avoid(?:ing)?|not on|never on|except(?: on)?|exclude|excluding|anything but|stay off(?: of)?|keep off)\s+)([A-Z][A-Za-z0-9_-]*(?:@[A-Za-z0-9_-]+)?(?:(?:\s*,\s*|\s+(?:and|or|nor)\s+|\s*/\s*)[A-Z][A-Za-z0-9_-]*(?:@[A-Za-z0-9_-]+)?)*)`)
+	reAvoidSep = regexp.MustCompile(`\s*,\s*|\s+(?:and|or|nor)\s+|\s*/\s*`)
+	reNumWord  = regexp.MustCompile(`\b(a single|a couple of|a couple|a pair of|a dozen|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|sixteen|twenty|thirty-two|sixty-four)\b`)
+	reMultiOK  = regexp.MustCompile(`\bmulti[\s-]?node (?:is |would be )?(?:fine|ok|okay|allowed|acceptable|possible)\b|\b(?:can|may|could) (?:be|go|run) multi[\s-]?node\b|\bmulti[\s-]?node if (?:needed|necessary)\b`)
+	reAUnit    = regexp.MustCompile(`\b(?:a|an)\s+(?:full\s+|whole\s+|single\s+)?(day|hour|week|minute|node|gpu)\b`)
 )
 
 // phrases maps duration words to figures the duration readers understand.
@@ -74,6 +83,7 @@ var phrases = []struct{ from, to string }{
 	{"overnight", "8-12 hours"}, {"over night", "8-12 hours"}, {"all day", "24 hours"}, {"full day", "24 hours"},
 	{"over the weekend", "48-60 hours"}, {"a weekend", "48-60 hours"}, {"the weekend", "48-60 hours"},
 	{"a fortnight", "14 days"}, {"a month", "30 days"}, {"single node", "1 node"}, {"one node", "1 node"},
+	{"single-core", "1 core"}, {"single core", "1 core"}, {"single-threaded", "1 core"}, {"single threaded", "1 core"}, {"serial job", "1 core serial job"},
 }
 
 var numWords = map[string]string{
@@ -162,6 +172,12 @@ func Heuristic(description string) model.Envelope {
 		} else {
 			why = append(why, fmt.Sprintf("%d nodes as stated", lo))
 		}
+		signals++
+	} else if reMultiOK.MatchString(t) {
+		// "multi-node is fine": allowed, not required.
+		env.Nodes = model.IntRange{Min: 1, Max: 8}
+		nodesStated = true
+		why = append(why, "one node or several (multi-node allowed)")
 		signals++
 	} else if hasAny(t, "multi-node", "multinode", "multi node", "multiple nodes", "several nodes", "across nodes", "many nodes") {
 		env.Nodes = model.IntRange{Min: 2, Max: 8}
@@ -252,7 +268,7 @@ func Heuristic(description string) model.Envelope {
 		why = append(why, fmt.Sprintf("%d cores as stated", lo))
 		signals++
 	}
-	if g, ok := hostMemoryIn(t); ok {
+	if g, ok := hostMemoryIn(t, !gpuJob); ok {
 		env.MemoryGB = model.IntRange{Min: g, Max: g}
 		why = append(why, fmt.Sprintf("%d GB memory as stated", g))
 		signals++
@@ -270,10 +286,15 @@ func Heuristic(description string) model.Envelope {
 	env.Nodes.Max = min(max(env.Nodes.Max, env.Nodes.Min), model.MaxEnvelopeNodes)
 	env.Nodes.Min = min(env.Nodes.Min, env.Nodes.Max)
 	if gpuJob {
-		// Every node needs at least one GPU.
+		// Every node needs at least one GPU, and its GPUs their host cores: the cores
+		// drafted from the GPU count grow with it (16 nodes of MI250X are not 4 cores).
 		env.GPUs.Min = max(env.GPUs.Min, env.Nodes.Min)
 		env.GPUs.Max = max(env.GPUs.Max, env.GPUs.Min)
-		env.CPUCores.Max = max(env.CPUCores.Max, env.CPUCores.Min)
+		if !coresStated {
+			env.CPUCores = model.IntRange{Min: max(env.CPUCores.Min, 4*env.GPUs.Min), Max: max(env.CPUCores.Max, 16*env.GPUs.Max)}
+		}
+		env.CPUCores.Min = min(max(env.CPUCores.Min, env.Nodes.Min), model.MaxEnvelopeCPUCores)
+		env.CPUCores.Max = min(max(env.CPUCores.Max, env.CPUCores.Min), model.MaxEnvelopeCPUCores)
 	} else if strings.Contains(t, "mpi") || env.Nodes.Min > 1 {
 		if !coresStated && env.Nodes.Min > 1 {
 			// Several nodes for a CPU job: a share of each node at least, up to all of them.
@@ -324,6 +345,11 @@ func Heuristic(description string) model.Envelope {
 		env.Constraints.Arch = []string{"x86_64"}
 		why = append(why, "arch x86_64")
 	}
+	if names := avoidedSystems(description); len(names) > 0 {
+		env.Constraints.AvoidSystems = names
+		why = append(why, "avoid "+strings.Join(names, ","))
+		signals++
+	}
 	switch {
 	case hasAny(t, "cheap", "cost", "save allocation", "few sus", "budget", "save sus", "low priority"):
 		env.Objective = model.ObjMinCost
@@ -347,6 +373,32 @@ func Heuristic(description string) model.Envelope {
 		return fallbackEnvelope(intent, err)
 	}
 	return env
+}
+
+// avoidedSystems reads system names the text rules out ("avoid Frontera", "not on
+// Delta or Anvil@RCAC"). The drafter does not know the federation's systems: it keeps
+// capitalised names that are not GPU models, architectures or GPU words, and the
+// caller (core's Draft) drops those that name no system of the federation.
+func avoidedSystems(description string) []string {
+	var out []string
+	for _, m := range reAvoid.FindAllStringSubmatch(description, 4) {
+		for _, n := range reAvoidSep.Split(m[1], 8) {
+			n = strings.Trim(n, "-_")
+			low := strings.ToLower(n)
+			if len(n) < 2 || slices.Contains(out, n) || mentionsGPU(low) || reNoGPU.MatchString("no "+low) {
+				continue
+			}
+			if _, ok := model.CanonicalArch(low); ok {
+				continue
+			}
+			switch low {
+			case "cpu", "cpus", "the", "a", "an", "any", "weekends", "friday", "monday", "i", "it", "my", "one", "mpi", "slurm", "pbs":
+				continue
+			}
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func fallbackEnvelope(intent string, err error) model.Envelope {
@@ -390,8 +442,11 @@ func detectIntent(t string, noGPU bool) string {
 		"alignment", "bwa", "blast", "compile", "build", "post-process", "postprocess", "preprocess", "cores", "serial",
 		"r script", "matlab", "quick test", "smoke test", "sanity check", "hello world", "weather", "climate", "wrf", "fortran", "ranks"):
 		return IntentCPU
+	case reParams.MatchString(t):
+		return IntentGPU // a model size without a verb: ML work
 	}
-	return IntentGPU
+	// Nothing says GPU: only cores, memory or time (or nothing) were given.
+	return IntentCPU
 }
 
 func mentionsGPU(t string) bool {
@@ -478,6 +533,9 @@ func statedGPUs(t string, perNode func(string) int) (int, bool) {
 	if m := reGPUKV.FindStringSubmatch(t); m != nil && atoi(m[1]) > 0 {
 		return min(atoi(m[1]), model.MaxEnvelopeGPUs), true
 	}
+	if m := reOfThem.FindStringSubmatch(t); m != nil && atoi(m[1]) > 0 {
+		return min(atoi(m[1]), model.MaxEnvelopeGPUs), true
+	}
 	return 0, false
 }
 
@@ -511,7 +569,7 @@ func clampGPUMem(n int) int {
 
 // hostMemoryIn reads the job's memory: "512 GB RAM", "64GB of memory", "mem=32G",
 // "2 TB" (a bare terabyte figure, unless it is data: "2 TB of data").
-func hostMemoryIn(t string) (int, bool) {
+func hostMemoryIn(t string, cpuJob bool) (int, bool) {
 	toGB := func(num, unit string) int {
 		v, err := strconv.ParseFloat(num, 64)
 		if err != nil || v <= 0 || v > 1e8 {
@@ -533,16 +591,39 @@ func hostMemoryIn(t string) (int, bool) {
 		}
 	}
 	for _, m := range reMemTB.FindAllStringSubmatch(t, 4) {
-		next := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(m[3]), "of "))
-		switch next {
-		case "data", "dataset", "datasets", "disk", "storage", "files", "scratch", "input", "output", "ssd", "nvme":
+		if dataWord(m[3]) {
 			continue
 		}
 		if g := toGB(m[1], m[2]); g > 0 {
 			return g, true
 		}
 	}
+	if cpuJob { // a CPU job's bare "16GB" is its memory (a GPU job's may be VRAM)
+		for _, m := range reBareGB.FindAllStringSubmatch(t, 4) {
+			if dataWord(m[3]) || gpuWord(m[3]) {
+				continue
+			}
+			if g := toGB(m[1], m[2]); g > 0 {
+				return g, true
+			}
+		}
+	}
 	return 0, false
+}
+
+// dataWord reports whether the word after a size says it is data, not memory ("2 TB of data").
+func dataWord(next string) bool {
+	switch strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(next), "of ")) {
+	case "data", "dataset", "datasets", "disk", "storage", "files", "file", "scratch", "input", "output", "ssd", "nvme", "download", "checkpoint", "checkpoints":
+		return true
+	}
+	return false
+}
+
+// gpuWord reports whether the word after a size says it is GPU memory ("16 GB VRAM").
+func gpuWord(next string) bool {
+	w := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(next), "of "))
+	return strings.HasPrefix(w, "gpu") || w == "vram" || w == "hbm"
 }
 
 // paramsBillions finds a model size like "7B", "70B params", "1.3 billion", "350M".

@@ -139,6 +139,9 @@ func TestHeuristicExamples(t *testing.T) {
 			case ex.Arch != "" && ex.Arch != "-" && (len(e.Constraints.Arch) != 1 || e.Constraints.Arch[0] != ex.Arch):
 				t.Errorf("arch %v, want %s", e.Constraints.Arch, ex.Arch)
 			}
+			if ex.AvoidSystems != nil && strings.Join(e.Constraints.AvoidSystems, ",") != strings.Join(ex.AvoidSystems, ",") {
+				t.Errorf("avoid_systems %v, want %v", e.Constraints.AvoidSystems, ex.AvoidSystems)
+			}
 			if ex.Objective != "" && e.Objective != ex.Objective {
 				t.Errorf("objective %s, want %s", e.Objective, ex.Objective)
 			}

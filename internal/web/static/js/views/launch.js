@@ -11,6 +11,10 @@ import { speedOf, speedText, realTime } from '../simclock.js';
 const OBJECTIVES = [['earliest_start', 'Earliest start'], ['fastest_finish', 'Fastest finish'], ['max_throughput', 'Max throughput'], ['min_cost', 'Min cost (SU)']];
 
 const RUNTIMES = [['', 'site default'], ['apptainer', 'apptainer'], ['singularity', 'singularity']];
+// The runtimes Mosaic's job scripts drive (model.RunnableContainerRuntimes); a draft
+// naming another (docker, podman) is shown as such, with a warning, never swapped
+// silently for the site default — the core refuses it on preview and submit.
+const RUNNABLE = new Set(RUNTIMES.map(([v]) => v));
 
 // list reads a comma-separated field: "A100, H100" → ['A100', 'H100'].
 const list = (v) => String(v || '').split(',').map(x => x.trim()).filter(Boolean);
@@ -48,6 +52,20 @@ export function openLaunch(app, opts = {}) {
     maxWait: text('l-max-wait', { placeholder: 'none (e.g. 45m)' }),
     objective: h('select', { id: 'l-objective' }, OBJECTIVES.map(([v, t]) => h('option', { value: v }, t))),
   };
+  const runtimeWarn = h('div', { class: 'alert small', id: 'l-runtime-warning', role: 'alert', hidden: true });
+  // extraOption puts a value the fixed options lack (a drafted "docker", an arch list)
+  // into a select, replacing an earlier one, so the select shows what was drafted.
+  const extraOption = (sel, value, label) => {
+    sel.querySelectorAll('option[data-extra]').forEach(o => o.remove());
+    if (value !== undefined) sel.append(h('option', { value, dataset: { extra: '1' } }, label));
+  };
+  const checkRuntime = () => {
+    const rt = e.runtime.value;
+    runtimeWarn.hidden = RUNNABLE.has(rt);
+    replace(runtimeWarn, RUNNABLE.has(rt) ? null :
+      `Container runtime ${rt}: Mosaic's job scripts run apptainer or singularity (give the image as a docker:// URI and pick one); as it is, the core refuses the task.`);
+  };
+  e.runtime.addEventListener('change', checkRuntime);
   const avoidBox = h('div', { class: 'checks', id: 'l-avoid-systems' });
   const addAvoid = (sys, checked) => {
     const id = `l-avoid-${avoidBox.children.length}`;
@@ -101,6 +119,7 @@ export function openLaunch(app, opts = {}) {
         h('div', { class: 'row' }, field('l-arch', 'Arch', e.arch), field('l-objective', 'Objective', e.objective),
           field('l-max-wait', 'Max queue wait (then move)', e.maxWait), field('l-features', 'Required features', e.features)),
         h('div', { class: 'row' }, field('l-container', 'Container image', e.container), field('l-runtime', 'Container runtime', e.runtime)),
+        runtimeWarn,
         h('div', { class: 'field', dataset: { field: 'l-avoid-systems' } }, h('span', { class: 'label' }, 'Never place on',
           h('span', { class: 'draft-tag', hidden: true }, 'drafted')), avoidBox))),
     h('section', { 'aria-label': 'Step 3: run location', dataset: { step: 3 } },
@@ -157,7 +176,7 @@ export function openLaunch(app, opts = {}) {
     if (list(e.gpuModel.value).length) c.gpu_models = list(e.gpuModel.value);
     if (list(e.avoidGPU.value).length) c.avoid_gpu_models = list(e.avoidGPU.value);
     if (n(e.gpuMem)) c.min_gpu_memory_gb = n(e.gpuMem);
-    if (e.arch.value) c.arch = [e.arch.value];
+    if (e.arch.value) c.arch = list(e.arch.value); // one arch, or a drafted list ("x86_64,aarch64")
     if (e.container.value.trim()) c.container = { image: e.container.value.trim(), runtime: e.runtime.value || undefined };
     if (list(e.features.value).length) c.features = list(e.features.value);
     const avoid = avoidChecks().filter(x => x.checked).map(x => x.value);
@@ -213,11 +232,17 @@ export function openLaunch(app, opts = {}) {
       set(e.nodesMin, env.nodes?.min || 1); set(e.nodesMax, env.nodes?.max || env.nodes?.min || 1);
       set(e.gpuModel, (c.gpu_models || []).join(', ')); set(e.avoidGPU, (c.avoid_gpu_models || []).join(', '));
       set(e.gpuMem, c.min_gpu_memory_gb);
-      set(e.arch, (c.arch || [])[0] || '');
-      set(e.container, c.container?.image); set(e.runtime, c.container?.runtime || '');
+      const archs = c.arch || [];
+      extraOption(e.arch, archs.length > 1 ? archs.join(',') : undefined, archs.join(' or '));
+      set(e.arch, archs.join(','));
+      const rt = String(c.container?.runtime || '').toLowerCase();
+      extraOption(e.runtime, RUNNABLE.has(rt) ? undefined : rt, `${rt} (not run by Mosaic's job scripts)`);
+      set(e.container, c.container?.image); set(e.runtime, rt);
+      checkRuntime();
       set(e.features, (c.features || []).join(', '));
       set(e.maxWait, env.max_queue_wait);
-      if (env.objective) set(e.objective, env.objective);
+      // A draft without an objective resets it: the previous draft's must not linger.
+      if (env.objective) set(e.objective, env.objective); else e.objective.value = OBJECTIVES[0][0];
       const avoid = c.avoid_systems || [];
       for (const s of avoid) if (!avoidChecks().some(x => x.value === s)) addAvoid(s, true);
       for (const x of avoidChecks()) x.checked = avoid.includes(x.value);
