@@ -31,6 +31,7 @@ type Store struct {
 	path string
 	// movedAside is where a damaged file was moved by the Fresh option ("" if none).
 	movedAside string
+	fenceState // team mode's claim check (leader.go)
 }
 
 // Option changes how Open treats the database file.
