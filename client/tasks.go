@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,9 +27,19 @@ type (
 )
 
 // Submit submits a task (or, with DryRun, only places it).
+//
+// Each call sends its own Idempotency-Key, so the retries of one call (across
+// replicas during a leader change, see New) create at most one task.
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*SubmitResult, error) {
 	var r SubmitResult
-	return &r, c.do(ctx, http.MethodPost, "/api/tasks", nil, req, &r)
+	return &r, c.doWith(ctx, http.MethodPost, "/api/tasks", nil, req, &r, http.Header{"Idempotency-Key": {NewIdempotencyKey()}})
+}
+
+// NewIdempotencyKey returns a random key for one logical submission.
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Task returns one task with attempts and decision trace.

@@ -180,13 +180,19 @@ func (s *Server) statusText(w http.ResponseWriter, r *http.Request) {
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	body := map[string]any{"ok": true}
-	if snap, err := s.core.Federation(); err == nil {
-		body["snapshot_seq"] = snap.Seq
-		body["snapshot_age_s"] = int(time.Since(snap.TakenAt).Seconds())
-	} else {
-		body["ok"] = false
-		body["detail"] = err.Error()
-		w.WriteHeader(http.StatusServiceUnavailable)
+	l := s.core.Leadership()
+	addLeadership(body, l)
+	// A follower does not probe: it is healthy while it can reach the store, which
+	// its lease step does every TTL/3 (lease_renew_lag_s says how recently anyone did).
+	if l.Role != "follower" {
+		if snap, err := s.core.Federation(); err == nil {
+			body["snapshot_seq"] = snap.Seq
+			body["snapshot_age_s"] = int(time.Since(snap.TakenAt).Seconds())
+		} else {
+			body["ok"] = false
+			body["detail"] = err.Error()
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
 	}
 	b, _ := json.Marshal(body)
 	w.Write(b)

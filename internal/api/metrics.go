@@ -76,5 +76,6 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 func (s *Server) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newSnapshotCollector(s))
+	reg.MustRegister(newLeaderCollector(s)) // team mode's lease (metrics_leader.go)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

@@ -121,7 +121,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	if opts.SignIn != nil {
 		s.mux.Handle("/auth/", opts.SignIn)
 	}
-	s.handler = s.guard(s.mux)
+	s.handler = s.guard(s.forward(s.mux)) // forward: team mode's follower → leader (forward.go)
 	return s, nil
 }
 

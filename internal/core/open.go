@@ -44,6 +44,12 @@ type OpenOptions struct {
 	// MonitorEvery is the execution monitor's interval; 0 = the probe tick. A campaign
 	// launcher follows its jobs every few seconds without probing every site as often.
 	MonitorEvery time.Duration
+	// Replica joins the store's replica set (team mode, docs/TEAM.md) instead of
+	// taking the store exclusively: the core competes for the leader lease and acts
+	// only while it holds it. Advertise is the URL followers forward to while this
+	// replica leads (default http://ListenAddr).
+	Replica   bool
+	Advertise string
 }
 
 // Open loads the catalog (the sites file, or the embedded simulated federation), takes
@@ -59,9 +65,13 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	// The lease comes first: the simulated providers adopt or kill the job processes a
 	// previous core left behind, and the store's --fresh may move the file aside;
 	// neither may happen under a core that is still running.
-	lease, err := acquireLease(ctx, cfg.DBPath, o.ListenAddr)
-	if err != nil {
-		return nil, err
+	var lease store.Lease
+	var err error
+	if !o.Replica { // replicas share the store; the leader lease decides who acts
+		lease, err = acquireLease(ctx, cfg.DBPath, o.ListenAddr)
+		if err != nil {
+			return nil, err
+		}
 	}
 	ok := false
 	defer func() {
@@ -149,6 +159,16 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	}
 	c.ownsStore = true
 	c.lease = lease
+	if o.Replica {
+		adv := o.Advertise
+		if adv == "" && o.ListenAddr != "" {
+			adv = "http://" + o.ListenAddr
+		}
+		if err := c.enableReplica(adv); err != nil {
+			closeAll()
+			return nil, err
+		}
+	}
 	c.simTmp = simTmp
 	if lease != nil {
 		log.Debug("store lease taken", "lock", store.LockPath(cfg.DBPath), "generation", lease.Owner().Generation)

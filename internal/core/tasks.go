@@ -28,6 +28,9 @@ type SubmitRequest struct {
 	Objective    model.Objective `json:"objective,omitempty" doc:"earliest_start (default), fastest_finish, max_throughput or min_cost"`
 	Policy       *model.Policy   `json:"policy,omitempty" doc:"Continuation policy; defaults are sensible"`
 	DryRun       bool            `json:"dry_run,omitempty" doc:"Place but do not store or submit; returns the decision"`
+	// IdempotencyKey is the client's Idempotency-Key header: a second submission with
+	// the same key returns the task the first created (Replayed) instead of a new one.
+	IdempotencyKey string `json:"-"`
 }
 
 // TaskDetail is a task with everything known about it.
@@ -46,6 +49,8 @@ type SubmitResult struct {
 	Task     *TaskDetail         `json:"task,omitempty"`
 	Decision *scheduler.Decision `json:"decision"`
 	DryRun   bool                `json:"dry_run"`
+	// Replayed: the request's idempotency key had created this task already.
+	Replayed bool `json:"-"`
 }
 
 const idAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
@@ -139,6 +144,11 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	if strings.TrimSpace(req.Command) == "" && strings.TrimSpace(req.Script) == "" {
 		return nil, fmt.Errorf("neither command nor script given; pass --command \"…\": %w", ErrInvalid)
 	}
+	if req.IdempotencyKey != "" && !req.DryRun {
+		if res, err := c.replayed(ctx, req.IdempotencyKey); res != nil || err != nil {
+			return res, err
+		}
+	}
 	var env model.Envelope
 	var fallback string
 	switch {
@@ -213,7 +223,7 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	if strings.HasPrefix(d.Ranker, "llm") {
 		actor = model.ActorAI
 	}
-	row := &store.TaskRow{Task: *task, Decision: trace, Policy: polJSON}
+	row := &store.TaskRow{Task: *task, Decision: trace, Policy: polJSON, IdempotencyKey: req.IdempotencyKey}
 	evs := []model.Event{{TaskID: task.ID, Kind: "decision", Actor: actor, Time: now,
 		Message:   fmt.Sprintf("placed %s on %s (%s, ranker %s)", task.Name, d.Chosen, d.Mode, d.Ranker),
 		Rationale: d.Rationale}}
@@ -222,6 +232,12 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 			Message: "envelope drafted heuristically", Rationale: "the LLM draft was not used: " + fallback})
 	}
 	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
+		if errors.Is(err, store.ErrDuplicateKey) { // a concurrent retry with the same key won
+			return c.replayed(ctx, req.IdempotencyKey)
+		}
+		if errors.Is(err, store.ErrFenced) {
+			return nil, fmt.Errorf("%w: %w; retry (with the same Idempotency-Key) to reach the new leader", ErrUnavailable, err)
+		}
 		return nil, err
 	}
 	pl := c.placementOf(d)

@@ -271,6 +271,12 @@ func (e *Engine) TakeOver(token int64) {
 	e.mu.Unlock()
 }
 
+// SetLeadership puts the engine in team mode (see Options.Leading and ClaimGrace);
+// call it before Run.
+func (e *Engine) SetLeadership(leading func() bool, claimGrace time.Duration) {
+	e.o.Leading, e.o.ClaimGrace = leading, claimGrace
+}
+
 func (e *Engine) startedAt() (time.Time, int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -96,6 +96,9 @@ func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) 
 		key = sql.NullString{String: t.IdempotencyKey, Valid: true}
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.fence(ctx, tx); err != nil {
+			return err // team mode: only the leader stores tasks
+		}
 		if key.Valid {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE idempotency_key=?`, key).Scan(&n); err != nil {
