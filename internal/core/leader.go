@@ -148,6 +148,19 @@ func (c *Core) Deposed() <-chan struct{} {
 // leader (a simulated site's work directory: simprov.TakeOver).
 type takeOverer interface{ TakeOver() error }
 
+// takeOverSites makes this replica the owner of the sites' local state.
+func (c *Core) takeOverSites() error {
+	var errs []error
+	for _, p := range c.collector.Providers() {
+		if t, ok := p.(takeOverer); ok {
+			if err := t.TakeOver(); err != nil {
+				errs = append(errs, fmt.Errorf("system %s: %w", p.System(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // runReplica competes for the lease every TTL/3 and runs the leader's work while it
 // holds it, until ctx ends or the lease is lost (then Deposed is closed).
 func (c *Core) runReplica(ctx context.Context) {
@@ -202,14 +215,17 @@ func (c *Core) runReplica(ctx context.Context) {
 			if !before.ExpiresAt.IsZero() && before.Holder != "" && before.Holder != r.id {
 				r.tookOverIn.Store(int64(c.clock().Sub(before.ExpiresAt)))
 			}
-			c.log.Info("this replica is the leader now", "replica", r.id, "token", st.Token, "previous", before.Holder)
-			for _, p := range c.collector.Providers() {
-				if t, ok := p.(takeOverer); ok {
-					if err := t.TakeOver(); err != nil {
-						c.log.Warn("take over a site's state", "system", p.System(), "err", err)
-					}
+			if err := c.takeOverSites(); err != nil {
+				// The old leader still runs a site's jobs (it has not exited yet):
+				// leading without them would take them for gone. Give the lease back
+				// and try again.
+				c.log.Warn("cannot take over yet; giving the lease back", "err", err)
+				if err := r.elector.Resign(ctx); err != nil {
+					c.log.Warn("give the leader lease back", "err", err)
 				}
+				break
 			}
+			c.log.Info("this replica is the leader now", "replica", r.id, "token", st.Token, "previous", before.Holder)
 			c.engine.TakeOver(st.Token)
 			lctx, cancel := context.WithCancel(ctx)
 			leadCancel, leadDone = cancel, make(chan struct{})
@@ -221,7 +237,7 @@ func (c *Core) runReplica(ctx context.Context) {
 			return
 		}
 		wait := every
-		if leading {
+		if leading = r.elector.Leading(); leading {
 			if d := time.Until(r.elector.Deadline()); d < wait {
 				wait = max(d, time.Millisecond)
 			}

@@ -134,7 +134,7 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	if g == nil {
 		g = NewGlobus(getenv)
 	}
-	provs, err := buildProvidersWith(cat, log, ownPaths(cfg, cat), g)
+	provs, err := buildProvidersWith(cat, log, ownPaths(cfg, cat), g, o.Replica)
 	if err != nil {
 		return nil, err
 	}
@@ -287,17 +287,19 @@ func ownPaths(cfg *config.Config, cat *site.Catalog) []string {
 // buildProviders builds providers for a one-off check without a core (preflight,
 // smoke): Globus settings from the process environment.
 func buildProviders(cat *site.Catalog, log *slog.Logger, protected []string) ([]provider.Provider, error) {
-	return buildProvidersWith(cat, log, protected, NewGlobus(nil))
+	return buildProvidersWith(cat, log, protected, NewGlobus(nil), false)
 }
 
-// buildProvidersWith builds one provider per system; kind globus ones share g.
-func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string, g *Globus) ([]provider.Provider, error) {
+// buildProvidersWith builds one provider per system; kind globus ones share g. A
+// standby (team-mode) core's simulated sites leave their work directories to the
+// leader until it takes over (simprov.Options.Standby).
+func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string, g *Globus, standby bool) ([]provider.Provider, error) {
 	var out []provider.Provider
 	var errs []error
 	for _, sys := range cat.Systems {
 		switch {
 		case sys.Kind == site.KindSim:
-			p, err := simprov.New(sys, cat.Sim, simprov.Options{Logger: log.With("system", sys.Name)})
+			p, err := simprov.New(sys, cat.Sim, simprov.Options{Logger: log.With("system", sys.Name), Standby: standby})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("system %s: %w", sys.Name, err))
 				continue

@@ -142,7 +142,10 @@ func TestLeaderStaleTokenClaimIsFenced(t *testing.T) {
 	}
 	sa.SetFenceToken(1) // a deposed leader that still believes it leads
 	tr2, at2 := claimRow("t2")
-	if err := sa.CreateTask(ctx, tr2); err != nil {
+	if err := sa.CreateTask(ctx, tr2); !errors.Is(err, ErrFenced) {
+		t.Fatalf("task stored by a deposed leader: %v, want ErrFenced", err)
+	}
+	if err := sb.CreateTask(ctx, tr2); err != nil {
 		t.Fatal(err)
 	}
 	err := sa.CreateAttempt(ctx, at2)

@@ -84,6 +84,11 @@ type Options struct {
 	// Configure, when set, may adjust the model's configuration before it is built
 	// (tests use it to remove background load).
 	Configure func(*sim.Config)
+	// Standby leaves the work directory (and the jobs in it) alone at start: a
+	// team-mode follower's provider, which TakeOver makes the owner when its replica
+	// becomes the leader. Without it, a follower started while no leader holds the
+	// directory would adopt the jobs itself and hide them from the leader.
+	Standby bool
 }
 
 // Provider is one simulated system. It is safe for concurrent use.
@@ -188,6 +193,8 @@ func New(sys site.System, g site.SimGlobal, opts Options) (*Provider, error) {
 	// left alone.
 	if err := os.MkdirAll(p.workdir, 0o755); err != nil {
 		p.log.Warn("sim work directory cannot be created; jobs will fail to start", "dir", p.workdir, "err", err)
+	} else if opts.Standby {
+		p.log.Debug("sim work directory left to the leader until this replica takes over", "dir", p.workdir)
 	} else if f, ok, err := lockWorkDir(filepath.Join(p.workdir, lockFile)); err != nil {
 		p.log.Warn("sim work directory cannot be locked; jobs of an earlier run are not recovered", "dir", p.workdir, "err", err)
 	} else if !ok {
