@@ -119,9 +119,7 @@ func (s *Server) registerTasks() {
 			"rankers, stores the task with its decision trace and submits attempt 1. An infeasible request or pin is " +
 			"refused (422) with the failing rule's reason per system.",
 	}, func(ctx context.Context, in *submitIn) (*submitOut, error) {
-		req := in.Body
-		req.IdempotencyKey = in.IdempotencyKey
-		res, err := s.core.SubmitTask(ctx, req)
+		res, err := s.core.SubmitTaskIdempotent(ctx, in.Body, in.IdempotencyKey)
 		if err != nil {
 			return nil, toHTTP(err)
 		}

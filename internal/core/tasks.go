@@ -28,9 +28,6 @@ type SubmitRequest struct {
 	Objective    model.Objective `json:"objective,omitempty" doc:"earliest_start (default), fastest_finish, max_throughput or min_cost"`
 	Policy       *model.Policy   `json:"policy,omitempty" doc:"Continuation policy; defaults are sensible"`
 	DryRun       bool            `json:"dry_run,omitempty" doc:"Place but do not store or submit; returns the decision"`
-	// IdempotencyKey is the client's Idempotency-Key header: a second submission with
-	// the same key returns the task the first created (Replayed) instead of a new one.
-	IdempotencyKey string `json:"-"`
 }
 
 // TaskDetail is a task with everything known about it.
@@ -138,14 +135,21 @@ func (c *Core) DraftEnvelope(ctx context.Context, name, description string) (dra
 // SubmitTask validates a request, places the task and (unless dry run) stores and
 // dispatches it. An infeasible request is refused with every system's reasons.
 func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult, error) {
+	return c.SubmitTaskIdempotent(ctx, req, "")
+}
+
+// SubmitTaskIdempotent is SubmitTask with the client's Idempotency-Key (the API's
+// header; "" = none): a second submission with the same key returns the task the
+// first created (Replayed) instead of a new one.
+func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key string) (*SubmitResult, error) {
 	if err := checkRequestText(req); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(req.Command) == "" && strings.TrimSpace(req.Script) == "" {
 		return nil, fmt.Errorf("neither command nor script given; pass --command \"…\": %w", ErrInvalid)
 	}
-	if req.IdempotencyKey != "" && !req.DryRun {
-		if res, err := c.replayed(ctx, req.IdempotencyKey); res != nil || err != nil {
+	if key != "" && !req.DryRun {
+		if res, err := c.replayed(ctx, key); res != nil || err != nil {
 			return res, err
 		}
 	}
@@ -223,7 +227,7 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	if strings.HasPrefix(d.Ranker, "llm") {
 		actor = model.ActorAI
 	}
-	row := &store.TaskRow{Task: *task, Decision: trace, Policy: polJSON, IdempotencyKey: req.IdempotencyKey}
+	row := &store.TaskRow{Task: *task, Decision: trace, Policy: polJSON, IdempotencyKey: key}
 	evs := []model.Event{{TaskID: task.ID, Kind: "decision", Actor: actor, Time: now,
 		Message:   fmt.Sprintf("placed %s on %s (%s, ranker %s)", task.Name, d.Chosen, d.Mode, d.Ranker),
 		Rationale: d.Rationale}}
@@ -233,7 +237,7 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	}
 	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
 		if errors.Is(err, store.ErrDuplicateKey) { // a concurrent retry with the same key won
-			return c.replayed(ctx, req.IdempotencyKey)
+			return c.replayed(ctx, key)
 		}
 		if errors.Is(err, store.ErrFenced) {
 			return nil, fmt.Errorf("%w: %w; retry (with the same Idempotency-Key) to reach the new leader", ErrUnavailable, err)

@@ -145,119 +145,26 @@ func TestReplicasLeaderKilledNothingLostNothingTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.vars = append(e.vars, "MOSAIC_DB="+replicaStore(t, e.home))
-	rs := &replicaSet{t: t, e: e, args: []string{"--headless", "--sites", sites, "--tick", replicaTick.String()}}
-	for range 3 {
-		rs.procs = append(rs.procs, &replicaProc{addr: freeAddr(t)})
-	}
-	t.Cleanup(func() {
-		for _, p := range rs.procs {
-			if p.cmd != nil {
-				_ = p.cmd.Process.Signal(os.Interrupt)
-				select {
-				case <-p.done:
-				case <-time.After(10 * time.Second):
-					_ = p.cmd.Process.Kill()
-					<-p.done
-				}
-			}
-		}
-		if t.Failed() {
-			for _, l := range rs.logs {
-				t.Log(l)
-			}
-			for i, p := range rs.procs {
-				t.Logf("--- replica %d (%s):\n%s", i, p.addr, p.out.String())
-			}
-		}
-	})
-	rs.start(0)
-	if i, _ := rs.leader(-1, 0, 10*time.Second); i != 0 {
-		t.Fatalf("the first replica did not become the leader (leader %d)", i)
-	}
-	rs.start(1)
-	rs.start(2)
+	rs := startReplicas(t, e, 3, "--headless", "--sites", sites, "--tick", replicaTick.String())
 	token := e.token()
 	side := filepath.Join(dir, "side")
 
-	// Submitters: four clients, each starting at another replica, with a key per
-	// label that they reuse for their own retries.
 	const total = 100
-	labels := make(chan string, total)
+	prefix := fmt.Sprintf("rep%04x-", rand.IntN(1<<16)) // a shared PostgreSQL keeps earlier runs' tasks
+	var names []string
 	for i := range total {
-		labels <- fmt.Sprintf("rep%03d", i)
+		names = append(names, fmt.Sprintf("%s%03d", prefix, i))
 	}
-	close(labels)
 	urls := rs.urls()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	submitted := map[string]string{} // label -> task id
-	var submitErrs []string
-	runID := fmt.Sprintf("%x", rand.Uint64())
-	for w := range 4 {
-		order := append(append([]string{}, urls[w%3:]...), urls[:w%3]...)
-		c, err := client.New(strings.Join(order, ","), token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for l := range labels {
-				req := client.SubmitRequest{Name: l, Command: fmt.Sprintf("echo %s >> %s; sleep 0.5", l, side),
-					Envelope: &v1.Envelope{CPUCores: v1.IntRange{Min: 1, Max: 1}, Walltime: v1.DurationRange{Min: v1.Duration(30 * time.Minute), Max: v1.Duration(30 * time.Minute)}}}
-				var id string
-				for try := 0; try < 10 && id == ""; try++ {
-					ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-					res, err := c.SubmitIdempotent(ctx, req, runID+"-"+l)
-					cancel()
-					if err == nil && res.Task != nil {
-						id = res.Task.ID
-						break
-					}
-					mu.Lock()
-					submitErrs = append(submitErrs, fmt.Sprintf("%s try %d: %v", l, try, err))
-					mu.Unlock()
-					time.Sleep(300 * time.Millisecond)
-				}
-				mu.Lock()
-				submitted[l] = id
-				mu.Unlock()
-				time.Sleep(time.Duration(50+rand.IntN(150)) * time.Millisecond)
-			}
-		}()
-	}
-	subsDone := make(chan struct{})
-	go func() { wg.Wait(); close(subsDone) }()
+	subs := submitAcross(t, urls, token, names, 4, func(l string) string { return fmt.Sprintf("echo %s >> %s; sleep 0.5", l, side) })
+	subsDone := subs.done
 
 	// The killer: the leader dies at a random moment, at least five times.
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 25))
-	var takeovers []time.Duration
-	cur, tok := rs.leader(-1, 0, 5*time.Second)
-	for kills := 0; kills < 5 || (kills < 8 && !closed(subsDone)); kills++ {
-		time.Sleep(time.Duration(300+rng.IntN(1700)) * time.Millisecond)
-		rs.kill(cur)
-		killed := time.Now()
-		next, ntok := rs.leader(cur, tok, 10*time.Second)
-		if next < 0 {
-			t.Fatalf("no replica took over within 10s after leader %d (token %d) was killed", cur, tok)
-		}
-		d := time.Since(killed)
-		takeovers = append(takeovers, d)
-		t.Logf("kill %d: leader %d (token %d) killed; replica %d leads (token %d) after %s", kills+1, cur, tok, next, ntok, d.Round(time.Millisecond))
-		fmt.Printf("replica takeover %d: %s (tick %s)\n", kills+1, d.Round(time.Millisecond), replicaTick)
-		rs.start(cur) // back as a follower
-		if h, ok := rs.health(cur); !ok || h.Role != "follower" {
-			t.Errorf("the restarted replica %d is %+v, want a follower", cur, h)
-		}
-		cur, tok = next, ntok
-	}
-	select {
-	case <-subsDone:
-	case <-time.After(120 * time.Second):
-		t.Fatal("the submitters did not finish within 120s")
-	}
+	takeovers := rs.killLeaders(rng, 5, 8, subsDone, replicaTick)
+	submitted := subs.wait(120 * time.Second)
 
 	// Every task ends.
 	c, err := client.New(strings.Join(urls, ","), token)
@@ -268,8 +175,9 @@ func TestReplicasLeaderKilledNothingLostNothingTwice(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		tasks, err = c.Tasks(ctx, nil, 1000)
+		tasks, err = c.Tasks(ctx, nil, 10000)
 		cancel()
+		tasks = named(tasks, prefix)
 		open := 0
 		for _, x := range tasks {
 			if !finalState(string(x.State)) {
@@ -287,8 +195,7 @@ func TestReplicasLeaderKilledNothingLostNothingTwice(t *testing.T) {
 	}
 	ran := readSide(t, side)
 	jobs := simJobsByTag(t, simDir)
-	for i := range total {
-		l := fmt.Sprintf("rep%03d", i)
+	for _, l := range names {
 		if submitted[l] == "" {
 			t.Errorf("%s was never acknowledged", l)
 		}
@@ -322,17 +229,180 @@ func TestReplicasLeaderKilledNothingLostNothingTwice(t *testing.T) {
 	if len(tasks) != total {
 		t.Errorf("%d tasks in the store, want %d", len(tasks), total)
 	}
-	worst := time.Duration(0)
-	for _, d := range takeovers {
-		worst = max(worst, d)
-	}
-	t.Logf("takeovers after SIGKILL: %v (worst %s, tick %s); %d submit retries", takeovers, worst.Round(time.Millisecond), replicaTick, len(submitErrs))
+	worst := worstOf(takeovers)
+	t.Logf("takeovers after SIGKILL: %v (worst %s, tick %s); %d submit calls failed and were retried", takeovers, worst.Round(time.Millisecond), replicaTick, subs.retries())
 	fmt.Printf("replica takeovers: worst %s over %d kills (tick %s)\n", worst.Round(time.Millisecond), len(takeovers), replicaTick)
 	// Two ticks, plus the time this test needs to see it (health polls every 20ms
 	// on a loaded machine).
 	if worst > 2*replicaTick+250*time.Millisecond {
 		t.Errorf("worst takeover %s, want within two ticks (%s)", worst, 2*replicaTick)
 	}
+}
+
+// startReplicas starts n replicas (the first one leading) and stops them when the
+// test ends, showing every output if it failed.
+func startReplicas(t *testing.T, e *env, n int, args ...string) *replicaSet {
+	t.Helper()
+	rs := &replicaSet{t: t, e: e, args: args}
+	for range n {
+		rs.procs = append(rs.procs, &replicaProc{addr: freeAddr(t)})
+	}
+	t.Cleanup(func() {
+		for _, p := range rs.procs {
+			if p.cmd != nil {
+				_ = p.cmd.Process.Signal(os.Interrupt)
+				select {
+				case <-p.done:
+				case <-time.After(10 * time.Second):
+					_ = p.cmd.Process.Kill()
+					<-p.done
+				}
+			}
+		}
+		if t.Failed() {
+			for _, l := range rs.logs {
+				t.Log(l)
+			}
+			for i, p := range rs.procs {
+				t.Logf("--- replica %d (%s):\n%s", i, p.addr, p.out.String())
+			}
+		}
+	})
+	rs.start(0)
+	if i, _ := rs.leader(-1, 0, 10*time.Second); i != 0 {
+		t.Fatalf("the first replica did not become the leader (leader %d)", i)
+	}
+	for i := 1; i < n; i++ {
+		rs.start(i)
+	}
+	return rs
+}
+
+// killLeaders kills the leader at random moments, at least min times (and on, up to
+// max, while busy is open), restarting each killed replica as a follower; it returns
+// the takeover times (kill to a new leader's /healthz).
+func (rs *replicaSet) killLeaders(rng *rand.Rand, minKills, maxKills int, busy chan struct{}, tick time.Duration) []time.Duration {
+	t := rs.t
+	t.Helper()
+	var takeovers []time.Duration
+	cur, tok := rs.leader(-1, 0, 5*time.Second)
+	for kills := 0; kills < minKills || (kills < maxKills && !closed(busy)); kills++ {
+		time.Sleep(time.Duration(300+rng.IntN(1700)) * time.Millisecond)
+		rs.kill(cur)
+		killed := time.Now()
+		next, ntok := rs.leader(cur, tok, 10*time.Second)
+		if next < 0 {
+			t.Fatalf("no replica took over within 10s after leader %d (token %d) was killed", cur, tok)
+		}
+		d := time.Since(killed)
+		takeovers = append(takeovers, d)
+		t.Logf("kill %d: leader %d (token %d) killed; replica %d leads (token %d) after %s", kills+1, cur, tok, next, ntok, d.Round(time.Millisecond))
+		fmt.Printf("replica takeover %d: %s (tick %s)\n", kills+1, d.Round(time.Millisecond), tick)
+		rs.start(cur) // back as a follower
+		if h, ok := rs.health(cur); !ok || h.Role != "follower" {
+			t.Errorf("the restarted replica %d is %+v, want a follower", cur, h)
+		}
+		cur, tok = next, ntok
+	}
+	return takeovers
+}
+
+func worstOf(ds []time.Duration) time.Duration {
+	w := time.Duration(0)
+	for _, d := range ds {
+		w = max(w, d)
+	}
+	return w
+}
+
+// submissions are labelled tasks submitted across the replicas.
+type submissions struct {
+	t    *testing.T
+	done chan struct{}
+	mu   sync.Mutex
+	ids  map[string]string // label -> task id ("" if never acknowledged)
+	errs []string
+}
+
+// submitAcross submits one task per label from workers clients, each given every
+// replica's URL starting at another one, with one idempotency key per label that a
+// worker reuses for its own retries; the client fails over between replicas.
+func submitAcross(t *testing.T, urls []string, token string, labels []string, workers int, command func(string) string) *submissions {
+	t.Helper()
+	s := &submissions{t: t, done: make(chan struct{}), ids: map[string]string{}}
+	ch := make(chan string, len(labels))
+	for _, l := range labels {
+		ch <- l
+	}
+	close(ch)
+	runID := fmt.Sprintf("%x", rand.Uint64())
+	var wg sync.WaitGroup
+	for w := range workers {
+		k := w % len(urls)
+		order := append(append([]string{}, urls[k:]...), urls[:k]...)
+		c, err := client.New(strings.Join(order, ","), token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range ch {
+				req := client.SubmitRequest{Name: l, Command: command(l),
+					Envelope: &v1.Envelope{CPUCores: v1.IntRange{Min: 1, Max: 1}, Walltime: v1.DurationRange{Min: v1.Duration(5 * time.Minute), Max: v1.Duration(5 * time.Minute)}}}
+				var id string
+				for try := 0; try < 10 && id == ""; try++ {
+					ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+					res, err := c.SubmitIdempotent(ctx, req, runID+"-"+l)
+					cancel()
+					if err == nil && res.Task != nil {
+						id = res.Task.ID
+						break
+					}
+					s.mu.Lock()
+					s.errs = append(s.errs, fmt.Sprintf("%s try %d: %v", l, try, err))
+					s.mu.Unlock()
+					time.Sleep(300 * time.Millisecond)
+				}
+				s.mu.Lock()
+				s.ids[l] = id
+				s.mu.Unlock()
+				time.Sleep(time.Duration(50+rand.IntN(150)) * time.Millisecond)
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(s.done) }()
+	return s
+}
+
+// wait waits (bounded) for every submission and returns label -> task id.
+func (s *submissions) wait(limit time.Duration) map[string]string {
+	s.t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(limit):
+		s.t.Fatalf("the submitters did not finish within %s", limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids
+}
+
+func (s *submissions) retries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.errs)
+}
+
+// named keeps the tasks whose name starts with prefix.
+func named(ts []client.TaskSummary, prefix string) []client.TaskSummary {
+	var out []client.TaskSummary
+	for _, x := range ts {
+		if strings.HasPrefix(x.Name, prefix) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func closed(ch chan struct{}) bool {
@@ -381,4 +451,125 @@ func simJobsByTag(t *testing.T, dir string) map[string]int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestRigReplicasLeaderKilledOneJobPerAttempt is the team-mode test on the real Slurm
+// rig: three replicas, 20 tasks, the leader killed with SIGKILL at random moments (at
+// least three times); every task succeeds, its command runs once, and sacct lists
+// exactly one job per attempt tag (none doubled, none orphaned). A submit the killed
+// leader had in flight (its ssh may still deliver the sbatch) is looked up by tag
+// before anything else and never repeated within its timeout, so a task can take a
+// couple of minutes longer; the waits allow for that and for a busy rig.
+func TestRigReplicasLeaderKilledOneJobPerAttempt(t *testing.T) {
+	r := needRig(t)
+	e := newEnv(t)
+	e.vars = append(e.vars, "MOSAIC_DB="+replicaStore(t, e.home))
+	side := filepath.Join(t.TempDir(), "side-effects")
+	if err := os.WriteFile(side, nil, 0o666); err != nil { // the rig's jobs run on this machine
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rs := startReplicas(t, e, 3, "--headless", "--sites", r.sites(), "--tick", "1s")
+	prefix := fmt.Sprintf("rrep%04x-", rand.IntN(1<<16))
+	var names []string
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("%s%02d", prefix, i))
+	}
+	subs := submitAcross(t, rs.urls(), e.token(), names, 2, func(l string) string {
+		return fmt.Sprintf("echo %s job=$SLURM_JOB_ID >> %s; sleep 1", l, side)
+	})
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	takeovers := rs.killLeaders(rand.New(rand.NewPCG(uint64(seed), 26)), 3, 5, subs.done, time.Second)
+	submitted := subs.wait(3 * time.Minute)
+	t.Logf("takeovers after SIGKILL: %v (worst %s, tick 1s)", takeovers, worstOf(takeovers).Round(time.Millisecond))
+
+	c, err := client.New(strings.Join(rs.urls(), ","), e.token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []client.TaskSummary
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		tasks, err = c.Tasks(ctx, nil, 10000)
+		cancel()
+		tasks = named(tasks, prefix)
+		open := 0
+		for _, x := range tasks {
+			if !finalState(string(x.State)) {
+				open++
+			}
+		}
+		if err == nil && open == 0 && len(tasks) >= len(names) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	ran := readSide(t, side)
+	attempts := map[string]string{} // tag -> cluster:job
+	ours := map[string]bool{}
+	byName := map[string]int{}
+	for _, x := range tasks {
+		byName[x.Name]++
+		ours[x.ID] = true
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		d, err := c.Task(ctx, x.ID)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.State != "succeeded" {
+			t.Errorf("task %s (%s) ended %s: %s", x.ID, x.Name, d.State, d.Reason)
+		}
+		for _, a := range d.Attempts {
+			if a.JobID != "" {
+				attempts[a.Tag] = a.System + ":" + a.JobID
+			}
+		}
+	}
+	for _, l := range names {
+		if submitted[l] == "" || byName[l] != 1 {
+			t.Errorf("%s: acknowledged as %q, %d tasks in the store (want exactly one)", l, submitted[l], byName[l])
+		}
+		if ran[l] != 1 {
+			t.Errorf("the command of %s ran %d times, want once", l, ran[l])
+		}
+	}
+	// One batch job per attempt (sacct lags a little behind: poll, bounded).
+	since := start.Add(-5 * time.Second).Format("2006-01-02T15:04:05")
+	var problems []string
+	for try := 0; try < 30; try++ {
+		jobsByTag := map[string][]string{}
+		for _, cl := range []string{"alpha", "beta"} {
+			out := r.slurm(cl, "sacct", "-X", "-n", "-P", "-S", since, "-o", "JobID,JobName")
+			for _, l := range strings.Split(out, "\n") {
+				id, name, ok := strings.Cut(strings.TrimSpace(l), "|")
+				if ok && strings.HasPrefix(name, "mosaic-") {
+					jobsByTag[name] = append(jobsByTag[name], cl+":"+id)
+				}
+			}
+		}
+		problems = problems[:0]
+		for tag, want := range attempts {
+			if jobs := jobsByTag[tag]; len(jobs) != 1 || jobs[0] != want {
+				problems = append(problems, fmt.Sprintf("attempt %s (job %s): the site has %v", tag, want, jobs))
+			}
+		}
+		for tag, jobs := range jobsByTag {
+			parts := strings.Split(tag, "-") // mosaic-<task>-<n>
+			if len(parts) == 3 && ours[parts[1]] {
+				if _, ok := attempts[tag]; !ok {
+					problems = append(problems, fmt.Sprintf("orphaned job(s) %v with tag %s belong to no attempt", jobs, tag))
+				}
+			}
+		}
+		if len(problems) == 0 {
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
 }
