@@ -184,7 +184,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	addLeadership(body, l)
 	// A follower does not probe: it is healthy while it can reach the store, which
 	// its lease step does every TTL/3 (lease_renew_lag_s says how recently anyone did).
-	if l.Role != "follower" {
+	if l.StoreErr != "" {
+		body["ok"] = false
+		body["detail"] = "this replica cannot reach the store: " + l.StoreErr
+		w.WriteHeader(http.StatusServiceUnavailable)
+	} else if l.Role != "follower" {
 		if snap, err := s.core.Federation(); err == nil {
 			body["snapshot_seq"] = snap.Seq
 			body["snapshot_age_s"] = int(time.Since(snap.TakenAt).Seconds())

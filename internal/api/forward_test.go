@@ -15,12 +15,18 @@ import (
 
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
+	"github.com/mosaic-hpc/mosaic/internal/session"
 )
 
 // replicaServer runs a team-mode replica on the store file db behind the real API on
 // its own listener (its advertised URL), with an extra route that echoes what a
 // request carried (to see what a forward sends).
 func replicaServer(t *testing.T, db string) (*httptest.Server, *core.Core) {
+	hs, c, _ := replicaServerSessions(t, db)
+	return hs, c
+}
+
+func replicaServerSessions(t *testing.T, db string) (*httptest.Server, *core.Core, *session.Sessions) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,7 +34,8 @@ func replicaServer(t *testing.T, db string) (*httptest.Server, *core.Core) {
 	}
 	url := "http://" + ln.Addr().String()
 	c := coretest.Start(t, coretest.Options{SimSpeed: 60, DBPath: db, Replica: true, Advertise: url})
-	srv, err := New(c, Options{Token: "tok", Routes: []func(*http.ServeMux){func(mux *http.ServeMux) {
+	sessions := session.NewSessions(nil)
+	srv, err := New(c, Options{Token: "tok", Sessions: sessions, Routes: []func(*http.ServeMux){func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/test-echo", func(w http.ResponseWriter, r *http.Request) {
 			json.NewEncoder(w).Encode(map[string]string{"auth": r.Header.Get("Authorization"), "cookie": r.Header.Get("Cookie"),
 				"forwarded_by": r.Header.Get(ForwardedHeader), "served_by": c.Leadership().Replica})
@@ -42,7 +49,7 @@ func replicaServer(t *testing.T, db string) (*httptest.Server, *core.Core) {
 	hs.Listener = ln
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return hs, c
+	return hs, c, sessions
 }
 
 func waitRole(t *testing.T, c *core.Core, role string) {
@@ -93,7 +100,7 @@ func TestFollowerForwardsToLeaderWithCallersCredential(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "mosaic.db")
 	leaderHS, leader := replicaServer(t, db)
 	waitRole(t, leader, "leader")
-	followerHS, follower := replicaServer(t, db)
+	followerHS, follower, followerSessions := replicaServerSessions(t, db)
 	waitRole(t, follower, "follower")
 	if l := follower.Leadership(); l.Leader != leaderHS.URL {
 		t.Fatalf("follower knows leader %q, want %q", l.Leader, leaderHS.URL)
@@ -107,6 +114,15 @@ func TestFollowerForwardsToLeaderWithCallersCredential(t *testing.T) {
 	}
 	if echo["served_by"] != leader.Leadership().Replica || echo["auth"] != "Bearer tok" || echo["forwarded_by"] != follower.Leadership().Replica {
 		t.Fatalf("forward carried %+v, want the leader serving with the caller's Authorization and the follower's id", echo)
+	}
+	// A browser session is the follower's own: the forward carries the API token it
+	// stands for instead, and not the cookie.
+	sid := followerSessions.Open()
+	host := strings.TrimPrefix(followerHS.URL, "http://")
+	code, _, b = call(t, "GET", followerHS.URL+"/api/test-echo", map[string]string{"Authorization": "", "Cookie": session.CookieName(host) + "=" + sid}, "")
+	echo = nil
+	if code != 200 || json.Unmarshal(b, &echo) != nil || echo["auth"] != "Bearer tok" || echo["cookie"] != "" || echo["served_by"] != leader.Leadership().Replica {
+		t.Fatalf("session request forwarded as %d %s, want the leader serving it with the API token and no cookie", code, b)
 	}
 	// A forwarded request that reaches a follower is not forwarded again.
 	code, hdr, b := call(t, "GET", followerHS.URL+"/api/test-echo", map[string]string{ForwardedHeader: "some-replica"}, "")

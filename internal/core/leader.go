@@ -42,6 +42,7 @@ type replica struct {
 	elector *store.Elector
 
 	known      atomic.Pointer[store.LeaderState] // the lease row as last read
+	storeErr   atomic.Pointer[string]            // the last lease step's error, nil after a good one
 	changes    atomic.Int64                      // changes of holder this replica saw
 	lastToken  atomic.Int64
 	tookOverIn atomic.Int64 // nanoseconds from the old lease's expiry to our takeover, last time
@@ -101,6 +102,9 @@ type Leadership struct {
 	// TakeoverLag is, on a leader that took over, the time from the old lease's expiry
 	// to the takeover.
 	TakeoverLag time.Duration `json:"-"`
+	// StoreErr is why the last lease step failed ("" when it succeeded): this replica
+	// cannot reach the store.
+	StoreErr string `json:"store_error,omitempty"`
 }
 
 // Leadership reports this replica's role and what it knows of the leader.
@@ -112,6 +116,9 @@ func (c *Core) Leadership() Leadership {
 	l := Leadership{Role: "follower", Replica: r.id, Changes: r.changes.Load(), TakeoverLag: time.Duration(r.tookOverIn.Load())}
 	if r.elector.Leading() {
 		l.Role = "leader"
+	}
+	if e := r.storeErr.Load(); e != nil {
+		l.StoreErr = *e
 	}
 	if st := r.known.Load(); st != nil {
 		l.Token = st.Token
@@ -197,13 +204,20 @@ func (c *Core) runReplica(ctx context.Context) {
 		if leadCancel == nil {
 			before, _ = c.store.Leader(ctx, store.LeaderName) // to measure a takeover
 		}
-		st, _, err := r.elector.Step(ctx)
+		// One step is bounded by half the TTL: a store that hangs must not keep this
+		// replica from noticing its deadline.
+		sctx, scancel := context.WithTimeout(ctx, r.ttl/2)
+		st, _, err := r.elector.Step(sctx)
+		scancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
+			msg := err.Error()
+			r.storeErr.Store(&msg)
 			c.log.Warn("leader lease: the store did not answer (will retry)", "err", err)
 		} else {
+			r.storeErr.Store(nil)
 			r.known.Store(&st)
 			if prev := r.lastToken.Swap(st.Token); prev != 0 && prev != st.Token {
 				r.changes.Add(1)
@@ -232,8 +246,9 @@ func (c *Core) runReplica(ctx context.Context) {
 			go func(done chan struct{}) { defer close(done); c.lead(lctx) }(leadDone)
 		case !leading && leadCancel != nil:
 			c.log.Error("this replica lost the leader lease; it stops acting and exits so that a fresh process joins as a follower", "replica", r.id)
-			stop()
+			leadCancel() // stop acting now; Deposed lets the process exit at once
 			r.deposeOnce.Do(func() { close(r.deposed) })
+			stop()
 			return
 		}
 		wait := every
