@@ -94,6 +94,9 @@ func (s *Server) forward(next http.Handler) http.Handler {
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(target)
+				// The caller's Host: the leader's Host check accepts what this
+				// replica accepted (the same --allow-host names), not its own address.
+				pr.Out.Host = pr.In.Host
 				pr.SetXForwarded()
 				pr.Out.Header.Set(ForwardedHeader, me)
 				if !bearer {

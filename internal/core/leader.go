@@ -256,6 +256,12 @@ func (c *Core) runReplica(ctx context.Context) {
 			if d := time.Until(r.elector.Deadline()); d < wait {
 				wait = max(d, time.Millisecond)
 			}
+		} else if st := r.known.Load(); st != nil && st.Holder != "" {
+			// A follower tries again right when the leader's lease runs out, not up to
+			// TTL/3 later: a dead leader is replaced TTL after its last renewal.
+			if d := st.ExpiresAt.Sub(c.clock()) + 10*time.Millisecond; d > 0 && d < wait {
+				wait = d
+			}
 		}
 		select {
 		case <-ctx.Done():
