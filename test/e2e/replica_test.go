@@ -171,24 +171,7 @@ func TestReplicasLeaderKilledNothingLostNothingTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tasks []client.TaskSummary
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		tasks, err = c.Tasks(ctx, nil, 10000)
-		cancel()
-		tasks = named(tasks, prefix)
-		open := 0
-		for _, x := range tasks {
-			if !finalState(string(x.State)) {
-				open++
-			}
-		}
-		if err == nil && open == 0 && len(tasks) >= total {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	tasks := waitFinal(c, prefix, total, 90*time.Second)
 	byName := map[string][]client.TaskSummary{}
 	for _, x := range tasks {
 		byName[x.Name] = append(byName[x.Name], x)
@@ -394,6 +377,31 @@ func (s *submissions) retries() int {
 	return len(s.errs)
 }
 
+// waitFinal waits (bounded) until at least n tasks named prefix… exist and all are
+// final, and returns them (as they are at the limit otherwise).
+func waitFinal(c *client.Client, prefix string, n int, limit time.Duration) []client.TaskSummary {
+	var tasks []client.TaskSummary
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		all, err := c.Tasks(ctx, nil, 10000)
+		cancel()
+		if err != nil {
+			continue
+		}
+		tasks = named(all, prefix)
+		open := 0
+		for _, x := range tasks {
+			if !finalState(string(x.State)) {
+				open++
+			}
+		}
+		if open == 0 && len(tasks) >= n {
+			break
+		}
+	}
+	return tasks
+}
+
 // named keeps the tasks whose name starts with prefix.
 func named(ts []client.TaskSummary, prefix string) []client.TaskSummary {
 	var out []client.TaskSummary
@@ -488,24 +496,7 @@ func TestRigReplicasLeaderKilledOneJobPerAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tasks []client.TaskSummary
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		tasks, err = c.Tasks(ctx, nil, 10000)
-		cancel()
-		tasks = named(tasks, prefix)
-		open := 0
-		for _, x := range tasks {
-			if !finalState(string(x.State)) {
-				open++
-			}
-		}
-		if err == nil && open == 0 && len(tasks) >= len(names) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	tasks := waitFinal(c, prefix, len(names), 5*time.Minute)
 	ran := readSide(t, side)
 	attempts := map[string]string{} // tag -> cluster:job
 	ours := map[string]bool{}
@@ -536,40 +527,8 @@ func TestRigReplicasLeaderKilledOneJobPerAttempt(t *testing.T) {
 			t.Errorf("the command of %s ran %d times, want once", l, ran[l])
 		}
 	}
-	// One batch job per attempt (sacct lags a little behind: poll, bounded).
-	since := start.Add(-5 * time.Second).Format("2006-01-02T15:04:05")
-	var problems []string
-	for try := 0; try < 30; try++ {
-		jobsByTag := map[string][]string{}
-		for _, cl := range []string{"alpha", "beta"} {
-			out := r.slurm(cl, "sacct", "-X", "-n", "-P", "-S", since, "-o", "JobID,JobName")
-			for _, l := range strings.Split(out, "\n") {
-				id, name, ok := strings.Cut(strings.TrimSpace(l), "|")
-				if ok && strings.HasPrefix(name, "mosaic-") {
-					jobsByTag[name] = append(jobsByTag[name], cl+":"+id)
-				}
-			}
-		}
-		problems = problems[:0]
-		for tag, want := range attempts {
-			if jobs := jobsByTag[tag]; len(jobs) != 1 || jobs[0] != want {
-				problems = append(problems, fmt.Sprintf("attempt %s (job %s): the site has %v", tag, want, jobs))
-			}
-		}
-		for tag, jobs := range jobsByTag {
-			parts := strings.Split(tag, "-") // mosaic-<task>-<n>
-			if len(parts) == 3 && ours[parts[1]] {
-				if _, ok := attempts[tag]; !ok {
-					problems = append(problems, fmt.Sprintf("orphaned job(s) %v with tag %s belong to no attempt", jobs, tag))
-				}
-			}
-		}
-		if len(problems) == 0 {
-			return
-		}
-		time.Sleep(2 * time.Second)
-	}
-	for _, p := range problems {
+	// One batch job per attempt (sacct lags a little behind: polled, bounded).
+	for _, p := range r.jobsPerAttempt(start.Add(-5*time.Second).Format("2006-01-02T15:04:05"), attempts, ours) {
 		t.Error(p)
 	}
 }
