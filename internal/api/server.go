@@ -253,7 +253,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					return
 				}
 			}
-			if r.URL.Path == "/api/status" && r.URL.Query().Get("format") == "text" {
+			if r.URL.Path == "/api/status" && r.URL.Query().Get("format") == "text" && s.core.Leading() { // a follower forwards it
 				s.statusText(w, r)
 				return
 			}
