@@ -133,6 +133,10 @@ func TestFollowerForwardsToLeaderWithCallersCredential(t *testing.T) {
 	if code, _, _ := call(t, "GET", followerHS.URL+"/api/test-echo", map[string]string{"Authorization": "Bearer wrong"}, ""); code != http.StatusUnauthorized {
 		t.Fatalf("wrong token through the follower: %d, want 401", code)
 	}
+	// The follower itself never probed (only the leader does).
+	if _, err := follower.Federation(); err == nil {
+		t.Fatal("the follower has a federation snapshot of its own: it probed")
+	}
 	// The status table too (the guard answers it itself only on a leader).
 	if code, _, b := call(t, "GET", followerHS.URL+"/api/status?format=text", nil, ""); code != 200 || !bytes.Contains(b, []byte("Delta")) {
 		t.Fatalf("status text through the follower: %d %.200s", code, b)

@@ -200,13 +200,13 @@ func (c *Core) runReplica(ctx context.Context) {
 		}
 	}()
 	for {
-		var before store.LeaderState
-		if leadCancel == nil {
-			before, _ = c.store.Leader(ctx, store.LeaderName) // to measure a takeover
-		}
 		// One step is bounded by half the TTL: a store that hangs must not keep this
 		// replica from noticing its deadline.
 		sctx, scancel := context.WithTimeout(ctx, r.ttl/2)
+		var before store.LeaderState
+		if leadCancel == nil {
+			before, _ = c.store.Leader(sctx, store.LeaderName) // to measure a takeover
+		}
 		st, _, err := r.elector.Step(sctx)
 		scancel()
 		if err != nil {

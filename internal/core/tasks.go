@@ -237,7 +237,9 @@ func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key 
 	}
 	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
 		if errors.Is(err, store.ErrDuplicateKey) { // a concurrent retry with the same key won
-			return c.replayed(ctx, key)
+			if res, rerr := c.replayed(ctx, key); res != nil || rerr != nil {
+				return res, rerr
+			}
 		}
 		if errors.Is(err, store.ErrFenced) {
 			return nil, fmt.Errorf("%w: %w; retry (with the same Idempotency-Key) to reach the new leader", ErrUnavailable, err)
