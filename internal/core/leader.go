@@ -109,10 +109,10 @@ type Leadership struct {
 
 // Leadership reports this replica's role and what it knows of the leader.
 func (c *Core) Leadership() Leadership {
-	r := c.replica
-	if r == nil {
+	if c == nil || c.replica == nil {
 		return Leadership{Role: "single"}
 	}
+	r := c.replica
 	l := Leadership{Role: "follower", Replica: r.id, Changes: r.changes.Load(), TakeoverLag: time.Duration(r.tookOverIn.Load())}
 	if r.elector.Leading() {
 		l.Role = "leader"
@@ -136,11 +136,11 @@ func (c *Core) Leadership() Leadership {
 }
 
 // Replicated reports whether this core is a team-mode replica.
-func (c *Core) Replicated() bool { return c.replica != nil }
+func (c *Core) Replicated() bool { return c != nil && c.replica != nil }
 
 // Leading reports whether this core may act: always in laptop mode; in team mode
 // while it holds the leader lease.
-func (c *Core) Leading() bool { return c.replica == nil || c.replica.elector.Leading() }
+func (c *Core) Leading() bool { return c == nil || c.replica == nil || c.replica.elector.Leading() }
 
 // Deposed is closed when this replica lost the lease while leading; the process
 // should then exit without stopping its jobs (serve does). Nil in laptop mode.
