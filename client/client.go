@@ -262,6 +262,19 @@ type IdleQuery = v1.IdleQuery
 // Idle returns partitions with free capacity now. A nil f.MaxQueue sends no
 // max_queue, so the core's default applies: any queue depth.
 func (c *Client) Idle(ctx context.Context, f IdleQuery) ([]ResourceRecord, error) {
+	r, err := c.IdleExplained(ctx, f)
+	return r.Partitions, err
+}
+
+// IdleResult is GET /api/idle's answer: the partitions, and when there are none, which
+// filter removed the last ones.
+type IdleResult struct {
+	Partitions  []ResourceRecord `json:"partitions"`
+	Explanation string           `json:"explanation,omitempty"`
+}
+
+// IdleExplained is Idle with the server's explanation of an empty result.
+func (c *Client) IdleExplained(ctx context.Context, f IdleQuery) (IdleResult, error) {
 	q := url.Values{}
 	set := func(k string, v int) {
 		if v > 0 {
@@ -279,10 +292,9 @@ func (c *Client) Idle(ctx context.Context, f IdleQuery) ([]ResourceRecord, error
 			q.Set(k, v)
 		}
 	}
-	var out struct {
-		Partitions []ResourceRecord `json:"partitions"`
-	}
-	return out.Partitions, c.do(ctx, http.MethodGet, "/api/idle", q, nil, &out)
+	var out IdleResult
+	err := c.do(ctx, http.MethodGet, "/api/idle", q, nil, &out)
+	return out, err
 }
 
 // About returns the core's version and configuration.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Mosaic test on a fresh Debian machine with Go. It installs what the tests
-# need — Debian packages (Redis for the exchange, Chromium for the UI, Node.js for the
-# MCP client test, Python for the fake Globus endpoint, Slurm + sshd via the test rig) and Go modules — then vets, checks
+# need — Debian packages (Redis for the exchange, PostgreSQL for the store's second
+# backend, Chromium for the UI, Node.js for the MCP client test, Python for the fake
+# Globus endpoint, Slurm + sshd via the test rig) and Go modules — then vets, checks
 # formatting, builds the release binary (failing if it is over 40,000,000 bytes) and
 # runs `go test ./...`.
 #
@@ -19,11 +20,15 @@ if [ "$(id -u)" != 0 ]; then
   if sudo -n true 2>/dev/null; then SUDO="sudo"; else SUDO="none"; fi
 fi
 
-# Debian packages the tests use, by the command that proves each is there.
-declare -A NEED=([redis-server]=redis-server [chromium]=chromium [node]=nodejs [npm]=npm [python3]=python3 [ssh]=openssh-client)
+# Debian packages the tests use, by the command that proves each is there (or, for
+# PostgreSQL, whose server binaries Debian keeps off PATH in
+# /usr/lib/postgresql/<version>/bin, by a path pattern).
+have() { case "$1" in /*) compgen -G "$1" >/dev/null ;; *) command -v "$1" >/dev/null 2>&1 ;; esac; }
+PG_INITDB='/usr/lib/postgresql/*/bin/initdb'
+declare -A NEED=([redis-server]=redis-server [chromium]=chromium [node]=nodejs [npm]=npm [python3]=python3 [ssh]=openssh-client [$PG_INITDB]=postgresql)
 missing=()
 for cmd in "${!NEED[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEED[$cmd]}")
+  have "$cmd" || missing+=("${NEED[$cmd]}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$SUDO" = none ]; then
@@ -64,6 +69,18 @@ echo "== release build (static, stripped; at most 40,000,000 bytes)"
 release=$(mktemp -d)
 OUT="$release/mosaic" MAX_BYTES=40000000 scripts/build.sh || { rm -rf "$release"; exit 1; }
 rm -rf "$release"
+
+# The test PostgreSQL (a private instance on 127.0.0.1:55432, scripts/testpg/up.sh):
+# the store's tests run on SQLite and on it.
+if have "$PG_INITDB"; then
+  echo "== test PostgreSQL"
+  scripts/testpg/up.sh
+  # shellcheck disable=SC1091
+  . "${MOSAIC_PG_DIR:-/tmp/mosaic-pg}/pg.env"
+  export MOSAIC_TEST_POSTGRES
+else
+  echo "== PostgreSQL is not installed: the store's PostgreSQL tests will skip"
+fi
 
 if [ "$SUDO" != none ]; then
   echo "== Slurm test rig"

@@ -35,12 +35,10 @@ func (x *exchangeFlags) add(cmd *cobra.Command) {
 // exchangeTypeUsage documents --exchange-type.
 const exchangeTypeUsage = "mosaic (Mosaic's exchange, run token) or academy (Academy's hosted exchange, or --exchange-url's, with your Globus token from `mosaic login`; http = academy); default: the campaign's exchange.type, else mosaic"
 
-// apply sets the campaign's exchange type from --exchange-type (exit 2 when unknown).
+// apply sets the campaign's exchange type from --exchange-type (a usage error
+// when unknown).
 func (x *exchangeFlags) apply(spec *campaign.Spec) error {
-	if err := campaign.ApplyExchangeType(spec, x.typ); err != nil {
-		return &exitError{code: 2, msg: err.Error()}
-	}
-	return nil
+	return usage(campaign.ApplyExchangeType(spec, x.typ))
 }
 
 // academyBearer is the Globus token an academy exchange gets: an explicit
@@ -82,9 +80,9 @@ func newExchangeClient(u, tok, site string) (*agent.Client, error) {
 // operatorClient builds a client with the run's token ($MOSAIC_EXCHANGE_TOKEN),
 // for commands that act as the run's operator (bootstrap). What it checks here
 // — no exchange URL, one that is not http(s), an agent's token or a malformed
-// bearer in $MOSAIC_EXCHANGE_TOKEN — is a usage error (exit 2); fetching or
+// bearer in $MOSAIC_EXCHANGE_TOKEN — is a usage error (exit 126); fetching or
 // refreshing the Globus token and the academy exchange's bearer check are work
-// that can fail (the network, a 5xx, the token service): plain errors (exit 1).
+// that can fail (the network, a 5xx, the token service): plain errors (exit 125).
 func (x *exchangeFlags) operatorClient(ctx context.Context, spec *campaign.Spec) (*agent.Client, error) {
 	u, err := x.exchangeURL(spec)
 	if err != nil {
@@ -121,7 +119,8 @@ func academyBearerChecked(ctx context.Context, spec *campaign.Spec) (string, err
 }
 
 func newAgentCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "agent", Short: "Run one agent of a federated campaign"}
+	cmd := &cobra.Command{Use: "agent", Short: "Run one agent of a federated campaign",
+		Example: `  mosaic agent run examples/campaigns/federated-chat.jsonc --run-id chat-1 --name worker-a`}
 	cmd.AddCommand(newAgentRunCmd())
 	return cmd
 }
@@ -136,7 +135,7 @@ func newAgentRunCmd() *cobra.Command {
 		Long: `Registers the agent's mailbox under its deterministic uid (UUIDv5 of "<run>/<name>"),
 with the agent's own token: $MOSAIC_EXCHANGE_TOKEN when it is an agent token (mxa_…),
 else the token derived from the run token it holds. Only one live process may hold an
-agent's mailbox: a second ` + "`agent run`" + ` of the same agent exits 1 naming the first (host,
+agent's mailbox: a second ` + "`agent run`" + ` of the same agent exits 125 naming the first (host,
 pid); after a crash the mailbox is free again once the first's lease lapses. It then
 waits for its allowed peers, then runs CMD (default: the agent's command in the campaign).
 Inbound messages arrive on the command's stdin as JSON lines; it sends by writing JSON lines
@@ -150,8 +149,11 @@ MOSAIC_AGENT_UID and MOSAIC_PEER_UIDS, and the agent registers its own mailbox.
 The command gets only its own token in MOSAIC_EXCHANGE_TOKEN. Its exit status is
 mosaic's; the mailbox is terminated on exit. The campaign file is the first argument
 or --campaign F; the agent's command comes after --. An argument error (a missing flag
-or file, an agent the campaign does not declare, a bad run id or exchange URL) exits 2
-before anything is registered.`,
+or file, an agent the campaign does not declare, a bad run id or exchange URL) exits 126
+before anything is registered; the wrapper's own failures exit 125.`,
+		Example: `  mosaic agent run examples/campaigns/federated-chat.jsonc --run-id chat-1 --name worker-a
+  mosaic agent run examples/campaigns/federated-chat.jsonc --run-id chat-1 --name coordinator -- python3 coordinator.py`,
+		ValidArgsFunction: completeCampaignFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "run-id", "name"); err != nil {
 				return err
@@ -168,7 +170,7 @@ before anything is registered.`,
 			if err := runIDArg(run); err != nil {
 				return err
 			}
-			// Here, not in RunAgent: its errors exit 1 (the agent's failure).
+			// Here, not in RunAgent: its errors exit 125 (the wrapper's failure).
 			if err := checkAgentFlag(spec, "name", name); err != nil {
 				return err
 			}
@@ -203,10 +205,10 @@ before anything is registered.`,
 				StartupTimeout: startup, Log: os.Stderr, Stdout: os.Stdout, Stderr: os.Stderr, Command: command,
 			})
 			if err != nil {
-				return &exitError{code: max(code, 1), msg: err.Error()}
+				return &exitError{code: commandExit(code), kind: kindError, msg: err.Error()}
 			}
 			if code != 0 {
-				return &exitError{code: code}
+				return &exitError{code: jobExit(code)}
 			}
 			return nil
 		},

@@ -30,6 +30,8 @@ func newLoginCmd() *cobra.Command {
 		Long: `Sign in with Globus using the native-app flow with PKCE: open the printed URL, sign in,
 and paste the one-time code. Refresh tokens are stored (mode 0600) in
 $XDG_CONFIG_HOME/mosaic/globus/cli-login.json and used by the core without prompting.`,
+		Example: `  mosaic login
+  mosaic login --jq .identity`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := auth.NewResolver(nil).Login(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr())
@@ -48,9 +50,10 @@ $XDG_CONFIG_HOME/mosaic/globus/cli-login.json and used by the core without promp
 
 func newLogoutCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "logout",
-		Short: "Revoke and delete the Globus tokens stored by `mosaic login`",
-		Args:  cobra.NoArgs,
+		Use:     "logout",
+		Short:   "Revoke and delete the Globus tokens stored by `mosaic login`",
+		Example: `  mosaic logout`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := auth.NewResolver(nil).Logout(cmd.Context()); err != nil {
 				return err
@@ -68,6 +71,8 @@ func newAuthCmd() *cobra.Command {
 		Short: "Show which Globus credential is in use: source, identity, scopes, expiry (never the token)",
 		Long: `Show the Globus credential Mosaic would use, resolved in this order: web session,
 MOSAIC_GLOBUS_TOKENS, service identity (GLOBUS_COMPUTE_CLIENT_ID/_SECRET), CLI login.`,
+		Example: `  mosaic auth
+  mosaic auth --json=source,expires_at`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := auth.NewResolver(nil).Status(cmd.Context())
@@ -187,6 +192,8 @@ func newEndpointsCmd() *cobra.Command {
 		Long: `List the Globus Compute endpoints you own with their status, host and the known
 machine recognised from the hostname, then the known machines that have no endpoint yet
 (set one up with 'mosaic endpoint-setup --run USER@HOST').`,
+		Example: `  mosaic endpoints
+  mosaic endpoints --jq '.missing[]'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := listEndpoints(cmd.Context(), globus.NewClient(nil, auth.NewResolver(nil)))

@@ -27,6 +27,8 @@ func newCampaignCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "campaign",
 		Short: "Federated multi-agent campaigns: validate, launch across sites, bootstrap, stop",
+		Example: `  mosaic campaign validate examples/campaigns/federated-chat.jsonc
+  mosaic campaign status`,
 	}
 	cmd.AddCommand(newCampaignIDsCmd(), newCampaignValidateCmd(), newCampaignSpawnSiteCmd(),
 		newCampaignBootstrapCmd(), newCampaignLaunchCmd(), newCampaignStatusCmd(), newCampaignStopCmd(), newCampaignTimelineCmd(), newCampaignResumeCmd())
@@ -35,7 +37,7 @@ func newCampaignCmd() *cobra.Command {
 
 // loadCampaignArg loads the campaign file given as the first argument or with
 // --campaign (both: they must name the same file) and returns it with its path.
-// Every error is a usage error (exit 2): no file, two files, a file that
+// Every error is a usage error (exit 126): no file, two files, a file that
 // cannot be read or parsed.
 func loadCampaignArg(cmd *cobra.Command, flag string, args []string) (*campaign.Spec, string, error) {
 	path := flag
@@ -62,7 +64,7 @@ func samePath(a, b string) bool {
 	return err1 == nil && err2 == nil && aa == bb
 }
 
-// requireFlags is cobra's MarkFlagRequired as a usage error (exit 2), naming
+// requireFlags is cobra's MarkFlagRequired as a usage error (exit 126), naming
 // every missing flag at once.
 func requireFlags(cmd *cobra.Command, names ...string) error {
 	var missing []string
@@ -118,7 +120,7 @@ func checkAgentFlag(spec *campaign.Spec, flag, name string) error {
 
 // findRunFirst finds a launched run before anything else is read (the sites
 // catalog, the run's exchange): a bad run id or an unknown run is named as such
-// (exit 2) whatever else is wrong; a damaged run directory is an error (exit 1).
+// (exit 126) whatever else is wrong; a damaged run directory is an error (exit 125).
 func findRunFirst(runID string) (*config.Config, *campaign.RunDir, error) {
 	cfg, _, err := loadConfig()
 	if err != nil {
@@ -137,7 +139,10 @@ func newCampaignIDsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ids [--campaign] F --run-id R",
 		Short: "Print every agent's deterministic mailbox uid for a run",
-		Args:  campaignFileArg,
+		Example: `  mosaic campaign ids examples/campaigns/federated-chat.jsonc --run-id chat-1
+  mosaic campaign ids examples/campaigns/federated-chat.jsonc --run-id chat-1 --jq '.[].uid'`,
+		Args:              campaignFileArg,
+		ValidArgsFunction: completeCampaignFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "run-id"); err != nil {
 				return err
@@ -170,12 +175,25 @@ func newCampaignIDsCmd() *cobra.Command {
 	return cmd
 }
 
+// validateResult is `mosaic campaign validate --json` (a campaign that does not
+// validate is an error, exit 126).
+type validateResult struct {
+	File     string   `json:"file"`
+	Campaign string   `json:"campaign"`
+	Mode     string   `json:"mode"`
+	Agents   []string `json:"agents"`
+}
+
 func newCampaignValidateCmd() *cobra.Command {
+	var j jsonFlag
 	var file, agents string
 	cmd := &cobra.Command{
 		Use:   "validate [--campaign] F [--agents a,b]",
 		Short: "Check a campaign file (strict), or one site's slice (federated, with --agents)",
-		Args:  campaignFileArg,
+		Example: `  mosaic campaign validate examples/campaigns/federated-chat.jsonc
+  mosaic campaign validate examples/campaigns/federated-chat.jsonc --agents worker-a --json`,
+		Args:              campaignFileArg,
+		ValidArgsFunction: completeCampaignFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, path, err := loadCampaignArg(cmd, file, args)
 			if err != nil {
@@ -191,10 +209,14 @@ func newCampaignValidateCmd() *cobra.Command {
 			if err := spec.Validate(mode); err != nil {
 				return usage(err)
 			}
+			if j.set {
+				return j.print(cmd.OutOrStdout(), validateResult{File: path, Campaign: spec.Name, Mode: mode.String(), Agents: spec.Names()})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: campaign %q is valid (%s, %d agents: %s)\n", path, spec.Name, mode, len(spec.Agents), strings.Join(spec.Names(), ", "))
 			return nil
 		},
 	}
+	addJSONFlag(cmd, &j, validateResult{})
 	cmd.Flags().StringVar(&file, "campaign", "", "campaign file (JSONC)")
 	cmd.Flags().StringVar(&agents, "agents", "", "validate only this slice (comma list), in federated mode")
 	return cmd
@@ -211,7 +233,9 @@ func newCampaignSpawnSiteCmd() *cobra.Command {
 --tokens-file (lines "AGENT TOKEN", mode 0600; the launcher writes one per site holding
 only that site's agents) or derived from the run token in $MOSAIC_EXCHANGE_TOKEN.
 SIGINT, SIGTERM or SIGHUP stops every agent's process group and exits.`,
-		Args: campaignFileArg,
+		Example:           `  mosaic campaign spawn-site campaign.jsonc --run-id chat-1 --agents worker-a,worker-b --tokens-file tokens --site delta`,
+		Args:              campaignFileArg,
+		ValidArgsFunction: completeCampaignFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "run-id", "agents"); err != nil {
 				return err
@@ -264,7 +288,13 @@ SIGINT, SIGTERM or SIGHUP stops every agent's process group and exits.`,
 				StartupTimeout: startup, Out: os.Stderr,
 			})
 			if err != nil {
-				return &exitError{code: max(code, 1), msg: err.Error()}
+				// An agent's exit status passes through (RunSite returns the first
+				// non-zero one); the site's own failure, with none, is 125.
+				ec := exitMosaic
+				if code > 0 {
+					ec = jobExit(code)
+				}
+				return &exitError{code: ec, kind: kindError, msg: err.Error()}
 			}
 			return nil
 		},
@@ -288,9 +318,12 @@ func newCampaignBootstrapCmd() *cobra.Command {
 		Use:   "bootstrap [--campaign] F --run-id R [--recipient X]",
 		Short: "Wait for the initial agent's mailbox and send it the campaign's user task",
 		Long: `Waits for the recipient (default: initial_agent) to register and sends it user_task.
-Exits 2, naming the recipient on stderr, when it never appears, and at once when
-the campaign does not declare it.`,
-		Args: campaignFileArg,
+Exits 127, naming the recipient on stderr, when it never appears, and 126 at once
+when the campaign does not declare it.`,
+		Example: `  mosaic campaign bootstrap examples/campaigns/federated-chat.jsonc --run-id chat-1
+  mosaic campaign bootstrap examples/campaigns/federated-chat.jsonc --run-id chat-1 --recipient coordinator --startup-timeout 5m`,
+		Args:              campaignFileArg,
+		ValidArgsFunction: completeCampaignFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "run-id"); err != nil {
 				return err
@@ -308,8 +341,8 @@ the campaign does not declare it.`,
 			if err := x.apply(spec); err != nil {
 				return err
 			}
-			// Its local checks are usage errors (exit 2); the exchange failing
-			// (an academy bearer check's network call, a token refresh) is exit 1.
+			// Its local checks are usage errors (exit 126); the exchange failing
+			// (an academy bearer check's network call, a token refresh) is exit 125.
 			c, err := x.operatorClient(cmd.Context(), spec)
 			if err != nil {
 				return err
@@ -322,7 +355,7 @@ the campaign does not declare it.`,
 				if name == "" {
 					name = spec.InitialAgent
 				}
-				return &exitError{code: 2, msg: fmt.Sprintf("bootstrap: recipient %s never appeared: %v", name, mp)}
+				return &exitError{code: exitNotFound, kind: kindNotFound, msg: fmt.Sprintf("bootstrap: recipient %s never appeared: %v", name, mp)}
 			}
 			return err
 		},
@@ -375,14 +408,14 @@ func openCampaignCore(ctx context.Context, cfg *config.Config, dbPath, run strin
 	if errors.As(err, &held) {
 		jobs, url, serr := serveOwning(ctx, dbPath)
 		if serr == nil {
-			fmt.Fprintf(out, "campaign jobs: the store %s is owned by the core at %s; the run's tasks are its tasks (`mosaic tasks`)\n", dbPath, url)
+			fmt.Fprintf(out, "campaign jobs: the store %s is owned by the core at %s; the run's tasks are its tasks (`mosaic tasks`)\n", store.RedactDSN(dbPath), url)
 			return nil, jobs, dbPath, nil
 		}
 		if run == "" {
 			return nil, nil, "", fmt.Errorf("open the core that runs the campaign's submit-mode jobs: %w (and no core answers for it: %w)", err, serr)
 		}
 		own := filepath.Join(campaign.CampaignsRoot(cfg.StateDir), run+".tasks.db")
-		fmt.Fprintf(out, "campaign jobs: the store %s is in use (%s) and no core answers for it (%v); run %s's tasks are kept in %s\n", dbPath, held.Error(), serr, run, own)
+		fmt.Fprintf(out, "campaign jobs: the store %s is in use (%s) and no core answers for it (%v); run %s's tasks are kept in %s\n", store.RedactDSN(dbPath), held.Error(), serr, run, own)
 		c2.DBPath = own
 		c, err = core.Open(ctx, core.OpenOptions{Config: &c2, Getenv: noLLM, MonitorEvery: campaignMonitorEvery})
 	}
@@ -423,9 +456,14 @@ runs the agents whose "site" hint is NAME. Mosaic must be installed on each logi
 unless --exchange-url is given.
 
 Every argument and validation error (the campaign file, a --site, the slices, a
-site missing from the catalog, conflicting flags) exits 2 before anything
-remote happens; a failure of the launch itself exits 1, Ctrl-C 130.`,
-		Args: campaignFileArg,
+site missing from the catalog, conflicting flags) exits 126 before anything
+remote happens; a failure of the launch itself exits 125, Ctrl-C 130.`,
+		Example: `  mosaic campaign launch examples/campaigns/federated-chat.jsonc --run-id chat-1 \
+    --site 'delta:queue=cpu;walltime=01:00:00;agents=coordinator' \
+    --site 'anvil:attach=login03;agents=worker-a,worker-b' --auto-bootstrap
+  mosaic campaign launch examples/campaigns/federated-chat.jsonc --run-id chat-2 --site 'auto;agents=worker-a,worker-b'`,
+		Args:              campaignFileArg,
+		ValidArgsFunction: completeCampaignFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "run-id", "site"); err != nil {
 				return err
@@ -484,7 +522,7 @@ remote happens; a failure of the launch itself exits 1, Ctrl-C 130.`,
 				Out: cmd.ErrOrStderr(), Color: color(cmd.ErrOrStderr()),
 			}
 			// Everything local first (slices, catalog, accounts): its errors are
-			// ArgErrors (exit 2), before preflight, the core or any site.
+			// ArgErrors (exit 126), before preflight, the core or any site.
 			if err := campaign.CheckLaunch(&opts); err != nil {
 				return err
 			}
@@ -535,7 +573,7 @@ remote happens; a failure of the launch itself exits 1, Ctrl-C 130.`,
 			}
 			if err := campaign.Launch(ctx, opts); err != nil {
 				if ctx.Err() != nil {
-					return &exitError{code: 130, msg: err.Error()}
+					return &exitError{code: exitInterrupted, kind: kindInterrupted, msg: err.Error()}
 				}
 				return err
 			}
@@ -596,7 +634,10 @@ func newCampaignStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [RUN]",
 		Short: "Show launched runs, or one run's sites, job ids and states",
-		Args:  runArg(false),
+		Example: `  mosaic campaign status
+  mosaic campaign status chat-1 --jq '.sites[] | "\(.name) \(.state)"'`,
+		Args:              runArg(false),
+		ValidArgsFunction: completeRunArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 { // the run first: an unknown run is named as such, whatever the catalog
 				if _, _, err := findRunFirst(args[0]); err != nil {
@@ -667,9 +708,11 @@ func newCampaignStatusCmd() *cobra.Command {
 func newCampaignStopCmd() *cobra.Command {
 	var sitesFile string
 	cmd := &cobra.Command{
-		Use:   "stop RUN",
-		Short: "Stop a launched run: cancel its jobs and end its attach sessions",
-		Args:  runArg(true),
+		Use:               "stop RUN",
+		Short:             "Stop a launched run: cancel its jobs and end its attach sessions",
+		Example:           `  mosaic campaign stop chat-1`,
+		Args:              runArg(true),
+		ValidArgsFunction: completeRunArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The run first: an unknown run is named as such, whatever the catalog.
 			if _, _, err := findRunFirst(args[0]); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/errs"
+	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
 // serveJobs runs a launch's submit-mode jobs as tasks of a running `mosaic
@@ -95,7 +96,7 @@ func serveOwning(ctx context.Context, dbPath string) (jobs campaign.Jobs, url st
 		return nil, c.URL(), err
 	}
 	if !sameFile(a.Store, dbPath) {
-		return nil, c.URL(), fmt.Errorf("the core at %s runs on the store %q, not %s", c.URL(), a.Store, dbPath)
+		return nil, c.URL(), fmt.Errorf("the core at %s runs on the store %q, not %s", c.URL(), a.Store, store.RedactDSN(dbPath))
 	}
 	return serveJobs{c}, c.URL(), nil
 }

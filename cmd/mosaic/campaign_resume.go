@@ -21,11 +21,14 @@ the timeline. Its agents, which retry for up to 10 minutes, reconnect and carry 
 tunnels are reopened on the ports the agents know. Resume then follows every site like
 launch (states, timeline.json, counts) until the run ends; Ctrl-C stops every site.
 
-A run on an external exchange (--exchange-url) is only followed. Refused (exit 2): a run that
+A run on an external exchange (--exchange-url) is only followed. Refused (exit 126): a run that
 is over, one still followed by a live launcher or resume, and one whose exchange kept its
 state in the launcher's memory (exchange.backend "memory"): that state died with it, so stop
 the run (mosaic campaign stop RUN) and launch it again on Redis.`,
-		Args: runArg(true),
+		Example: `  mosaic campaign resume chat-1
+  mosaic campaign resume chat-1 --redis-url redis://127.0.0.1:6379/0`,
+		Args:              runArg(true),
+		ValidArgsFunction: completeRunArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The run first: an unknown run is named as such, not as a missing catalog.
 			if _, _, err := findRunFirst(args[0]); err != nil {
@@ -36,7 +39,7 @@ the run (mosaic campaign stop RUN) and launch it again on Redis.`,
 				return usage(err)
 			}
 			if cat == nil {
-				return &exitError{code: 2, msg: "no sites catalog: pass --sites FILE or set MOSAIC_SITES (the run's sites are followed through it)"}
+				return usagef("no sites catalog: pass --sites FILE or set MOSAIC_SITES (the run's sites are followed through it)")
 			}
 			o := campaign.ResumeOptions{Root: campaign.CampaignsRoot(cfg.StateDir), RunID: args[0], Catalog: cat, RedisURL: redisURL, Out: cmd.ErrOrStderr()}
 			quotas.apply(&o.ExchangeLimits)
@@ -48,9 +51,9 @@ the run (mosaic campaign stop RUN) and launch it again on Redis.`,
 			if err := campaign.Resume(ctx, o); err != nil {
 				switch {
 				case errors.Is(err, campaign.ErrNotResumable):
-					return &exitError{code: 2, msg: err.Error()}
+					return usage(err)
 				case ctx.Err() != nil:
-					return &exitError{code: 130, msg: err.Error()}
+					return &exitError{code: exitInterrupted, kind: kindInterrupted, msg: err.Error()}
 				}
 				return err
 			}

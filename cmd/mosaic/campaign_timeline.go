@@ -20,9 +20,12 @@ func newCampaignTimelineCmd() *cobra.Command {
 or the external one of --exchange-url, with the run token of the run directory) while the
 run is not over; else, or when that exchange does not answer, from the run directory
 (timeline.json and the counts the launcher last recorded). "source" says which.`,
-		Args: runArg(true),
+		Example: `  mosaic campaign timeline chat-1
+  mosaic campaign timeline chat-1 --jq '.messages[] | select(.cross_site) | .kind'`,
+		Args:              runArg(true),
+		ValidArgsFunction: completeRunArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, d, err := findRunFirst(args[0]) // an unknown run: exit 2, as status and stop
+			_, d, err := findRunFirst(args[0]) // an unknown run: exit 126, as status and stop
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +18,9 @@ import (
 )
 
 func newExchangeCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "exchange", Short: "The agent message exchange (Academy cloud-exchange protocol)"}
+	cmd := &cobra.Command{Use: "exchange", Short: "The agent message exchange (Academy cloud-exchange protocol)",
+		Example: `  mosaic exchange serve --addr 127.0.0.1:7700 --token-file run.token --run-id chat-1
+  mosaic exchange ping --url http://127.0.0.1:7700`}
 	cmd.AddCommand(newExchangeServeCmd(), newExchangePingCmd(), newExchangeRelayCmd())
 	return cmd
 }
@@ -38,6 +39,9 @@ opens only its own mailbox; agents send only as themselves and only to their all
 the run token opens user mailboxes (bootstrap, operators), status, stats and teardown.
 Without --campaign the run token acts for every mailbox of the run (plain Academy use).
 Quotas bound what one run can make the exchange hold (429/413 beyond).`,
+		Example: `  mosaic exchange serve --addr 127.0.0.1:7700 --token-file run.token --run-id chat-1
+  mosaic exchange serve --addr 0.0.0.0:7700 --token-file run.token --run-id chat-1 \
+    --campaign examples/campaigns/federated-chat.jsonc --redis redis://127.0.0.1:6379/0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if token == "" && tokenFile != "" {
 				b, err := os.ReadFile(tokenFile)
@@ -50,7 +54,7 @@ Quotas bound what one run can make the exchange hold (429/413 beyond).`,
 				token = os.Getenv("MOSAIC_EXCHANGE_TOKEN")
 			}
 			if token == "" {
-				return errors.New("no token: pass --token, --token-file or export MOSAIC_EXCHANGE_TOKEN (agents send it as Authorization: Bearer)")
+				return usagef("no token: pass --token, --token-file or export MOSAIC_EXCHANGE_TOKEN (agents send it as Authorization: Bearer)")
 			}
 			if err := campaign.ValidateRunID(run); err != nil {
 				return err
@@ -132,8 +136,9 @@ func (q *exchangeQuotaFlags) apply(c *exchange.Config) {
 func newExchangePingCmd() *cobra.Command {
 	var u string
 	cmd := &cobra.Command{
-		Use:   "ping --url URL",
-		Short: "Check that an exchange answers from this machine (used by launch's preflight)",
+		Use:     "ping --url URL",
+		Short:   "Check that an exchange answers from this machine (used by launch's preflight)",
+		Example: `  mosaic exchange ping --url http://127.0.0.1:7700`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()

@@ -17,7 +17,11 @@ func newResourcesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resources [SYSTEM]",
 		Short: "List every partition of the federation (or of one system)",
-		Args:  cobra.MaximumNArgs(1),
+		Example: `  mosaic resources
+  mosaic resources delta
+  mosaic resources --jq '.records[] | select(.free_gpus > 0) | "\(.system):\(.partition)"'`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeSystemArg(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				system = args[0]
@@ -109,18 +113,22 @@ func newIdleCmd() *cobra.Command {
 			if maxQueue >= 0 {
 				q.MaxQueue = &maxQueue
 			}
-			recs, err := c.Idle(cmd.Context(), q)
+			res, err := c.IdleExplained(cmd.Context(), q)
 			if err != nil {
 				return err
 			}
 			if j.set {
-				return j.print(cmd.OutOrStdout(), recs)
+				return j.print(cmd.OutOrStdout(), res)
 			}
-			if len(recs) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no partition has that much free right now; try fewer GPUs, drop --max-queue, or run `mosaic status`")
+			if len(res.Partitions) == 0 {
+				why := res.Explanation
+				if why == "" {
+					why = "no partition has that much free right now"
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), why)
 				return nil
 			}
-			printRecords(cmd.OutOrStdout(), recs)
+			printRecords(cmd.OutOrStdout(), res.Partitions)
 			return nil
 		},
 	}
@@ -133,7 +141,11 @@ func newIdleCmd() *cobra.Command {
 	f.IntVar(&maxQueue, "max-queue", -1, "at most this many pending jobs (-1 = any)")
 	f.StringVar(&q.Provider, "provider", "", "only this provider kind (sim, ssh, local, globus)")
 	f.StringVar(&q.System, "system", "", "only this system")
-	addJSONFlag(cmd, &j, []client.ResourceRecord{})
+	addJSONFlag(cmd, &j, client.IdleResult{})
+	_ = cmd.RegisterFlagCompletionFunc("system", completeSystems)
+	_ = cmd.RegisterFlagCompletionFunc("gpu-model", completeGPUModels)
+	_ = cmd.RegisterFlagCompletionFunc("arch", cobra.FixedCompletions(archs, noFiles))
+	_ = cmd.RegisterFlagCompletionFunc("provider", cobra.FixedCompletions([]string{"sim", "ssh", "local", "globus"}, noFiles))
 	return cmd
 }
 
@@ -142,7 +154,10 @@ func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Queue status per partition, as a Markdown table per system",
-		Args:  cobra.NoArgs,
+		Example: `  mosaic status
+  mosaic status --json
+  mosaic status --jq '.systems[] | select(.health != "ok") | .system'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {
@@ -172,7 +187,9 @@ func newAboutCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "about",
 		Short: "Show the running core's version and configuration",
-		Args:  cobra.NoArgs,
+		Example: `  mosaic about
+  mosaic about --jq .version`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {

@@ -15,7 +15,10 @@ func newEnvCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "env SYSTEM",
 		Short: "Look at a system's login node: host, workdir, python/torch, modules, containers, accounts",
-		Args:  cobra.ExactArgs(1),
+		Example: `  mosaic env delta
+  mosaic env anvil --jq .associations`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeSystemArg(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {
@@ -71,8 +74,10 @@ read whole trees outside the workdir (grep -r, find, du, ls -R) are refused with
 reason. Symlinks are resolved on the site before the check. See docs/LOOKAROUND.md.`,
 		Example: `  mosaic exec delta "sinfo -s"
   mosaic exec anvil "ls /anvil/scratch"
-  mosaic exec anvil "tail -n 50 mosaic/mosaic-abc.out"`,
-		Args: cobra.ExactArgs(2),
+  mosaic exec anvil "tail -n 50 mosaic/mosaic-abc.out"
+  mosaic exec delta "sinfo -s" --jq .stdout`,
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeSystemArg(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {
@@ -91,7 +96,13 @@ reason. Symlinks are resolved on the site before the check. See docs/LOOKAROUND.
 				fmt.Fprintln(cmd.ErrOrStderr(), "mosaic: output truncated")
 			}
 			if r.ExitCode != 0 {
-				return &exitError{code: r.ExitCode}
+				// The remote command's status passes through (125–127 read as Mosaic's own: 1).
+				code := jobExit(r.ExitCode)
+				msg := ""
+				if code != r.ExitCode {
+					msg = fmt.Sprintf("%s exited %d (reported as %d: 125 and above are Mosaic's own statuses)", args[1], r.ExitCode, code)
+				}
+				return &exitError{code: code, msg: msg}
 			}
 			return nil
 		},
@@ -109,14 +120,17 @@ func newPutFileCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "put-file SYSTEM LOCAL_FILE --to PATH",
 		Short: "Stage a small file (at most 2 MiB) into a system's workdir",
-		Args:  cobra.ExactArgs(2),
+		Example: `  mosaic put-file delta ./input.json --to runs/input.json
+  mosaic put-file anvil job.sh --to job.sh --json`,
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeSystemArg(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := os.ReadFile(args[1])
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			if to == "" {
-				return fmt.Errorf("--to PATH is required (relative to the system's workdir)")
+				return usagef("--to PATH is required (relative to the system's workdir)")
 			}
 			if len(data) > maxPutFile {
 				return fmt.Errorf("refused: %s is %d bytes, over the 2 MiB limit for put-file; stage large files with the site's transfer tools (scp, Globus)", args[1], len(data))

@@ -30,6 +30,8 @@ start one ('mosaic serve') and work as soon as it is up.
 
 Register it with Claude Code:  claude mcp add mosaic -- mosaic mcp
 The core also serves the same tools over streamable HTTP at /mcp (bearer token).`,
+		Example: `  claude mcp add mosaic -- mosaic mcp
+  mosaic mcp --debug`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext()
@@ -85,18 +87,32 @@ func announce(ctx context.Context, w io.Writer, connect mcp.Connect) {
 	}
 }
 
+// skillResult is `mosaic skill --json`.
+type skillResult struct {
+	// Document is SKILL.md, Markdown with YAML front matter.
+	Document string `json:"document"`
+}
+
 func newSkillCmd() *cobra.Command {
-	return &cobra.Command{
+	var j jsonFlag
+	cmd := &cobra.Command{
 		Use:   "skill",
 		Short: "Print SKILL.md: how an AI agent drives Mosaic",
 		Long: `Print the skill document that teaches an AI agent Mosaic's workflow: look at the pool,
 draft an envelope, submit (auto or pinned), track, intervene, and read task states and
 decision traces. A running core serves it at /skill, and the HTTP API reference
 generated from its OpenAPI document at /skill/api.`,
+		Example: `  mosaic skill > ~/.claude/skills/mosaic/SKILL.md
+  mosaic skill --jq .document`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if j.set {
+				return j.print(cmd.OutOrStdout(), skillResult{Document: skill.Document()})
+			}
 			_, err := io.WriteString(cmd.OutOrStdout(), skill.Document())
 			return err
 		},
 	}
+	addJSONFlag(cmd, &j, skillResult{})
+	return cmd
 }

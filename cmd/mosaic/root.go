@@ -40,11 +40,17 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 	}
 	root.SetVersionTemplate("mosaic {{.Version}}\n")
 	// A flag that does not parse (unknown, bad value, missing argument) is a
-	// usage error: exit 2, as getopt-style tools do. Subcommands inherit it.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	// usage error (exit 126) ending with a hint to --help. Subcommands inherit it.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err, flag: true} })
 	root.PersistentFlags().StringVar(&envFile, "env-file", "",
 		"read settings (KEY=VALUE lines) from this file, under the environment; a .env in the working directory is never read on its own")
 	root.PersistentFlags().Var(colorFlag{}, "color", "colour output: auto (on a terminal, unless NO_COLOR is set), always or never")
+	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{term.Auto, term.Always, term.Never}, noFiles))
+	for _, g := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+	}
+	root.SetHelpCommandGroupID(groupOther)
+	root.SetCompletionCommandGroupID(groupOther)
 	root.AddCommand(newServeCmd(), newResourcesCmd(), newIdleCmd(), newStatusCmd(), newAboutCmd(),
 		newEnvCmd(), newExecCmd(), newPutFileCmd(),
 		newSubmitCmd(), newTaskCmd(), newTasksCmd(), newCancelCmd(), newReplanCmd(), newLogsCmd(), newEventsCmd(), newEnvelopeCmd(),
@@ -53,6 +59,7 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 		newMCPCmd(), newSkillCmd(),
 		newCampaignCmd(), newAgentCmd(), newExchangeCmd(),
 		newSimCmd())
+	finishTree(root)
 	return root
 }
 

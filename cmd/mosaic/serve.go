@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,6 +31,7 @@ func newServeCmd() *cobra.Command {
 	var allowHosts []string
 	var headless bool
 	var unauthTimeout time.Duration
+	var logFormat string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Mosaic core: probes, API and UI (default: a simulated federation)",
@@ -46,6 +48,9 @@ nothing in the working directory is read (pass --env-file ./.env or --sites
 
 The API token is created on first start at $XDG_CONFIG_HOME/mosaic/token (mode 0600);
 the CLI reads it from there.`,
+		Example: `  mosaic serve
+  mosaic serve --sites ~/.config/mosaic/sites.yaml --tick 60s
+  mosaic serve --addr 127.0.0.1:9000 --headless`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, env, err := loadConfig()
@@ -75,7 +80,16 @@ the CLI reads it from there.`,
 				return fmt.Errorf("--unauth-timeout %s: want a positive duration", unauthTimeout)
 			}
 			cfg.AllowHosts = append(cfg.AllowHosts, allowHosts...)
-			return serve(cmd, cfg, env, headless, unauthTimeout)
+			if !f.Changed("log-format") {
+				if v, ok := env("MOSAIC_LOG_FORMAT"); ok && v != "" {
+					logFormat = v
+				}
+			}
+			log, err := newLogger(os.Stderr, logFormat, cfg.LogLevel)
+			if err != nil {
+				return err
+			}
+			return serve(cmd, cfg, env, log, headless, unauthTimeout)
 		},
 	}
 	f := cmd.Flags()
@@ -85,24 +99,37 @@ the CLI reads it from there.`,
 	f.Float64Var(&speed, "speed", 0, "simulated seconds per real second (default 60; env MOSAIC_SIM_SPEED)")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "accept requests for this Host name besides loopback names (repeatable)")
 	f.BoolVar(&headless, "headless", false, "serve the API only, without the web UI")
+	f.StringVar(&logFormat, "log-format", "text", "log format on stderr: text (logfmt) or json (one object a line); env MOSAIC_LOG_FORMAT")
 	// How long a request without a valid credential may take to send its headers and
 	// body (and to read its answer); hidden: tests shorten it.
 	f.DurationVar(&unauthTimeout, "unauth-timeout", api.DefaultUnauthTimeout, "time limit of requests without a valid credential")
 	_ = f.MarkHidden("unauth-timeout")
 	f.Bool("replica", false, "join the store's replica set (team mode, docs/TEAM.md): several `mosaic serve` on one store elect a leader that alone probes and dispatches, "+
-		"the others serve reads and forward the rest to it; automatic when MOSAIC_DB is a postgres:// URL")
+		"the others serve reads and forward the rest to it (give it to every replica; MOSAIC_DB: one PostgreSQL database, or an SQLite file on one host)")
 	f.String("advertise", "", "the URL other replicas forward to while this one leads (default http://<--addr>); use the address they can reach")
 	f.Bool("fresh", false, "if the database (MOSAIC_DB) is empty or damaged, move it aside as <path>.bad-<time> and start an empty store; a healthy one is kept")
 	return cmd
 }
 
-func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool, unauthTimeout time.Duration) error {
-	level := slog.LevelInfo
-	if strings.EqualFold(cfg.LogLevel, "debug") {
-		level = slog.LevelDebug
+// newLogger builds the core's logger: format text (slog's key=value lines) or json
+// (one JSON object a line, for log shippers), at level info, or debug when level
+// (MOSAIC_LOG_LEVEL) says so.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	lv := slog.LevelInfo
+	if strings.EqualFold(level, "debug") {
+		lv = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	o := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(strings.TrimSpace(format)) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
 
+func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Logger, headless bool, unauthTimeout time.Duration) error {
 	// Claim the port first: a busy port must fail before anything else starts.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -119,7 +146,6 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, headless bool
 	getenv := func(k string) string { v, _ := env(k); return v }
 	fresh, _ := cmd.Flags().GetBool("fresh")
 	replica, _ := cmd.Flags().GetBool("replica")
-	replica = replica || isPostgresURL(cfg.DBPath)
 	advertise, _ := cmd.Flags().GetString("advertise")
 	if advertise != "" {
 		if err := checkAdvertise(advertise); err != nil {
@@ -204,11 +230,6 @@ func busyPortError(addr string, err error) error {
 
 // exitDeposed is serve's exit status after losing the leader lease (EX_TEMPFAIL).
 const exitDeposed = 75
-
-// isPostgresURL reports whether MOSAIC_DB names a PostgreSQL database.
-func isPostgresURL(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
-}
 
 // checkAdvertise validates --advertise: an absolute http(s) URL with a host.
 func checkAdvertise(s string) error {

@@ -41,11 +41,3 @@ func FuzzCheckAdvertise(f *testing.F) {
 		}
 	})
 }
-
-func TestIsPostgresURL(t *testing.T) {
-	for in, want := range map[string]bool{"postgres://u@h/db": true, "postgresql://h/db": true, "/var/lib/mosaic.db": false, ":memory:": false, "": false} {
-		if got := isPostgresURL(in); got != want {
-			t.Errorf("isPostgresURL(%q) = %v", in, got)
-		}
-	}
-}

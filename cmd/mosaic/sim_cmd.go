@@ -15,8 +15,9 @@ import (
 // newSimCmd is `mosaic sim`: offline experiments on the simulator.
 func newSimCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "sim",
-		Short: "Offline experiments on simulated federations (no running core needed)",
+		Use:     "sim",
+		Short:   "Offline experiments on simulated federations (no running core needed)",
+		Example: `  mosaic sim replay --federation examples/federations/demo.yaml --trace ../shared/traces/lublin_256.swf.gz`,
 	}
 	cmd.AddCommand(newSimReplayCmd())
 	return cmd
@@ -55,19 +56,19 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if fedPath == "" || tracePath == "" {
-				return fmt.Errorf("--federation and --trace are required (see mosaic sim replay --help)")
+				return usagef("--federation and --trace are required (see mosaic sim replay --help)")
 			}
 			var seedList []int64
 			if cmd.Flags().Changed("seeds") {
 				if cmd.Flags().Changed("seed") {
-					return fmt.Errorf("--seed and --seeds both given; use one (--seeds 1..5 or --seeds 1,3,5)")
+					return usagef("--seed and --seeds both given; use one (--seeds 1..5 or --seeds 1,3,5)")
 				}
 				if plot != "" || optimum {
-					return fmt.Errorf("--plot and --optimum are per seed; run them with --seed N, not --seeds")
+					return usagef("--plot and --optimum are per seed; run them with --seed N, not --seeds")
 				}
 				var err error
 				if seedList, err = replay.ParseSeeds(seeds); err != nil {
-					return err
+					return usage(err)
 				}
 			}
 			fed, err := replay.LoadFederation(fedPath)
@@ -84,7 +85,7 @@ a trace that is missing is looked up by name in $MOSAIC_TRACES. See docs/PLACEME
 			}
 			pols, err := replay.ParsePolicies(policies)
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			ctx, cancel := signalContext()
 			defer cancel()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -170,7 +171,7 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 			}
 			req, err := f.request(cmd)
 			if err != nil {
-				return err
+				return usage(err) // a flag or input file; nothing was submitted
 			}
 			c, err := newClient()
 			if err != nil {
@@ -252,6 +253,11 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "give up waiting after this long (the task goes on)")
 	cmd.MarkFlagRequired("name")
 	addJSONFlag(cmd, &j, client.SubmitResult{}, client.TaskDetail{})
+	for flag, fn := range map[string]cobra.CompletionFunc{"gpu-model": completeGPUModels, "avoid-gpu-model": completeGPUModels,
+		"arch": completeArchList, "avoid": completeSystemList, "objective": completeObjectives, "target": completeTarget} {
+		_ = cmd.RegisterFlagCompletionFunc(flag, fn)
+	}
+	_ = cmd.RegisterFlagCompletionFunc("envelope", fileExt("yaml", "yml", "json"))
 	return cmd
 }
 
@@ -282,6 +288,9 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 	// is then never missed, however the two race.
 	page, err := c.EventsPage(ctx, client.EventFilter{Task: id, Limit: 1})
 	if err != nil {
+		if ctx.Err() != nil && limit > 0 {
+			return nil, waitTimeout(id, limit)
+		}
 		return nil, err
 	}
 	wake := make(chan struct{}, 1)
@@ -317,7 +326,7 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 			recheck.Reset(waitRecheck)
 		case err != nil:
 			if ctx.Err() != nil && limit > 0 {
-				return nil, fmt.Errorf("stopped waiting after %s; task %s goes on (mosaic task %s)", limit, id, id)
+				return nil, waitTimeout(id, limit)
 			}
 			return nil, err
 		default:
@@ -337,9 +346,13 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("stopped waiting after %s; task %s goes on (mosaic task %s)", limit, id, id)
+			if limit > 0 {
+				return nil, waitTimeout(id, limit)
+			}
+			return nil, ctx.Err()
 		case <-sctx.Done():
-			return nil, &exitError{code: 130, msg: fmt.Sprintf("stopped waiting; task %s goes on (mosaic task %s, mosaic cancel %s)", id, id, id)}
+			return nil, &exitError{code: exitInterrupted, kind: kindInterrupted,
+				msg: fmt.Sprintf("stopped waiting; task %s goes on (mosaic task %s, mosaic cancel %s)", id, id, id)}
 		case <-wake:
 			recheck.Reset(waitRecheck)
 		case <-recheck.C:
@@ -354,25 +367,37 @@ func waitTask(ctx context.Context, c *client.Client, id string, limit time.Durat
 	}
 }
 
+// waitTimeout is --wait-timeout running out: not a failure of the task, which
+// goes on; the message says how to follow it.
+func waitTimeout(id string, limit time.Duration) error {
+	return &exitError{code: exitMosaic, kind: kindWaitTimeout,
+		msg: fmt.Sprintf("stopped waiting after %s (--wait-timeout); the task goes on; follow it with `mosaic logs -f %s` / `mosaic task %s`", limit, id, id)}
+}
+
 func fmtElapsed(d time.Duration) string {
 	d = d.Round(time.Second)
 	return fmt.Sprintf("%02d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
 }
 
-// exitForTask mirrors the job: 0 on success, the job's exit code on failure (1 if it
-// has none), 2 when cancelled.
+// exitForTask mirrors the job: 0 on success, the job's exit code on failure
+// (jobExit: 1 when it has none or one that reads as Mosaic's own), 143 when the
+// task was cancelled.
 func exitForTask(t *client.TaskDetail) error {
 	switch model.TaskState(t.State) {
 	case model.TaskSucceeded:
 		return nil
 	case model.TaskCancelled:
-		return &exitError{code: 2, msg: fmt.Sprintf("task %s was cancelled: %s", t.ID, t.Reason)}
+		return &exitError{code: exitCancelled, kind: kindCancelled, msg: fmt.Sprintf("task %s was cancelled: %s", t.ID, t.Reason)}
 	}
-	code := 1
-	if n := len(t.Attempts); n > 0 && t.Attempts[n-1].ExitCode != nil && *t.Attempts[n-1].ExitCode > 0 && *t.Attempts[n-1].ExitCode < 256 {
-		code = *t.Attempts[n-1].ExitCode
+	code, msg := exitTaskFailed, fmt.Sprintf("task %s %s: %s", t.ID, t.State, t.Reason)
+	if n := len(t.Attempts); n > 0 && t.Attempts[n-1].ExitCode != nil && *t.Attempts[n-1].ExitCode != 0 {
+		job := *t.Attempts[n-1].ExitCode
+		code = jobExit(job)
+		if code != job {
+			msg += fmt.Sprintf(" (the job exited %d, reported as %d: 125 and above are Mosaic's own statuses)", job, code)
+		}
 	}
-	return &exitError{code: code, msg: fmt.Sprintf("task %s %s: %s", t.ID, t.State, t.Reason)}
+	return &exitError{code: code, kind: kindTaskFailed, msg: msg}
 }
 
 func newTaskCmd() *cobra.Command {
@@ -380,7 +405,11 @@ func newTaskCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "task ID",
 		Short: "Show one task: state, attempts, decision and recent events",
-		Args:  cobra.ExactArgs(1),
+		Example: `  mosaic task 7kq2m9xa
+  mosaic task 7kq2m9xa --json=state,attempts.system,decision.chosen
+  mosaic task 7kq2m9xa --jq '.attempts[-1].exit_code'`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTaskArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {
@@ -418,7 +447,7 @@ func newTaskCmd() *cobra.Command {
 					}
 					spec := core.JobSpecFromV1(a.Spec)
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.N, a.System, a.Partition, dash(a.JobID), a.State, exit,
-						spec.SizeCompact(), dash(oneLine(a.Reason, 60)))
+						spec.SizeCompact(), dash(clip(a.Reason, 60)))
 				}
 				tw.Flush()
 			}
@@ -436,6 +465,7 @@ func newTaskCmd() *cobra.Command {
 		},
 	}
 	addJSONFlag(cmd, &j, client.TaskDetail{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
@@ -503,10 +533,11 @@ func printSimTimes(w io.Writer, attempts []*v1.Attempt, sc *v1.SimClock, now tim
 	}
 }
 
+// oneLine collapses whitespace and cuts s to n characters (an ellipsis last).
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n-1] + "…"
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
 	}
 	return s
 }
@@ -516,7 +547,7 @@ func printEvents(w io.Writer, evs []client.Event) {
 	fmt.Fprintln(tw, "TIME\tTASK\tKIND\tACTOR\tMESSAGE\tWHY")
 	for _, e := range evs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format("15:04:05"), dash(e.TaskID), e.Kind, e.Actor,
-			oneLine(e.Message, 80), oneLine(e.Rationale, 100))
+			clip(e.Message, 80), clip(e.Rationale, 100))
 	}
 	tw.Flush()
 }
@@ -528,7 +559,10 @@ func newTasksCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tasks [--state running,queued]",
 		Short: "List tasks, newest first",
-		Args:  cobra.NoArgs,
+		Example: `  mosaic tasks
+  mosaic tasks --state running,queued --wide
+  mosaic tasks --jq '.[] | select(.state == "failed") | .id'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {
@@ -544,7 +578,7 @@ func newTasksCmd() *cobra.Command {
 			tw := table(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSYSTEM\tPARTITION\tJOBID\tATTEMPTS\tSIZING\tUPDATED")
 			for _, t := range ts {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, oneLine(t.Name, 30), t.State, dash(t.System), dash(t.Partition),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, clip(t.Name, 30), t.State, dash(t.System), dash(t.Partition),
 					dash(t.JobID), t.Attempts, dash(t.Sizing), t.UpdatedAt.Local().Format("01-02 15:04:05"))
 			}
 			return tw.Flush()
@@ -553,6 +587,8 @@ func newTasksCmd() *cobra.Command {
 	cmd.Flags().StringVar(&state, "state", "", "only these states (comma-separated)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many")
 	addJSONFlag(cmd, &j, []client.TaskSummary{})
+	addWideFlag(cmd, &j)
+	_ = cmd.RegisterFlagCompletionFunc("state", completeTaskStates)
 	return cmd
 }
 
@@ -561,7 +597,10 @@ func newCancelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a task's jobs at their sites",
-		Args:  cobra.ExactArgs(1),
+		Example: `  mosaic cancel 7kq2m9xa
+  mosaic cancel 7kq2m9xa --jq .state`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTaskArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {
@@ -588,7 +627,10 @@ func newReplanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replan ID [--clear-target]",
 		Short: "Place a task anew; a pending job is replaced (new one first, then the old one cancelled)",
-		Args:  cobra.ExactArgs(1),
+		Example: `  mosaic replan 7kq2m9xa
+  mosaic replan 7kq2m9xa --clear-target --json=attempts.system,attempts.partition`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTaskArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {
@@ -616,14 +658,33 @@ func newReplanCmd() *cobra.Command {
 func newLogsCmd() *cobra.Command {
 	var j jsonFlag
 	var attempt, tail int
+	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs TASK",
-		Short: "Show the stdout/stderr tails of a task's job (also after a restart of the core)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "logs TASK [-f]",
+		Short: "Show the stdout/stderr tails of a task's job (also after a restart of the core); -f follows them",
+		Long: `Show the ends of a task's job output (stdout, then stderr; at most --tail bytes of each,
+default 64 KiB), read from the site even after a restart of the core.
+
+-f/--follow keeps printing what the job writes, stdout to stdout and stderr to stderr,
+every 2 seconds, across retries and migrations (a new attempt is announced on stderr),
+until the task ends; Ctrl-C stops following (the task goes on). Output written faster
+than --tail bytes per 2 seconds is shown from the newest --tail bytes, after a "…" line.`,
+		Example: `  mosaic logs 7kq2m9xa
+  mosaic logs 7kq2m9xa -f
+  mosaic logs 7kq2m9xa --attempt 1 --tail 4096
+  mosaic logs 7kq2m9xa --jq .stderr`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTaskArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if follow && j.set {
+				return usagef("--follow prints the output as it comes; it does not combine with --json or --jq")
+			}
 			c, err := newClient()
 			if err != nil {
 				return err
+			}
+			if follow {
+				return followLogs(cmd.Context(), c, args[0], attempt, tail, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			l, err := c.TaskLogs(cmd.Context(), args[0], attempt, tail)
 			if err != nil {
@@ -649,9 +710,127 @@ func newLogsCmd() *cobra.Command {
 	}
 	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
 	cmd.Flags().IntVar(&tail, "tail", 0, "bytes from the end of each stream (default 64 KiB)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the task ends (Ctrl-C stops following; the task goes on)")
 	addJSONFlag(cmd, &j, client.Logs{})
 	return cmd
 }
+
+// logsFollowEvery is how often logs --follow reads the job's output.
+const logsFollowEvery = 2 * time.Second
+
+// followLogs prints a task's job output as it grows until the task is final (then
+// once more, for what the job wrote last) or Ctrl-C. attempt 0 follows the latest
+// attempt, announcing each new one on errw.
+func followLogs(ctx context.Context, c *client.Client, id string, attempt, tail int, out, errw io.Writer) error {
+	sctx, stop := signalContext()
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-sctx.Done()
+		cancel()
+	}()
+	var prevOut, prevErr string
+	shown := -1 // the attempt whose output is being shown
+	waiting := false
+	for {
+		t, err := c.Task(ctx, id)
+		if err != nil {
+			return followStopped(ctx, sctx, id, err)
+		}
+		l, err := c.TaskLogs(ctx, id, attempt, tail)
+		var api *client.APIError
+		switch {
+		case err != nil && errors.As(err, &api) && api.Status == http.StatusNotFound && !t.Final():
+			// No job yet (the task exists: it was just read): wait for one.
+			if !waiting {
+				fmt.Fprintf(errw, "mosaic: task %s has no job yet (%s); waiting for one\n", id, t.State)
+				waiting = true
+			}
+			l = nil
+		case err != nil:
+			return followStopped(ctx, sctx, id, err)
+		}
+		if l == nil {
+			select {
+			case <-ctx.Done():
+				return followStopped(ctx, sctx, id, ctx.Err())
+			case <-time.After(logsFollowEvery):
+			}
+			continue
+		}
+		if l.Attempt != shown {
+			if shown >= 0 {
+				fmt.Fprintf(errw, "mosaic: attempt %d on %s (job %s)\n", l.Attempt, l.System, dash(l.JobID))
+			}
+			shown, prevOut, prevErr = l.Attempt, "", ""
+		}
+		if _, err := io.WriteString(out, newOutput(prevOut, l.Stdout)); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(errw, newOutput(prevErr, l.Stderr)); err != nil {
+			return err
+		}
+		prevOut, prevErr = l.Stdout, l.Stderr
+		if t.Final() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return followStopped(ctx, sctx, id, ctx.Err())
+		case <-time.After(logsFollowEvery):
+		}
+	}
+}
+
+// followStopped is the error of a follow that ended early: Ctrl-C (130, the task
+// goes on) or what went wrong.
+func followStopped(ctx, sctx context.Context, id string, err error) error {
+	if sctx.Err() != nil {
+		return &exitError{code: exitInterrupted, kind: kindInterrupted,
+			msg: fmt.Sprintf("stopped following; task %s goes on (mosaic task %s, mosaic cancel %s)", id, id, id)}
+	}
+	return err
+}
+
+// newOutput is what cur (the newest tail of a stream) adds to prev (the tail shown
+// before). Below the tail window cur starts with prev; once the stream outgrows it
+// the window slides, and the new part starts after the longest end of prev that
+// begins cur. With no overlap at all (more was written than the window holds, or
+// the file was rewritten) it is cur after a "…" line.
+func newOutput(prev, cur string) string {
+	if strings.HasPrefix(cur, prev) {
+		return cur[len(prev):]
+	}
+	// The overlap is a suffix of prev that begins cur. One at least k bytes long
+	// starts where cur's first k bytes occur in prev: try those places, the longest
+	// overlap (leftmost) first, at most maxOverlapTries of them (repetitive output
+	// could offer very many); a shorter one is one of the last k-1 places.
+	k := min(len(cur), 32)
+	anchor := cur[:k]
+	for i, tries := 0, 0; k > 0 && tries < maxOverlapTries; tries++ {
+		j := strings.Index(prev[i:], anchor)
+		if j < 0 {
+			break
+		}
+		if start := i + j; strings.HasPrefix(cur, prev[start:]) {
+			return cur[len(prev)-start:]
+		}
+		i += j + 1
+	}
+	for start := max(0, len(prev)-k+1); start < len(prev); start++ {
+		if strings.HasPrefix(cur, prev[start:]) {
+			return cur[len(prev)-start:]
+		}
+	}
+	if cur == "" {
+		return ""
+	}
+	return "…\n" + cur
+}
+
+// maxOverlapTries bounds newOutput's search for where a slid window resumes.
+const maxOverlapTries = 4096
 
 func newEventsCmd() *cobra.Command {
 	var j jsonFlag
@@ -667,14 +846,17 @@ Older pages: --before ID (the command prints the next one on stderr).
 --follow prints the latest events oldest first, then new ones as they happen; when
 the core restarts it reconnects and resumes after the last event it printed, so
 nothing is printed twice and nothing is lost.`,
+		Example: `  mosaic events --limit 20
+  mosaic events --task 7kq2m9xa --follow
+  mosaic events --since 1h --jq '.[] | select(.kind == "continuation") | .rationale'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if follow && before > 0 {
+				return usagef("--before pages back through older events; it does not combine with --follow")
+			}
 			c, err := newClient()
 			if err != nil {
 				return err
-			}
-			if follow && before > 0 {
-				return errors.New("--before pages back through older events; it does not combine with --follow")
 			}
 			if follow && limit == 0 {
 				limit = 20
@@ -734,7 +916,9 @@ nothing is printed twice and nothing is lost.`,
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many, the newest (default 200; 20 with --follow)")
 	cmd.Flags().Int64Var(&before, "before", 0, "only events older than this id (the next page of older events)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "keep printing new events as they happen; survives core restarts (Ctrl-C stops)")
-	addJSONFlag(cmd, &j, []client.Event{})
+	addJSONFlag(cmd, &j, []client.Event{}, client.Event{})
+	addWideFlag(cmd, &j)
+	_ = cmd.RegisterFlagCompletionFunc("task", completeTaskFlag)
 	return cmd
 }
 
@@ -748,7 +932,7 @@ func printFollowed(out io.Writer, j jsonFlag, e client.Event) error {
 		fmt.Fprintf(out, "  [task %s]", e.TaskID)
 	}
 	if e.Rationale != "" {
-		fmt.Fprintf(out, "\n          why: %s", oneLine(e.Rationale, 200))
+		fmt.Fprintf(out, "\n          why: %s", clip(e.Rationale, 200))
 	}
 	_, err := fmt.Fprintln(out)
 	return err
@@ -760,7 +944,9 @@ func newEnvelopeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "envelope --name NAME --description \"…\"",
 		Short: "Draft a resource envelope from a description (LLM when configured, heuristics otherwise)",
-		Args:  cobra.NoArgs,
+		Example: `  mosaic envelope --description "fine-tune a 7B model on 4 A100s for about 6 hours"
+  mosaic envelope --description "CPU only, 256 cores, a day" --json=envelope.cpu_cores,envelope.walltime`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
 			if err != nil {

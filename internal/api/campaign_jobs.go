@@ -52,6 +52,7 @@ func (s *Server) registerCampaignJobs() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "submit-campaign-job", Method: http.MethodPost, Path: "/api/campaign-jobs",
 		Summary: "Run a campaign site's slice job as a task of this core", Tags: []string{"campaigns"},
+		Errors:        apiErrors(400, 404, 409, 422, 503),
 		DefaultStatus: http.StatusCreated, SkipValidateBody: true,
 		// A raw body gets no default limits: a script (1 Mi characters) and the
 		// environment fit.
@@ -71,9 +72,11 @@ func (s *Server) registerCampaignJobs() {
 		id, err := s.core.SubmitCampaignJob(ctx, core.CampaignJobRequestFromV1(req))
 		if id == "" {
 			if err == nil {
-				return nil, huma.NewError(http.StatusInternalServerError, "the core stored no task for the campaign job")
+				err = errors.New("the core stored no task for the campaign job")
+				noteCause(ctx, err)
+				return nil, huma.NewError(http.StatusInternalServerError, err.Error())
 			}
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &campaignJobSubmitOut{Body: &v1.CampaignJobSubmitted{TaskID: id, Error: core.V1Error(err)}}
 		if v, verr := s.core.CampaignJob(context.WithoutCancel(ctx), id); verr == nil {
@@ -91,10 +94,12 @@ func (s *Server) registerCampaignJobs() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-campaign-job", Method: http.MethodGet, Path: "/api/campaign-jobs/{task}",
 		Summary: "A campaign job's task state and its job's", Tags: []string{"campaigns"},
+		Errors:      apiErrors(404),
+		Description: "The task that runs a campaign site's slice job: the task's state and the job's at the site (id, state, exit code), as the launcher follows it.",
 	}, func(ctx context.Context, in *campaignJobTaskIn) (*campaignJobOut, error) {
 		v, err := s.core.CampaignJob(ctx, in.Task)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		j := core.V1CampaignJob(v)
 		return &campaignJobOut{Body: &j}, nil
@@ -102,6 +107,7 @@ func (s *Server) registerCampaignJobs() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "cancel-campaign-job", Method: http.MethodPost, Path: "/api/campaign-jobs/{task}/cancel",
 		Summary: "Cancel a campaign job's task (and its job at the site)", Tags: []string{"campaigns"},
+		Errors:      apiErrors(404, 422, 503),
 		Description: "A task that already ended is left as it is (not an error). Answers the task as it stands after the cancel.",
 	}, func(ctx context.Context, in *campaignJobCancelIn) (*campaignJobOut, error) {
 		why := "campaign job cancelled"
@@ -115,11 +121,11 @@ func (s *Server) registerCampaignJobs() {
 		// the answer says it is pending (cancel_pending), and the engine keeps asking.
 		cerr := s.core.CancelCampaignJob(ctx, in.Task, why)
 		if cerr != nil && !errors.Is(cerr, campaign.ErrCancelPending) {
-			return nil, toHTTP(cerr)
+			return nil, toHTTP(ctx, cerr)
 		}
 		v, err := s.core.CampaignJob(ctx, in.Task)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		j := core.V1CampaignJob(v)
 		j.CancelPending = cerr != nil

@@ -48,10 +48,12 @@ func (s *Server) registerCampaigns() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "list-campaign-runs", Method: http.MethodGet, Path: "/api/campaigns",
 		Summary: "Launched campaign runs, newest first", Tags: []string{"campaigns"},
+		Errors:      apiErrors(),
+		Description: "Runs launched from this machine (the campaigns directory), newest first: run id, campaign name, sites, launch time and state.",
 	}, func(ctx context.Context, _ *struct{}) (*campaignRunsOut, error) {
 		runs, err := s.core.CampaignRuns()
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &campaignRunsOut{}
 		out.Body.Runs = core.V1CampaignRuns(runs)
@@ -60,28 +62,32 @@ func (s *Server) registerCampaigns() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-campaign-run", Method: http.MethodGet, Path: "/api/campaigns/{run}",
 		Summary: "One run: per-site agents, job ids and states, message counts per site", Tags: []string{"campaigns"},
+		Errors:      apiErrors(404),
+		Description: "A launched run: per site the mode, agents, allocation or job id and its state, and the exchange's message counts per site.",
 	}, func(ctx context.Context, in *campaignRunIn) (*campaignRunOut, error) {
 		d, err := s.core.CampaignRun(ctx, in.Run)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &campaignRunOut{Body: core.V1CampaignRun(d)}, nil
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-campaign-timeline", Method: http.MethodGet, Path: "/api/campaigns/{run}/timeline",
 		Summary: "A run's messages merged across sites in time order, tagged with sites", Tags: []string{"campaigns"},
+		Errors: apiErrors(404),
 		Description: "Each message carries src_site and dest_site; cross_site marks those that crossed a site " +
 			"boundary. counts summarises messages per site.",
 	}, func(ctx context.Context, in *campaignRunIn) (*campaignTimelineOut, error) {
 		tl, err := s.core.CampaignTimeline(ctx, in.Run)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &campaignTimelineOut{Body: core.V1CampaignTimeline(tl)}, nil
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "issue-campaign-token", Method: http.MethodPost, Path: "/api/campaigns/{run}/token",
 		Summary: "Issue a token of the core's exchange for a run", Tags: []string{"campaigns"},
+		Errors:        apiErrors(404, 409, 422),
 		DefaultStatus: http.StatusCreated,
 		Description: "Agents then use MOSAIC_EXCHANGE_URL=http://HOST:PORT/exchange with the token. " +
 			"With a campaign in the body the exchange enforces it for the run: each declared agent has its own token " +
@@ -94,7 +100,7 @@ func (s *Server) registerCampaigns() {
 		}
 		tok, err := s.core.CampaignToken(ctx, in.Run, c)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &campaignTokenOut{Body: v1.CampaignTokenResponse{RunID: in.Run, ExchangePath: ExchangePrefix, Token: tok}}, nil
 	})

@@ -5,24 +5,63 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 )
 
 var jsonMarshal = json.Marshal
 
 // toHTTP maps core errors to problem responses with the message intact (the
-// classification is core.V1Error's, shared with the in-process MCP backend).
-func toHTTP(err error) error {
+// classification is core.V1Error's, shared with the in-process MCP backend: a site
+// that cannot be reached is 503, one that refused Mosaic's credentials 502). A 503
+// carries Retry-After; a 5xx's cause goes to the access log (accesslog.go).
+func toHTTP(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
 	e := core.V1Error(err)
-	return huma.NewError(e.Status, e.Detail)
+	if e.Status >= 500 {
+		noteCause(ctx, err)
+	}
+	he := huma.NewError(e.Status, e.Detail)
+	if e.Status == http.StatusServiceUnavailable {
+		after := notReadyRetryAfter
+		if errors.Is(err, errs.ErrSiteDown) || errors.Is(err, errs.ErrTransient) {
+			after = siteRetryAfter
+		}
+		return huma.ErrorWithHeaders(he, http.Header{"Retry-After": {strconv.Itoa(after)}})
+	}
+	return he
+}
+
+// Retry-After (seconds) of a 503: a site that is down is probed again within a
+// tick or so; a core that is not ready yet (the first probe round) is ready soon.
+const (
+	siteRetryAfter     = 30
+	notReadyRetryAfter = 5
+)
+
+// siteHTTP is toHTTP for an operation that calls one site (look-around): any other
+// failure of the call is the site's answer, so 502 rather than 500, and the detail
+// names the site.
+func siteHTTP(ctx context.Context, system string, err error) error {
+	he := toHTTP(ctx, err)
+	var se huma.StatusError
+	if !errors.As(he, &se) || se.GetStatus() != http.StatusInternalServerError {
+		return he
+	}
+	detail := err.Error()
+	if !strings.Contains(detail, system) {
+		detail = "site " + system + ": " + detail
+	}
+	return huma.NewError(http.StatusBadGateway, detail+" (the site failed the request; check it with `mosaic status` and `mosaic env "+system+"`)")
 }
 
 type federationOut struct {
@@ -72,6 +111,8 @@ type idleIn struct {
 type idleOut struct {
 	Body struct {
 		Partitions []v1.ResourceRecord `json:"partitions"`
+		// Explanation says, when partitions is empty, which filter removed the last ones.
+		Explanation string `json:"explanation,omitempty" doc:"When nothing matches: the filter that removed the last partitions, e.g. no partition has B200 GPUs (models here: A100, H100)"`
 	}
 }
 
@@ -83,11 +124,12 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-federation", Method: http.MethodGet, Path: "/api/federation",
 		Summary: "Latest merged snapshot", Tags: []string{"federation"},
+		Errors:      apiErrors(503),
 		Description: "Every (system, partition, account) record from the latest probe round, with per-system health.",
 	}, func(ctx context.Context, _ *struct{}) (*federationOut, error) {
 		snap, err := s.core.Federation()
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &federationOut{Body: core.V1Snapshot(snap)}, nil
 	})
@@ -95,14 +137,16 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-federation-history", Method: http.MethodGet, Path: "/api/federation/history",
 		Summary: "Downsampled partition history", Tags: []string{"federation"},
+		Errors:      apiErrors(404, 422, 503),
+		Description: "Per (system, partition), points of free and total GPUs and cores and queue depth, downsampled to one a bucket (a minute), oldest first, from the store (so it survives restarts). since is an RFC 3339 time or a duration back from now; system narrows to one system (404 for one not in the catalog).",
 	}, func(ctx context.Context, in *historyIn) (*historyOut, error) {
 		since, err := core.ParseSince(in.Since, time.Now())
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		pts, err := s.core.History(ctx, in.System, since, in.Limit)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &historyOut{}
 		out.Body.Since = since.UTC()
@@ -116,12 +160,13 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-status", Method: http.MethodGet, Path: "/api/status",
 		Summary: "Queue status per partition", Tags: []string{"federation"},
+		Errors: apiErrors(422, 503),
 		Description: "Per partition: free GPUs/cores, busy %, node states, queue depth, my jobs, wall cap and a wait heuristic. " +
 			"`format=text` returns the same as Markdown (text/markdown).",
 	}, func(ctx context.Context, in *statusIn) (*statusOut, error) {
 		st, err := s.core.Status()
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &statusOut{Body: core.V1Status(st)}, nil
 	})
@@ -129,10 +174,12 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-resource", Method: http.MethodGet, Path: "/api/resources/{system}",
 		Summary: "One system: health, partitions, how it is reached", Tags: []string{"federation"},
+		Errors:      apiErrors(404, 503),
+		Description: "The system's probe health (state, last error, latency), its partitions as the latest probe saw them, its accounts and workdir, and how Mosaic reaches it (kind, dialect, host or endpoint). The name is the catalog's (Delta@NCSA) or the machine's (delta); 404 lists the known ones.",
 	}, func(ctx context.Context, in *resourceIn) (*resourceOut, error) {
 		d, err := s.core.Resource(in.System)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &resourceOut{Body: core.V1ResourceDetail(d)}, nil
 	})
@@ -140,24 +187,28 @@ func (s *Server) registerFederation() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "find-idle", Method: http.MethodGet, Path: "/api/idle",
 		Summary: "Partitions with free capacity now", Tags: []string{"federation"},
+		Errors:      apiErrors(422, 503),
+		Description: "Partitions of the latest snapshot with at least the given free GPUs and cores, GPU memory, architecture, GPU model and at most max_queue pending jobs, on healthy systems, most free first. An empty list is an answer, not an error.",
 	}, func(ctx context.Context, in *idleIn) (*idleOut, error) {
 		q := v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMem, Cores: in.Cores, Arch: in.Arch,
 			GPUModel: in.GPUModel, Provider: in.Provider, System: in.System}
 		if in.MaxQueue >= 0 {
 			q.MaxQueue = &in.MaxQueue
 		}
-		recs, err := s.core.Idle(core.IdleFilterFromV1(q))
+		recs, why, err := s.core.IdleExplained(core.IdleFilterFromV1(q))
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &idleOut{}
-		out.Body.Partitions = core.V1Records(recs)
+		out.Body.Partitions, out.Body.Explanation = core.V1Records(recs), why
 		return out, nil
 	})
 
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-about", Method: http.MethodGet, Path: "/api/about",
 		Summary: "Version, catalog, tick, store and active ranker", Tags: []string{"meta"},
+		Errors:      apiErrors(),
+		Description: "The core's version, the site catalog in use, the probe tick, the store, the active ranker and drafter, and (on the simulated federation) the simulated clock. Needs no site.",
 	}, func(ctx context.Context, _ *struct{}) (*aboutOut, error) {
 		return &aboutOut{Body: core.V1About(s.core.About())}, nil
 	})
@@ -170,6 +221,7 @@ func (s *Server) statusText(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, core.ErrNotReady) {
 			code = http.StatusServiceUnavailable
 		}
+		noteCause(r.Context(), err)
 		writeProblem(w, code, err.Error())
 		return
 	}

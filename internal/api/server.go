@@ -10,6 +10,7 @@ package api
 import (
 	"crypto/subtle"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/prometheus/client_golang/prometheus"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
@@ -76,6 +78,9 @@ type Server struct {
 	handler  http.Handler
 	sessions *session.Sessions
 	streams  streamStop // ends event streams on shutdown (tasks.go)
+
+	reg     *prometheus.Registry     // the server's metrics (metrics.go); the core's are in core.Metrics
+	httpDur *prometheus.HistogramVec // mosaic_http_request_duration_seconds, fed by accessLog
 }
 
 // New builds the handler.
@@ -90,6 +95,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 		opts.Sessions = session.NewSessions(nil)
 	}
 	s := &Server{core: c, opts: opts, mux: http.NewServeMux(), sessions: opts.Sessions}
+	s.newServerMetrics()
 	cfg := huma.DefaultConfig("Mosaic", core.Version)
 	cfg.Info.Description = "Mosaic treats a researcher's allocations on several supercomputers as one machine. " +
 		"Every /api route needs `Authorization: Bearer <token>`; the token is in $XDG_CONFIG_HOME/mosaic/token."
@@ -109,6 +115,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	s.registerSkill()
 	s.registerCampaigns()
 	s.registerCampaignJobs()
+	s.typeDecision()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.mux.HandleFunc("GET /docs", serveDocs)
@@ -120,17 +127,26 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	}
 	if opts.SignIn != nil {
 		s.mux.Handle("/auth/", opts.SignIn)
+	} else {
+		// Without a Globus client the web UI still asks; it is told so (auth.WebStatus's
+		// shape) instead of a 404 the browser logs as an error on every page.
+		s.mux.HandleFunc("GET /auth/status", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "no-store")
+			_, _ = io.WriteString(w, `{"configured":false,"signed_in":false,"login_url":""}`+"\n")
+		})
 	}
-	s.handler = s.guard(s.forward(s.mux)) // forward: team mode's follower → leader (forward.go)
+	s.handler = s.accessLog(s.guard(s.forward(s.mux))) // forward: team mode's follower → leader (forward.go)
 	return s, nil
 }
 
 // schemaName names OpenAPI schemas. Answers are api/v1 types, named as they are;
 // request bodies are decoded with the core's own types (internal/model), which read
 // every duration form a user types ("2-00:00:00", "2d", "90"), and share names with
-// wire types (Envelope, Policy), so those are named <Name>Input.
+// wire types (Envelope, Policy), so those are named <Name>Input. The anonymous bodies
+// of handlers get real names (openapi.go).
 func schemaName(t reflect.Type, hint string) string {
-	name := huma.DefaultSchemaNamer(t, hint)
+	name := cleanWrapperName(huma.DefaultSchemaNamer(t, hint))
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
 		t = t.Elem()
 	}
@@ -208,6 +224,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				defer func() { <-unauth }()
 			default:
 				w.Header().Set("Retry-After", strconv.Itoa(unauthRetryAfter))
+				noteCause(r.Context(), errTooManyUnauth)
 				writeProblem(w, http.StatusServiceUnavailable, "too many requests without a token are in progress; "+
 					"retry in a few seconds, or send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token)")
 				return
@@ -261,6 +278,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// errTooManyUnauth is the cause logged for the guard's 503 (the unauthenticated limit).
+var errTooManyUnauth = errors.New("MaxUnauth requests without a valid credential were already in progress")
 
 // credentialed reports whether a request carries a valid credential: the API token
 // as a bearer token, or (without an Authorization header) a live session cookie.

@@ -33,6 +33,7 @@ func (s *Server) registerSkill() {
 			ref, refErr = skill.APIReference(b)
 		})
 		if refErr != nil {
+			noteCause(r.Context(), refErr)
 			writeProblem(w, http.StatusInternalServerError, "rendering the API reference: "+refErr.Error())
 			return
 		}

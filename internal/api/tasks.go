@@ -114,6 +114,7 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "submit-task", Method: http.MethodPost, Path: "/api/tasks",
 		Summary: "Submit a task (auto-placed or pinned); dry_run returns the decision only", Tags: []string{"tasks"},
+		Errors:        apiErrors(409, 422, 503),
 		DefaultStatus: http.StatusCreated,
 		Description: "Validates the envelope (or drafts one from the description), runs the rule chain, sizing and " +
 			"rankers, stores the task with its decision trace and submits attempt 1. An infeasible request or pin is " +
@@ -121,7 +122,7 @@ func (s *Server) registerTasks() {
 	}, func(ctx context.Context, in *submitIn) (*submitOut, error) {
 		res, err := s.core.SubmitTaskIdempotent(ctx, in.Body, in.IdempotencyKey)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		st := http.StatusCreated
 		if res.DryRun || res.Replayed {
@@ -133,6 +134,8 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "list-tasks", Method: http.MethodGet, Path: "/api/tasks",
 		Summary: "List tasks, newest first", Tags: []string{"tasks"},
+		Errors:      apiErrors(422),
+		Description: "Task summaries (id, name, state, where it runs, attempts, times), newest first; state filters by one or more comma-separated states.",
 	}, func(ctx context.Context, in *tasksIn) (*tasksOut, error) {
 		var states []model.TaskState
 		for _, st := range model.SplitList(in.State) {
@@ -140,7 +143,7 @@ func (s *Server) registerTasks() {
 		}
 		ts, err := s.core.Tasks(ctx, states, in.Limit)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		out := &tasksOut{}
 		out.Body.Tasks = core.V1TaskSummaries(ts)
@@ -150,10 +153,12 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-task", Method: http.MethodGet, Path: "/api/tasks/{id}",
 		Summary: "One task: state, attempts, decision trace", Tags: []string{"tasks"},
+		Errors:      apiErrors(404),
+		Description: "The task with its envelope, policy, every attempt (site, job id, state, exit code, times) and the latest placement decision: the rule chain, the candidate table with every verdict and score, and the chosen sizing.",
 	}, func(ctx context.Context, in *taskIn) (*taskOut, error) {
 		t, err := s.core.Task(ctx, in.ID)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return taskOutOf(t)
 	})
@@ -161,10 +166,12 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "cancel-task", Method: http.MethodPost, Path: "/api/tasks/{id}/cancel",
 		Summary: "Cancel a task's jobs at their sites", Tags: []string{"tasks"},
+		Errors:      apiErrors(404, 422),
+		Description: "Cancels the task's open jobs at their sites (scancel/qdel) and marks it cancelled. A site that cannot be reached now does not fail the cancel: the task is cancelled and the monitor asks the site again every tick until the job is gone. 422 for a task that already ended, or that stayed busy (a placement or submission in progress) for longer than the wait. Answers the task as it stands after the cancel.",
 	}, func(ctx context.Context, in *taskIn) (*taskOut, error) {
 		t, err := s.core.CancelTask(ctx, in.ID)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return taskOutOf(t)
 	})
@@ -172,11 +179,13 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "replan-task", Method: http.MethodPost, Path: "/api/tasks/{id}/replan",
 		Summary: "Place a task anew (clear_target drops its pin); a pending job is replaced", Tags: []string{"tasks"},
+		Errors:      apiErrors(404, 422, 503),
+		Description: "Runs placement again for a task that has not started: a pending job is replaced by one at the new choice (the old one cancelled first) when the choice changes. clear_target drops a pin so the meta-scheduler may choose freely. 422 when the task cannot be replanned (running or ended) or nothing can take it.",
 	}, func(ctx context.Context, in *replanIn) (*taskOut, error) {
 		clear := in.Body != nil && in.Body.ClearTarget
 		t, err := s.core.ReplanTask(ctx, in.ID, clear)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return taskOutOf(t)
 	})
@@ -184,13 +193,14 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-task-logs", Method: http.MethodGet, Path: "/api/tasks/{id}/logs",
 		Summary: "stdout/stderr tails of a task's job", Tags: []string{"tasks"},
+		Errors: apiErrors(404, 422, 502, 503),
 		Description: "Read from the output location recorded when the site accepted the job (also after a restart). " +
 			"404: no job yet, or the files are gone; 503: the site is unreachable now. A job that has not started " +
 			"returns empty tails with a note.",
 	}, func(ctx context.Context, in *logsIn) (*logsOut, error) {
 		l, err := s.core.TaskLogs(ctx, in.ID, in.Attempt, in.Tail)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &logsOut{Body: core.V1Logs(l)}, nil
 	})
@@ -198,17 +208,18 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "list-events", Method: http.MethodGet, Path: "/api/events",
 		Summary: "Activity log: decisions, dispatches, transitions, continuations, with rationales", Tags: []string{"events"},
+		Errors: apiErrors(422),
 		Description: "Newest first by default; limit keeps the newest N. Page back with before=next_before; read " +
 			"forward (oldest first) with after_id.",
 	}, func(ctx context.Context, in *eventsIn) (*eventsOut, error) {
 		q, err := core.EventQueryFromV1(v1.EventQuery{Task: in.Task, Since: in.Since, AfterID: in.AfterID, BeforeID: in.Before,
 			Kinds: model.SplitList(in.Kind), Limit: in.Limit, Order: in.Order}, time.Now())
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		page, err := s.core.EventPage(ctx, q)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &eventsOut{Body: core.V1EventPage(page)}, nil
 	})
@@ -216,6 +227,7 @@ func (s *Server) registerTasks() {
 	sse.Register(s.api, huma.Operation{
 		OperationID: "stream-events", Method: http.MethodGet, Path: "/api/events/stream",
 		Summary: "Server-sent events: each new activity-log entry as an `event` message", Tags: []string{"events"},
+		Errors: apiErrors(422),
 		Description: "Every message carries its event id. The stream starts with a `ready` message whose id is " +
 			"the position it starts from; then it replays the events after the Last-Event-ID header (what " +
 			"EventSource resends when it reconnects) or after_id, whichever is later (default: only new ones), " +
@@ -228,10 +240,12 @@ func (s *Server) registerTasks() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "generate-envelope", Method: http.MethodPost, Path: "/api/envelope/generate",
 		Summary: "Draft a resource envelope from a description (LLM when configured, heuristics otherwise)", Tags: []string{"tasks"},
+		Errors:      apiErrors(422),
+		Description: "Turns a plain-English description (\"train a 7B model on 4 A100s for about a day\") into a resource envelope: GPU, core, memory and walltime ranges, constraints and objective, each field with where it came from. Uses the configured LLM, else (or when the LLM fails) the heuristic drafter; the answer names which. Nothing is stored.",
 	}, func(ctx context.Context, in *envelopeIn) (*envelopeOut, error) {
 		r, err := s.core.DraftEnvelope(ctx, in.Body.Name, in.Body.Description)
 		if err != nil {
-			return nil, toHTTP(err)
+			return nil, toHTTP(ctx, err)
 		}
 		return &envelopeOut{Body: core.V1Draft(r, s.core.About().Drafter)}, nil
 	})

@@ -33,7 +33,8 @@ const (
 )
 
 // pathKeys hold file names; a relative one in a dotenv file is relative to that file's
-// directory, never to the working directory.
+// directory, never to the working directory. (MOSAIC_DB may instead be a PostgreSQL
+// URL, which is no file name: IsPostgresURL.)
 var pathKeys = map[string]bool{"MOSAIC_SITES": true, "MOSAIC_DB": true, "MOSAIC_TOKEN_FILE": true}
 
 // Env is a lookup function over the merged environment.
@@ -118,7 +119,7 @@ func readEnvFile(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("env file %s: %w", path, err)
 	}
 	for k, v := range m {
-		if pathKeys[k] && v != "" && !filepath.IsAbs(v) && !strings.HasPrefix(v, "~") {
+		if pathKeys[k] && v != "" && !filepath.IsAbs(v) && !strings.HasPrefix(v, "~") && !IsPostgresURL(v) {
 			m[k] = filepath.Join(dir, v)
 		}
 	}
@@ -253,13 +254,20 @@ func validKey(k string) bool {
 	return true
 }
 
+// IsPostgresURL reports whether a MOSAIC_DB value is a PostgreSQL URL (postgres://…
+// or postgresql://…, any case) rather than an SQLite file name.
+func IsPostgresURL(v string) bool {
+	l := strings.ToLower(v)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
 // Config is the resolved configuration of one mosaic process.
 type Config struct {
 	Addr       string        // listen address of the core
 	URL        string        // where clients find the core
 	Tick       time.Duration // 0 = provider default
 	SitesFile  string        // "" = embedded simulated federation
-	DBPath     string
+	DBPath     string        // MOSAIC_DB: an SQLite file, ":memory:", or a postgres:// URL (IsPostgresURL)
 	TokenPath  string
 	StateDir   string
 	ConfigDir  string

@@ -31,7 +31,9 @@ func (c *Core) campaigns() *campaignState { return c.camp }
 // per-run bearer tokens.
 func (c *Core) Exchange() *exchange.Server {
 	cs := c.campaigns()
-	cs.once.Do(func() { cs.srv = exchange.NewServer(exchange.Config{Logger: c.log}) })
+	cs.once.Do(func() {
+		cs.srv = exchange.NewServer(exchange.Config{Logger: c.log, OnMessage: c.metrics.ExchangeMessage})
+	})
 	return cs.srv
 }
 

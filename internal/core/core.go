@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/execution"
 	"github.com/mosaic-hpc/mosaic/internal/federation"
+	"github.com/mosaic-hpc/mosaic/internal/metrics"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/scheduler"
@@ -77,6 +77,8 @@ type Core struct {
 	simTmp    string         // temporary sim work directory of an in-memory store (Close removes it)
 	camp      *campaignState // this core's exchange and campaigns directory (campaigns.go)
 	replica   *replica       // team-mode state (leader.go); nil in laptop mode
+
+	metrics *metrics.Metrics // instruments fed by the hooks New wires (metrics.go)
 }
 
 // New assembles a core; call Run to start probing.
@@ -94,13 +96,14 @@ func New(opts Options) (*Core, error) {
 	if opts.Store != nil {
 		sink = opts.Store
 	}
+	m := metrics.New()
 	col, err := federation.New(opts.Providers, federation.Options{
-		Tick: opts.Tick, Sink: sink, Clock: opts.Clock, Logger: opts.Logger,
+		Tick: opts.Tick, Sink: sink, Clock: opts.Clock, Logger: opts.Logger, OnProbe: m.ObserveProbe,
 	})
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{cat: opts.Catalog, store: opts.Store, collector: col, log: opts.Logger, clock: opts.Clock, started: opts.Clock(), camp: &campaignState{}}
+	c := &Core{cat: opts.Catalog, store: opts.Store, collector: col, log: opts.Logger, clock: opts.Clock, started: opts.Clock(), camp: &campaignState{}, metrics: m}
 	var llmClient llm.Client
 	if opts.Getenv != nil {
 		cl, err := llm.FromEnv(opts.Getenv)
@@ -113,7 +116,7 @@ func New(opts Options) (*Core, error) {
 	}
 	c.waits = newWaitLearner()
 	c.loadWaitHistory(context.Background())
-	so := scheduler.Options{Estimator: estimator{c}, Waits: c.waits, Logger: opts.Logger, Now: opts.Clock}
+	so := scheduler.Options{Estimator: estimator{c}, Waits: c.waits, Logger: opts.Logger, Now: opts.Clock, OnPlace: m.ObservePlacement}
 	if llmClient != nil {
 		so.LLM = scheduler.NewLLMRanker(llmClient)
 	}
@@ -125,7 +128,8 @@ func New(opts Options) (*Core, error) {
 	}
 	if opts.Store != nil {
 		c.engine = execution.New(execution.Options{Store: opts.Store, Providers: col, Placer: placer{c},
-			Snapshot: col.Snapshot, Clock: opts.Clock, Logger: opts.Logger, OnStart: c.observeStart})
+			Snapshot: col.Snapshot, Clock: opts.Clock, Logger: opts.Logger, OnStart: c.observeStart,
+			OnTaskEnded: func(s model.TaskState) { m.TaskEnded(string(s)) }, OnContinuation: m.Continuation})
 	}
 	return c, nil
 }
@@ -301,60 +305,6 @@ type IdleFilter struct {
 	MaxQueue int    // at most this many pending jobs (-1 = any)
 	Provider string // sim, ssh, local, globus
 	System   string
-}
-
-// Idle returns partitions that have the requested free capacity right now, most free
-// gating units first.
-func (c *Core) Idle(f IdleFilter) ([]model.ResourceRecord, error) {
-	snap, err := c.Federation()
-	if err != nil {
-		return nil, err
-	}
-	out := []model.ResourceRecord{}
-	for _, r := range snap.Records {
-		if !r.Health.Usable() {
-			continue
-		}
-		if f.GPUs > 0 && r.FreeGPUs < f.GPUs {
-			continue
-		}
-		if f.GPUMemGB > 0 && (r.GPUsPerNode == 0 || r.GPUMemoryGB < f.GPUMemGB) {
-			continue
-		}
-		if f.Cores > 0 && r.FreeCores < f.Cores {
-			continue
-		}
-		if f.Arch != "" && !strings.EqualFold(r.Arch, f.Arch) {
-			continue
-		}
-		if f.GPUModel != "" && !strings.EqualFold(r.GPUModel, f.GPUModel) {
-			continue
-		}
-		if f.MaxQueue >= 0 && r.PendingJobs > f.MaxQueue {
-			continue
-		}
-		if f.Provider != "" && r.Provider != f.Provider {
-			continue
-		}
-		if f.System != "" {
-			if sys, ok := c.cat.System(f.System); !ok || sys.Name != r.System {
-				continue
-			}
-		}
-		if f.GPUs == 0 && f.Cores == 0 {
-			if free, _ := r.FreeUnits(); free == 0 {
-				continue
-			}
-		}
-		out = append(out, r)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].FreeGPUs != out[j].FreeGPUs {
-			return out[i].FreeGPUs > out[j].FreeGPUs
-		}
-		return out[i].FreeCores > out[j].FreeCores
-	})
-	return out, nil
 }
 
 // About describes this core.

@@ -72,6 +72,17 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 		if err != nil {
 			return nil, err
 		}
+	} else {
+		// A replica never runs beside a core that owns the store alone: it takes that
+		// lease for a moment to see that nobody holds it (such a core, started later,
+		// sees the replicas' live leader lease and refuses, below).
+		l, err := acquireLease(ctx, cfg.DBPath, o.ListenAddr)
+		if err != nil {
+			return nil, fmt.Errorf("%w; a replica (--replica) cannot join a store that a single core owns: stop that core, then start every core on this store with --replica", err)
+		}
+		if l != nil {
+			_ = l.Release()
+		}
 	}
 	ok := false
 	defer func() {
@@ -83,11 +94,19 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	// re-adopt the previous run's jobs when they start, and a store that is then
 	// refused must not have them killed on the way out.
 	var sopts []store.Option
-	if o.FreshStore {
+	pg := store.IsPostgres(cfg.DBPath)
+	switch {
+	case o.FreshStore && pg:
+		log.Warn("--fresh does not apply to a PostgreSQL store: it moves a damaged SQLite file aside, and a PostgreSQL database is never moved or emptied (restore it from a backup instead)",
+			"store", store.RedactDSN(cfg.DBPath))
+	case o.FreshStore:
 		sopts = append(sopts, store.Fresh())
 	}
 	st, err := store.Open(ctx, cfg.DBPath, sopts...)
 	if err != nil {
+		if pg {
+			return nil, err // its error says what to check in MOSAIC_DB
+		}
 		return nil, fmt.Errorf("%w (set MOSAIC_DB to use another file)", err)
 	}
 	defer func() {
@@ -95,6 +114,12 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			st.Close()
 		}
 	}()
+	if !o.Replica {
+		if ls, err := st.Leader(ctx, store.LeaderName); err == nil && ls.Holder != "" && time.Now().Before(ls.ExpiresAt) {
+			return nil, fmt.Errorf("store %s is run by team-mode replicas (leader %s, lease token %d): a core that owned it alone would run their jobs a second time; "+
+				"start this one with --replica to join them (docs/TEAM.md), or give it another store with MOSAIC_DB: %w", store.RedactDSN(cfg.DBPath), ls.Addr, ls.Token, store.ErrLeaseHeld)
+		}
+	}
 	if m := st.MovedAside(); m != "" {
 		log.Warn("the store failed its integrity check; it was moved aside and an empty store started", "path", cfg.DBPath, "kept_as", m)
 	}
@@ -171,7 +196,11 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	}
 	c.simTmp = simTmp
 	if lease != nil {
-		log.Debug("store lease taken", "lock", store.LockPath(cfg.DBPath), "generation", lease.Owner().Generation)
+		lock := store.LockPath(cfg.DBPath)
+		if pg {
+			lock = "PostgreSQL advisory lock"
+		}
+		log.Debug("store lease taken", "lock", lock, "generation", lease.Owner().Generation)
 		go watchLease(ctx, lease, log)
 	}
 	ok = true
@@ -184,6 +213,11 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 // directory (tmp is true; Close removes it), never a ":memory:.sim" in the working
 // directory.
 func simWorkDir(cfg *config.Config) (dir string, tmp bool, err error) {
+	if store.IsPostgres(cfg.DBPath) {
+		// A database on a server has no directory beside it; the state directory is
+		// this machine's (and never a path made of the URL, which may hold a password).
+		return filepath.Join(cfg.StateDir, "sim"), false, nil
+	}
 	if cfg.DBPath == "" || cfg.DBPath == ":memory:" {
 		d, err := os.MkdirTemp("", "mosaic-sim-")
 		if err != nil {
@@ -220,16 +254,19 @@ func watchLease(ctx context.Context, l store.Lease, log *slog.Logger) {
 	}
 }
 
-// acquireLease takes the lease of the store at dbPath (none for ":memory:").
+// acquireLease takes the lease of the store at dbPath (none for ":memory:"): a lock
+// file for SQLite, an advisory lock for PostgreSQL (store.NewLeaser).
 func acquireLease(ctx context.Context, dbPath, addr string) (store.Lease, error) {
 	if dbPath == "" || dbPath == ":memory:" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
-		return nil, fmt.Errorf("store %s: create its directory: %w (set MOSAIC_DB to use another file)", dbPath, err)
+	if !store.IsPostgres(dbPath) {
+		if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+			return nil, fmt.Errorf("store %s: create its directory: %w (set MOSAIC_DB to use another file)", dbPath, err)
+		}
 	}
 	host, _ := os.Hostname()
-	return store.FileLeaser{DBPath: dbPath}.Acquire(ctx, store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()})
+	return store.NewLeaser(dbPath).Acquire(ctx, store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()})
 }
 
 func allSim(cat *site.Catalog) bool {
@@ -252,7 +289,7 @@ func ownPaths(cfg *config.Config, cat *site.Catalog) []string {
 	home, _ := os.UserHomeDir()
 	var names []string
 	names = append(names, cfg.ConfigDir, cfg.StateDir, cfg.TokenPath, cfg.SitesFile)
-	if cfg.DBPath != "" && cfg.DBPath != ":memory:" {
+	if cfg.DBPath != "" && cfg.DBPath != ":memory:" && !store.IsPostgres(cfg.DBPath) {
 		names = append(names, cfg.DBPath, cfg.DBPath+"-wal", cfg.DBPath+"-shm", cfg.DBPath+"-journal")
 	}
 	names = append(names, cfg.EnvFiles...)

@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/campaign"
+	"github.com/mosaic-hpc/mosaic/internal/errs"
 	"github.com/mosaic-hpc/mosaic/internal/exchange"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/scheduler"
@@ -430,6 +431,12 @@ func V1Error(err error) *v1.Error {
 		}
 	case errors.Is(err, ErrNotFound):
 		status = http.StatusNotFound
+	case errors.Is(err, errs.ErrSiteDown), errors.Is(err, errs.ErrTransient):
+		// A site that cannot be reached (or was briefly busy) now: 503, also when the
+		// operation wrapped it as a refused request.
+		status = http.StatusServiceUnavailable
+	case errors.Is(err, errs.ErrNeedsLogin):
+		status = http.StatusBadGateway // the site refused Mosaic's credentials
 	case errors.Is(err, ErrNotReady):
 		status, msg = http.StatusServiceUnavailable, msg+"; retry in a few seconds"
 	case errors.Is(err, ErrInvalid):

@@ -468,6 +468,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		s.backendError(w, err)
 		return
 	}
+	if s.cfg.OnMessage != nil {
+		s.cfg.OnMessage()
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

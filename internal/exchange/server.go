@@ -65,6 +65,9 @@ type Config struct {
 	MaxPendingAuth int
 	// PingInterval is the SSE keep-alive comment interval of /mailbox/listen.
 	PingInterval time.Duration
+	// OnMessage, if set, is called after each send request the exchange accepted
+	// (for metrics). It must not block.
+	OnMessage func()
 	// MaxWait caps a blocking receive or listen whose client sent no timeout
 	// (0 = no cap; the request still ends when the client goes away).
 	MaxWait time.Duration

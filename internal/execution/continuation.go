@@ -213,6 +213,7 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 		}
 	}
 	act := Decide(t.Envelope, policyOf(t), a, e.partition(a.System, a.Partition), historyOf(atts), transientSubmit)
+	e.continued(string(act.Kind))
 	if t.UnstoredEnv && (act.Kind == ActRetry || act.Kind == ActResize || act.Kind == ActMigrate) {
 		// Its job was given values the store does not keep: a new attempt would run without them.
 		return e.fail(ctx, t, a, act.Rationale+"; but it cannot be submitted again: its forwarded variables are not stored")
@@ -243,7 +244,7 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 		_, err = e.dispatch(ctx, t, next, pl, act.Rationale+"; "+pl.Rationale)
 		return err
 	case ActCancel:
-		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &act.Rationale},
+		return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &act.Rationale},
 			ev(t.ID, a.N, a.System, "cancelled", "task cancelled", act.Rationale, model.ActorSystem))
 	}
 	return e.fail(ctx, t, a, act.Rationale)
@@ -273,7 +274,7 @@ func (e *Engine) fail(ctx context.Context, t *store.TaskRow, a *model.Attempt, w
 		story = append(story, s)
 	}
 	reason := why + ". Attempts: " + strings.Join(story, "; ")
-	return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
+	return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
 		ev(t.ID, a.N, a.System, "failure", "task failed", reason, model.ActorRules))
 }
 
@@ -385,7 +386,7 @@ func (e *Engine) cancelTask(ctx context.Context, taskID, why string) error {
 			pending = append(pending, fmt.Sprintf("attempt %d (job %s) on %s", a.N, orTag(a), a.System))
 		}
 	}
-	if err := e.o.Store.UpdateTask(ctx, taskID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &why},
+	if err := e.endTask(ctx, taskID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &why},
 		ev(taskID, 0, "", "cancelled", "task cancelled", why, model.ActorUser)); err != nil {
 		return err
 	}

@@ -92,6 +92,11 @@ type Options struct {
 	// in flight (the lease's TTL plus one submit call's timeout): a claimed attempt
 	// whose job is not found by its tag is not submitted before then.
 	ClaimGrace time.Duration
+	// OnTaskEnded and OnContinuation, optional, are told (for metrics) of every task
+	// stored in a terminal state and of every continuation action taken (retry,
+	// resize, migrate, fail, cancel, replan). They must not block.
+	OnTaskEnded    func(state model.TaskState)
+	OnContinuation func(action string)
 }
 
 // Engine runs tasks. Mutations of one task are serialised by that task's own lock, so
@@ -310,3 +315,22 @@ func ev(task string, attempt int, system, kind, msg, why string, actor model.Act
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// endTask stores a task's terminal state (u.State) with its events, then tells
+// OnTaskEnded.
+func (e *Engine) endTask(ctx context.Context, id string, u store.TaskUpdate, evs ...model.Event) error {
+	if err := e.o.Store.UpdateTask(ctx, id, u, evs...); err != nil {
+		return err
+	}
+	if e.o.OnTaskEnded != nil && u.State != nil {
+		e.o.OnTaskEnded(*u.State)
+	}
+	return nil
+}
+
+// continued tells OnContinuation of an action taken.
+func (e *Engine) continued(action string) {
+	if e.o.OnContinuation != nil {
+		e.o.OnContinuation(action)
+	}
+}

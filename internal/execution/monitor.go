@@ -475,7 +475,7 @@ func (e *Engine) observe(ctx context.Context, t *store.TaskRow, a *model.Attempt
 	case st.State == model.JobPending || st.State == model.JobRequeued || st.State == model.JobSuspended:
 		return false, false, e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskQueued)})
 	case st.State == model.JobSucceeded:
-		return false, true, e.o.Store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskSucceeded), Reason: ptr("")},
+		return false, true, e.endTask(ctx, a.TaskID, store.TaskUpdate{State: ptr(model.TaskSucceeded), Reason: ptr("")},
 			ev(a.TaskID, a.N, a.System, "finished", fmt.Sprintf("task succeeded on %s:%s (job %s)", a.System, a.Partition, a.JobID), "", model.ActorSystem))
 	case st.State.Final():
 		return false, true, nil

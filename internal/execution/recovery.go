@@ -289,14 +289,14 @@ func (e *Engine) resume(ctx context.Context, id string) error {
 		if t.CampaignRun != "" {
 			reason = "campaign run " + t.CampaignRun + ": " + reason
 		}
-		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
+		return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
 			ev(t.ID, 0, "", "failure", "task failed", reason, model.ActorSystem))
 	}
 	if len(atts) == 0 {
 		pl, err := e.o.Placer.Place(ctx, &t.Task, nil)
 		if err != nil {
 			reason := "after a restart no system can take it: " + firstLine(err.Error())
-			return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
+			return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskFailed), Reason: &reason},
 				ev(t.ID, 0, "", "failure", "task failed", reason, model.ActorRules))
 		}
 		if err := e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{Decision: pl.Decision, State: ptr(model.TaskPlaced)},
@@ -311,12 +311,12 @@ func (e *Engine) resume(ctx context.Context, id string) error {
 	c := chain(atts)
 	last := c[len(c)-1]
 	if last.State == model.JobSucceeded {
-		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskSucceeded)})
+		return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskSucceeded)})
 	}
 	if last.State == model.JobCancelled {
 		// A cancel was cut short between the site confirming and the task being marked.
 		why := "cancelled (confirmed after a restart)"
-		return e.o.Store.UpdateTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &why},
+		return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &why},
 			ev(t.ID, last.N, last.System, "cancelled", "task cancelled", why, model.ActorSystem))
 	}
 	return e.continueAfter(ctx, t, last, false)

@@ -216,6 +216,7 @@ func (e *Engine) replanPending(ctx context.Context, seen *model.Attempt) error {
 		fmt.Sprintf("replan: move pending job %s: %s → %s:%s", a.JobID, a.System, pl.System, pl.Partition), why, model.ActorRules)); err != nil {
 		return err
 	}
+	e.continued("replan")
 	return e.moveFirst(ctx, t, a, len(atts)+1, pl, why)
 }
 

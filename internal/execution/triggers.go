@@ -311,6 +311,7 @@ func (e *Engine) weigh(ctx context.Context, seen *model.Attempt, tr trigger) err
 		fmt.Sprintf("migrate pending job %s: %s → %s", a.JobID, sys, alt), why, model.ActorRules)); err != nil {
 		return err
 	}
+	e.continued("migrate")
 	na, err := e.dispatch(ctx, t, len(atts)+1, pl, why+"; "+pl.Rationale)
 	if err != nil || na == nil || na.JobID == "" {
 		return err // the new job was not accepted: keep the old one

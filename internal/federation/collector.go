@@ -31,6 +31,9 @@ type Options struct {
 	Logger       *slog.Logger
 	// DownAfter is how many failed probes in a row turn "degraded" into "down"; default 2.
 	DownAfter int
+	// OnProbe, if set, is told each probe's system and duration (successful or not;
+	// a probe cut off by ProbeTimeout counts the timeout), for metrics.
+	OnProbe func(system string, took time.Duration)
 }
 
 // Collector owns the merged snapshot.
@@ -156,6 +159,11 @@ func (c *Collector) Refresh(ctx context.Context) *model.ResourceSnapshot {
 	got := make([]probeResult, 0, len(c.providers))
 	for range c.providers {
 		got = append(got, <-results)
+	}
+	if c.opts.OnProbe != nil {
+		for _, r := range got {
+			c.opts.OnProbe(r.p.System(), r.latency)
+		}
 	}
 	return c.merge(ctx, got)
 }

@@ -32,7 +32,10 @@ func actionable(err error) error {
 		case http.StatusUnauthorized:
 			return fmt.Errorf("%s. The token in $XDG_CONFIG_HOME/mosaic/token does not match the running core's; restart `mosaic mcp` after `mosaic serve` has created it", ae.Error())
 		case http.StatusServiceUnavailable:
-			return fmt.Errorf("the core is not ready: %s. The first probe round may still be running: retry in a few seconds", ae.Error())
+			return fmt.Errorf("unavailable now: %s. Retry in a little while: the core may still be running its first probe round, "+
+				"or the site cannot be reached (list_resources shows each system's health)", ae.Error())
+		case http.StatusBadGateway:
+			return fmt.Errorf("a site failed the request: %s. list_resources shows the system's health; system_env probes its login node", ae.Error())
 		}
 		return fmt.Errorf("the core answered %d: %s", ae.Status, ae.Error())
 	}

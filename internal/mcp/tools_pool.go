@@ -29,7 +29,8 @@ type ListResourcesOut struct {
 // FindIdleIn filters find_idle.
 type FindIdleIn struct {
 	GPUs      int    `json:"gpus,omitempty" jsonschema:"at least this many free GPUs in one partition"`
-	GPUMemGB  int    `json:"gpu_mem_gb,omitempty" jsonschema:"at least this much memory per GPU, GB"`
+	GPUMem    int    `json:"gpu_mem,omitempty" jsonschema:"at least this much memory per GPU, GB (CLI --gpu-mem)"`
+	GPUMemGB  int    `json:"gpu_mem_gb,omitempty" jsonschema:"deprecated alias of gpu_mem (still accepted)"`
 	Cores     int    `json:"cores,omitempty" jsonschema:"at least this many free CPU cores"`
 	Arch      string `json:"arch,omitempty" jsonschema:"x86_64 or aarch64"`
 	GPUModel  string `json:"gpu_model,omitempty" jsonschema:"e.g. A100, H100, GH200"`
@@ -112,8 +113,12 @@ func systemNames(snap *v1.ResourceSnapshot) []string {
 }
 
 func (t *tools) findIdle(ctx context.Context, _ *mcp.CallToolRequest, in FindIdleIn) (*FindIdleOut, error) {
-	if in.GPUs < 0 || in.GPUMemGB < 0 || in.Cores < 0 {
-		return nil, invalid("gpus, gpu_mem_gb and cores must not be negative")
+	if in.GPUs < 0 || in.GPUMem < 0 || in.GPUMemGB < 0 || in.Cores < 0 {
+		return nil, invalid("gpus, gpu_mem and cores must not be negative")
+	}
+	gpuMem, err := pickInt(in.GPUMem, in.GPUMemGB, "gpu_mem", "gpu_mem_gb")
+	if err != nil {
+		return nil, err
 	}
 	if in.MaxQueue != nil && *in.MaxQueue < 0 {
 		return nil, invalid("max_queue must not be negative; omit it to accept any queue depth")
@@ -130,7 +135,7 @@ func (t *tools) findIdle(ctx context.Context, _ *mcp.CallToolRequest, in FindIdl
 	if err != nil {
 		return nil, err
 	}
-	recs, err := b.Idle(ctx, v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: in.GPUMemGB, Cores: in.Cores, Arch: in.Arch,
+	recs, err := b.Idle(ctx, v1.IdleQuery{GPUs: in.GPUs, GPUMemGB: gpuMem, Cores: in.Cores, Arch: in.Arch,
 		GPUModel: in.GPUModel, MaxQueue: in.MaxQueue, Provider: in.Provider, System: in.System})
 	if err != nil {
 		return nil, err

@@ -63,7 +63,8 @@ type TaskIn struct {
 
 // ListTasksIn filters list_tasks.
 type ListTasksIn struct {
-	States []model.TaskState `json:"states,omitempty" jsonschema:"only tasks in these states (pending, placed, submitted, queued, running, succeeded, failed, cancelled)"`
+	State  []model.TaskState `json:"state,omitempty" jsonschema:"only tasks in these states (pending, placed, submitted, queued, running, succeeded, failed, cancelled)"`
+	States []model.TaskState `json:"states,omitempty" jsonschema:"deprecated alias of state (still accepted)"`
 	Limit  int               `json:"limit,omitempty" jsonschema:"at most this many, newest first (default 20, at most 500)"`
 }
 
@@ -87,7 +88,8 @@ type ReplanTaskIn struct {
 type TaskLogsIn struct {
 	ID        string `json:"id"`
 	Attempt   int    `json:"attempt,omitempty" jsonschema:"attempt number; 0 or omitted = the latest submitted"`
-	TailBytes int    `json:"tail_bytes,omitempty" jsonschema:"bytes from the end of each stream (default 16384, at most 1048576)"`
+	Tail      int    `json:"tail,omitempty" jsonschema:"bytes from the end of each stream (default 16384, at most 1048576)"`
+	TailBytes int    `json:"tail_bytes,omitempty" jsonschema:"deprecated alias of tail (still accepted)"`
 }
 
 func (t *tools) registerTasks(s *mcp.Server) {
@@ -183,8 +185,12 @@ func (t *tools) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in ListTa
 	if in.Limit < 0 || in.Limit > 500 {
 		return nil, invalid("limit %d: want 1 to 500 (omit for 20)", in.Limit)
 	}
-	states := make([]string, 0, len(in.States))
-	for _, st := range in.States {
+	want, err := pickList(in.State, in.States, "state", "states")
+	if err != nil {
+		return nil, err
+	}
+	states := make([]string, 0, len(want))
+	for _, st := range want {
 		if !slices.Contains(taskStates, st) {
 			return nil, invalid("state %q: want one of %v", st, taskStates)
 		}
@@ -252,10 +258,13 @@ func (t *tools) taskLogs(ctx context.Context, _ *mcp.CallToolRequest, in TaskLog
 	if in.Attempt < 0 {
 		return nil, invalid("attempt %d: attempts are numbered from 1; omit it for the latest", in.Attempt)
 	}
-	if in.TailBytes < 0 || in.TailBytes > 1<<20 {
-		return nil, invalid("tail_bytes %d: want 1 to 1048576 (omit for 16384)", in.TailBytes)
+	tail, err := pickInt(in.Tail, in.TailBytes, "tail", "tail_bytes")
+	if err != nil {
+		return nil, err
 	}
-	tail := in.TailBytes
+	if tail < 0 || tail > 1<<20 {
+		return nil, invalid("tail %d: want 1 to 1048576 (omit for 16384)", tail)
+	}
 	if tail == 0 {
 		tail = 16 << 10
 	}

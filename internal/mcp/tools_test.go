@@ -98,6 +98,20 @@ func TestPoolTools(t *testing.T) {
 				t.Errorf("max_queue 0 let through %s/%s with %d pending", r.System, r.Partition, r.PendingJobs)
 			}
 		}
+		// gpu_mem (the HTTP query's and the CLI's --gpu-mem) and its deprecated name gpu_mem_gb.
+		var big, bigOld mcp.FindIdleOut
+		s.ok("find_idle", map[string]any{"gpus": 1, "gpu_mem": 80}, &big)
+		s.ok("find_idle", map[string]any{"gpus": 1, "gpu_mem_gb": 80}, &bigOld)
+		if big.Count == 0 || big.Count >= idle.Count || big.Count != bigOld.Count {
+			t.Errorf("find_idle gpu_mem 80: %d partitions, gpu_mem_gb 80: %d, any memory: %d", big.Count, bigOld.Count, idle.Count)
+		}
+		for _, r := range big.Partitions {
+			if r.GPUMemoryGB < 80 {
+				t.Errorf("gpu_mem 80 let through %s/%s with %d GB GPUs", r.System, r.Partition, r.GPUMemoryGB)
+			}
+		}
+		s.fails("find_idle", map[string]any{"gpu_mem": 40, "gpu_mem_gb": 80}, "disagree", "give gpu_mem only")
+		s.fails("find_idle", map[string]any{"gpu_mem": -1}, "negative")
 		s.fails("find_idle", map[string]any{"gpus": -1}, "negative")
 		s.fails("find_idle", map[string]any{"max_queue": -2}, "max_queue")
 		s.fails("find_idle", map[string]any{"arch": "sparc"}, "x86_64")
@@ -215,7 +229,16 @@ func TestTaskLifecycle(t *testing.T) {
 			t.Errorf("stdout %q lacks the command's output", logs.Stdout)
 		}
 		s.fails("task_logs", map[string]any{"id": id, "attempt": -1}, "attempt")
-		s.fails("task_logs", map[string]any{"id": id, "tail_bytes": 1 << 30}, "tail_bytes")
+		s.fails("task_logs", map[string]any{"id": id, "tail": 1 << 30}, "tail")
+		// tail_bytes is the deprecated name of tail: still accepted, and the two must agree.
+		var short, shortOld client.Logs
+		s.ok("task_logs", map[string]any{"id": id, "tail": 4}, &short)
+		s.ok("task_logs", map[string]any{"id": id, "tail_bytes": 4}, &shortOld)
+		if len(short.Stdout) > 4 || short.Stdout != shortOld.Stdout {
+			t.Errorf("tail 4 gave %q, tail_bytes 4 gave %q", short.Stdout, shortOld.Stdout)
+		}
+		s.fails("task_logs", map[string]any{"id": id, "tail_bytes": 1 << 30}, "tail")
+		s.fails("task_logs", map[string]any{"id": id, "tail": 4, "tail_bytes": 8}, "disagree", "give tail only")
 		s.fails("task_logs", map[string]any{"id": "nosuchid"}, "not found")
 
 		var evs mcp.RecentEventsOut
@@ -236,26 +259,49 @@ func TestTaskLifecycle(t *testing.T) {
 			t.Errorf("after_id = last_id returned %d events", after.Count)
 		}
 		var decisions mcp.RecentEventsOut
-		s.ok("recent_events", map[string]any{"kinds": []string{"decision"}, "since": "1h", "limit": 1}, &decisions)
+		s.ok("recent_events", map[string]any{"kind": []string{"decision"}, "since": "1h", "limit": 1}, &decisions)
 		if decisions.Count != 1 || decisions.Events[0].Kind != "decision" {
 			t.Errorf("kind filter with limit 1: %+v", decisions)
 		}
+		// kinds and before_id are the deprecated names of kind and before.
+		var decisionsOld mcp.RecentEventsOut
+		s.ok("recent_events", map[string]any{"kinds": []string{"decision"}, "since": "1h", "limit": 1}, &decisionsOld)
+		if decisionsOld.Count != 1 || decisionsOld.Events[0].ID != decisions.Events[0].ID {
+			t.Errorf("kinds (deprecated) and kind disagree: %+v vs %+v", decisionsOld, decisions)
+		}
+		s.fails("recent_events", map[string]any{"kind": []string{"decision"}, "kinds": []string{"draft"}}, "disagree", "give kind only")
+		var older, olderOld mcp.RecentEventsOut
+		s.ok("recent_events", map[string]any{"task": id, "before": evs.LastID}, &older)
+		s.ok("recent_events", map[string]any{"task": id, "before_id": evs.LastID}, &olderOld)
+		if older.Count == 0 || older.Count != olderOld.Count || older.LastID >= evs.LastID {
+			t.Errorf("before %d: %d events (last %d); before_id: %d events", evs.LastID, older.Count, older.LastID, olderOld.Count)
+		}
+		s.fails("recent_events", map[string]any{"before": 5, "before_id": 6}, "disagree", "give before only")
+		s.fails("recent_events", map[string]any{"kind": []string{"explosion"}}, "explosion", "decision")
 		s.fails("recent_events", map[string]any{"kinds": []string{"explosion"}}, "explosion", "decision")
 		s.fails("recent_events", map[string]any{"since": "yesterday"}, "since")
 		s.fails("recent_events", map[string]any{"limit": 5000}, "limit")
 		s.fails("recent_events", map[string]any{"task": "nosuchid"}, "not found")
 
 		var list mcp.ListTasksOut
-		s.ok("list_tasks", map[string]any{"states": []string{"succeeded"}}, &list)
+		s.ok("list_tasks", map[string]any{"state": []string{"succeeded"}}, &list)
 		if list.Count != 1 || list.Tasks[0].ID != id || list.Tasks[0].JobID == "" {
 			t.Errorf("list_tasks succeeded: %+v", list)
 		}
+		var listOld mcp.ListTasksOut // states: the deprecated name of state
+		s.ok("list_tasks", map[string]any{"states": []string{"succeeded"}}, &listOld)
+		if listOld.Count != 1 || listOld.Tasks[0].ID != id {
+			t.Errorf("list_tasks states (deprecated) succeeded: %+v", listOld)
+		}
+		s.fails("list_tasks", map[string]any{"state": []string{"succeeded"}, "states": []string{"failed"}}, "disagree", "give state only")
 		var none mcp.ListTasksOut
 		s.ok("list_tasks", map[string]any{"states": []string{"running", "queued"}, "limit": 5}, &none)
 		if none.Count != 0 {
 			t.Errorf("list_tasks running/queued after the only task finished: %+v", none)
 		}
+		s.fails("list_tasks", map[string]any{"state": []string{"done"}}, "done", "succeeded")
 		s.fails("list_tasks", map[string]any{"states": []string{"done"}}, "done", "succeeded")
+		s.fails("list_tasks", map[string]any{"state": "running"}, "state")
 		s.fails("list_tasks", map[string]any{"limit": 501}, "limit")
 		s.fails("list_tasks", map[string]any{"states": "running"}, "states")
 

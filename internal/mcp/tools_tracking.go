@@ -45,8 +45,10 @@ type RecentEventsIn struct {
 	Task     string   `json:"task,omitempty" jsonschema:"only this task's events"`
 	Since    string   `json:"since,omitempty" jsonschema:"RFC 3339 time or a duration back from now (1h, 30m)"`
 	AfterID  int64    `json:"after_id,omitempty" jsonschema:"only events with a larger id (pass last_id of the previous call to page forward)"`
-	BeforeID int64    `json:"before_id,omitempty" jsonschema:"only events with a smaller id (pass older_before of the previous call to page back)"`
-	Kinds    []string `json:"kinds,omitempty" jsonschema:"decision, dispatch, transition, continuation, failure, finished, cancelled, replan, recovery, draft"`
+	Before   int64    `json:"before,omitempty" jsonschema:"only events with a smaller id (pass older_before of the previous call to page back)"`
+	BeforeID int64    `json:"before_id,omitempty" jsonschema:"deprecated alias of before (still accepted)"`
+	Kind     []string `json:"kind,omitempty" jsonschema:"only these kinds: decision, dispatch, transition, continuation, failure, finished, cancelled, replan, recovery, draft"`
+	Kinds    []string `json:"kinds,omitempty" jsonschema:"deprecated alias of kind (still accepted)"`
 	Limit    int      `json:"limit,omitempty" jsonschema:"at most this many (default 50, at most 1000)"`
 }
 
@@ -54,7 +56,7 @@ type RecentEventsIn struct {
 type RecentEventsOut struct {
 	Count       int        `json:"count"`
 	LastID      int64      `json:"last_id" jsonschema:"the largest id returned; pass it as after_id to get only newer events"`
-	OlderBefore int64      `json:"older_before,omitempty" jsonschema:"set when older events exist: pass it as before_id to read them"`
+	OlderBefore int64      `json:"older_before,omitempty" jsonschema:"set when older events exist: pass it as before to read them"`
 	Events      []v1.Event `json:"events" jsonschema:"oldest first; actor says who acted (rules, ai, user, system) and rationale why"`
 }
 
@@ -70,7 +72,7 @@ func (t *tools) registerTracking(s *mcp.Server) {
 	addTool(s, "recent_events", "Read the activity log",
 		"Decisions, dispatches, job state transitions, continuations (retry, resize, migrate) and failures, each "+
 			"with who acted and why: the newest ones (oldest first). Filter by task, time, kind; page forward with "+
-			"after_id, back with before_id.",
+			"after_id, back with before.",
 		readOnly, t.recentEvents)
 }
 
@@ -198,7 +200,11 @@ func (t *tools) recentEvents(ctx context.Context, _ *mcp.CallToolRequest, in Rec
 	if in.AfterID < 0 {
 		return nil, invalid("after_id must not be negative")
 	}
-	for _, k := range in.Kinds {
+	kinds, err := pickList(in.Kind, in.Kinds, "kind", "kinds")
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kinds {
 		if !slices.Contains(eventKinds, k) {
 			return nil, invalid("kind %q: want one of %s", k, strings.Join(eventKinds, ", "))
 		}
@@ -218,10 +224,14 @@ func (t *tools) recentEvents(ctx context.Context, _ *mcp.CallToolRequest, in Rec
 	if err != nil {
 		return nil, err
 	}
-	if in.BeforeID < 0 {
-		return nil, invalid("before_id must not be negative")
+	before, err := pickInt(in.Before, in.BeforeID, "before", "before_id")
+	if err != nil {
+		return nil, err
 	}
-	f := v1.EventQuery{Task: in.Task, Since: in.Since, AfterID: in.AfterID, BeforeID: in.BeforeID, Kinds: in.Kinds, Limit: limit}
+	if before < 0 {
+		return nil, invalid("before must not be negative")
+	}
+	f := v1.EventQuery{Task: in.Task, Since: in.Since, AfterID: in.AfterID, BeforeID: before, Kinds: kinds, Limit: limit}
 	if in.AfterID == 0 {
 		f.Order = "newest" // the newest page, below before_id if given
 	}

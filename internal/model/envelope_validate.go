@@ -34,75 +34,8 @@ const (
 	MaxEnvelopeWalltime    = MaxDuration
 )
 
-// KnownGPUModels lists the canonical GPU model names Mosaic understands, in the form
-// ResourceRecord.GPUModel uses.
-var KnownGPUModels = []string{
-	"A10", "A100", "A30", "A40", "A6000", "B200", "GH200", "H100", "H200", "L4", "L40", "L40S",
-	"MI100", "MI210", "MI250", "MI250X", "MI300A", "MI300X", "P100", "RTX5000", "RTX6000",
-	"RTX8000", "T4", "V100",
-}
-
-// gpuAliases maps squeezed spellings to canonical names where stripping vendor words
-// is not enough. GH200 superchips carry an H100-class GPU with 96 GB; sites report them
-// as H100, so a user asking for "GH200" means that GPU.
-var gpuAliases = map[string]string{
-	"GH200":   "H100",
-	"RTX5K":   "RTX5000",
-	"A100X":   "A100",
-	"H100NVL": "H100",
-}
-
 // KnownArchs are the canonical CPU architectures.
 var KnownArchs = []string{"x86_64", "aarch64"}
-
-// CanonicalGPU maps a user or site spelling of a GPU model ("NVIDIA A100-SXM4-40GB",
-// "Quadro RTX 5000", "h100 pcie") to its canonical name ("A100", "RTX5000", "H100").
-// ok is false when the model is not one of KnownGPUModels.
-func CanonicalGPU(s string) (string, bool) {
-	fields := strings.FieldsFunc(strings.ToUpper(strings.TrimSpace(s)), func(r rune) bool {
-		return r == ' ' || r == '-' || r == '_' || r == '/' || r == ','
-	})
-	var b strings.Builder
-	for _, f := range fields {
-		switch f {
-		case "NVIDIA", "AMD", "TESLA", "QUADRO", "INSTINCT", "GEFORCE", "GPU", "PCIE", "SXM", "SXM2", "SXM3", "SXM4", "SXM5", "NVL", "HBM3", "HBM2", "HBM2E":
-			continue
-		}
-		if isMemToken(f) {
-			continue
-		}
-		b.WriteString(f)
-	}
-	u := b.String()
-	if a, ok := gpuAliases[u]; ok {
-		return a, true
-	}
-	for _, m := range KnownGPUModels {
-		if u == m {
-			return m, true
-		}
-	}
-	return strings.TrimSpace(s), false
-}
-
-// isMemToken reports whether f is a memory size such as "40GB" or "80G".
-func isMemToken(f string) bool {
-	rest, ok := strings.CutSuffix(f, "GB")
-	if !ok {
-		if rest, ok = strings.CutSuffix(f, "G"); !ok {
-			return false
-		}
-	}
-	if rest == "" {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		if rest[i] < '0' || rest[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
 
 // CanonicalArch maps amd64/x86-64/arm64 spellings to x86_64 or aarch64; ok is false otherwise.
 func CanonicalArch(s string) (string, bool) {
@@ -284,14 +217,18 @@ func (e *Envelope) Validate() error {
 	}
 	allow := map[string]bool{}
 	for _, g := range c.GPUModels {
-		if _, ok := CanonicalGPU(g); !ok {
-			bad("constraints.gpu_models", "unknown GPU model %q; known models: %s", g, strings.Join(KnownGPUModels, ", "))
+		if _, err := ParseGPUModel(g); err != nil {
+			bad("constraints.gpu_models", "%v", err)
 		}
 		allow[g] = true
 	}
+	if host := ImpliedHostArch(c.GPUModels); host != "" && len(c.Arch) > 0 && !containsFoldStr(c.Arch, host) {
+		bad("constraints.arch", "%s runs on an %s host but constraints.arch asks for %s; drop the arch or pick another GPU model",
+			strings.Join(c.GPUModels, ","), host, strings.Join(c.Arch, ","))
+	}
 	for _, g := range c.AvoidGPUModels {
-		if _, ok := CanonicalGPU(g); !ok {
-			bad("constraints.avoid_gpu_models", "unknown GPU model %q; known models: %s", g, strings.Join(KnownGPUModels, ", "))
+		if _, err := ParseGPUModel(g); err != nil {
+			bad("constraints.avoid_gpu_models", "%v", err)
 		}
 		if allow[g] {
 			bad("constraints.avoid_gpu_models", "%s is both allowed (gpu_models) and avoided", g)
@@ -347,6 +284,15 @@ func (e *Envelope) Validate() error {
 		bad("rationale", "%v", err)
 	}
 	return errors.Join(errs...)
+}
+
+func containsFoldStr(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func validObjective(o Objective) bool {

@@ -103,8 +103,8 @@ func TestEnvelopeNormalizeDefaults(t *testing.T) {
 
 func TestCanonicalGPU(t *testing.T) {
 	for in, want := range map[string]string{
-		"A100": "A100", "nvidia a100-sxm4-40gb": "A100", "NVIDIA A100 80GB PCIe": "A100", "Quadro RTX 5000": "RTX5000",
-		"GH200": "H100", "h100_pcie": "H100", "AMD Instinct MI100": "MI100", "l40s": "L40S", "Tesla V100-SXM2-32GB": "V100",
+		"A100": "A100", "nvidia a100-sxm4-40gb": "A100-40GB", "NVIDIA A100 80GB PCIe": "A100-80GB", "Quadro RTX 5000": "RTX5000",
+		"GH200": "GH200", "h100_pcie": "H100", "AMD Instinct MI100": "MI100", "l40s": "L40S", "Tesla V100-SXM2-32GB": "V100-32GB",
 	} {
 		got, ok := CanonicalGPU(in)
 		if !ok || got != want {

@@ -46,7 +46,7 @@ func (AcceleratorRule) test(r *Request, rec *model.ResourceRecord, _ model.Healt
 			return pass(accelOptionalGPUs)
 		}
 		return fail(accelNoGPUs)
-	case modelExcluded(r, rec.GPUModel):
+	case modelExcludedRec(r, rec):
 		return fail(accelModel)
 	case rec.GPUsPerNode*nodeCap(env, rec) < env.GPUs.Min:
 		return fail(accelTooFew)
@@ -67,11 +67,17 @@ func (AcceleratorRule) reason(w *words, r *Request, rec *model.ResourceRecord, _
 	case accelNoGPUs:
 		return w.join("no GPUs on this partition; the task needs at least ", strconv.Itoa(env.GPUs.Min))
 	case accelModel:
-		if allow := env.Constraints.GPUModels; len(allow) > 0 && !containsFold(allow, m) {
+		if allow := env.Constraints.GPUModels; len(allow) > 0 && !anyGPUMatch(allow, rec) {
 			if m == "" {
 				m = "unknown model"
 			}
-			return w.join(m, " is not in constraints.gpu_models (", strings.Join(allow, ","), ")")
+			if detailMatters(allow) {
+				m = gpuDesc(rec)
+			}
+			return w.join(m, " is not in constraints.gpu_models (", strings.Join(allow, ","), ")", impliedNote(allow))
+		}
+		if detailMatters(env.Constraints.AvoidGPUModels) {
+			m = gpuDesc(rec)
 		}
 		return w.join(m, " is in constraints.avoid_gpu_models")
 	case accelTooFew:
@@ -87,6 +93,101 @@ func gpuName(m string) string {
 		return "GPU"
 	}
 	return m
+}
+
+// modelExcludedRec reports whether the envelope's gpu_models / avoid_gpu_models rule
+// out the record's GPUs. Names that match by model alone ("A100") use modelExcluded's
+// per-request cache; a memory variant ("A100-80GB") or a superchip ("GH200", whose
+// match depends on the host architecture) is matched against the record through the
+// catalogue (model.GPUMatches).
+func modelExcludedRec(r *Request, rec *model.ResourceRecord) bool {
+	c := &r.Envelope.Constraints
+	v := &r.models
+	if !v.checked {
+		v.checked = true
+		v.complex = !allPlain(c.GPUModels) || !allPlain(c.AvoidGPUModels)
+		if v.complex {
+			v.allow, v.avoid = parseSpecs(c.GPUModels), parseSpecs(c.AvoidGPUModels)
+		}
+	}
+	if !v.complex {
+		return modelExcluded(r, rec.GPUModel)
+	}
+	return (len(c.GPUModels) > 0 && !specsMatch(v.allow, rec)) || specsMatch(v.avoid, rec)
+}
+
+func parseSpecs(list []string) []model.GPUSpec {
+	out := make([]model.GPUSpec, 0, len(list))
+	for _, m := range list {
+		if g, err := model.ParseGPUModel(m); err == nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func specsMatch(specs []model.GPUSpec, rec *model.ResourceRecord) bool {
+	for _, g := range specs {
+		if g.Matches(rec.GPUModel, rec.GPUMemoryGB, rec.Arch) {
+			return true
+		}
+	}
+	return false
+}
+
+func allPlain(list []string) bool {
+	for _, m := range list {
+		if !model.GPUSpecIsPlain(m) {
+			return false
+		}
+	}
+	return true
+}
+
+func anyGPUMatch(list []string, rec *model.ResourceRecord) bool {
+	for _, m := range list {
+		if model.GPUMatches(m, rec.GPUModel, rec.GPUMemoryGB, rec.Arch) {
+			return true
+		}
+	}
+	return false
+}
+
+// detailMatters reports whether a list names a memory variant or a superchip, whose
+// match depends on the record's GPU memory or host arch: reasons then show those.
+func detailMatters(list []string) bool {
+	for _, m := range list {
+		if spec, err := model.ParseGPUModel(m); err == nil {
+			if info, _ := model.LookupGPUModel(spec.Model); spec.MemoryGB > 0 || info.Class != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gpuDesc names a record's GPUs for a reason: "H100 80 GB on x86_64".
+func gpuDesc(rec *model.ResourceRecord) string {
+	s := gpuName(rec.GPUModel)
+	if rec.GPUMemoryGB > 0 {
+		s += " " + strconv.Itoa(rec.GPUMemoryGB) + " GB"
+	}
+	if rec.Arch != "" {
+		s += " on " + rec.Arch
+	}
+	return s
+}
+
+// impliedNote explains a superchip request: "; GH200 = H100-class GPU on an aarch64 host".
+func impliedNote(allow []string) string {
+	for _, m := range allow {
+		if spec, err := model.ParseGPUModel(m); err == nil {
+			if info, _ := model.LookupGPUModel(spec.Model); info.Class != "" {
+				return "; " + info.Name + " = " + info.Class + "-class GPU on an " + info.HostArch + " host"
+			}
+		}
+	}
+	return ""
 }
 
 // modelExcluded reports whether the envelope's gpu_models / avoid_gpu_models rule out
@@ -119,7 +220,10 @@ func modelExcluded(r *Request, m string) bool {
 
 // modelVerdicts remembers modelExcluded's answers within one request.
 type modelVerdicts struct {
-	n     int
-	names [6]string
-	bad   [6]bool
+	checked      bool            // complex is set
+	complex      bool            // some name needs the record's memory or arch (see modelExcludedRec)
+	allow, avoid []model.GPUSpec // parsed gpu_models / avoid_gpu_models when complex
+	n            int
+	names        [6]string
+	bad          [6]bool
 }

@@ -75,6 +75,10 @@ type Options struct {
 	// Waits corrects site estimates by each partition's history of them (optional;
 	// see WaitModel and internal/waits).
 	Waits WaitModel
+
+	// OnPlace, if set, is told how long each Place took and its outcome: "placed",
+	// "infeasible" (a *PlacementError) or "error", for metrics.
+	OnPlace func(took time.Duration, outcome string)
 }
 
 // Scheduler places tasks. It is safe for concurrent use.
@@ -87,6 +91,7 @@ type Scheduler struct {
 	llmTO     time.Duration
 	now       func() time.Time
 	log       *slog.Logger
+	onPlace   func(time.Duration, string)
 }
 
 // New builds a Scheduler.
@@ -100,6 +105,7 @@ func New(opts Options) *Scheduler {
 		log:   opts.Logger,
 	}
 	s.heur.Waits = opts.Waits
+	s.onPlace = opts.OnPlace
 	if s.rules == nil {
 		s.rules = DefaultRules()
 	}
@@ -147,6 +153,30 @@ type PlaceOptions struct {
 // the decision is explained (snapshots are published immutable, so this only matters
 // to callers that reuse one for tests).
 func (s *Scheduler) Place(ctx context.Context, task *model.Task, snap *model.ResourceSnapshot, opts PlaceOptions) (*Decision, error) {
+	if s.onPlace == nil {
+		return s.place(ctx, task, snap, opts)
+	}
+	start := time.Now()
+	d, err := s.place(ctx, task, snap, opts)
+	s.onPlace(time.Since(start), PlaceOutcome(err))
+	return d, err
+}
+
+// PlaceOutcome names the outcome of a Place call for metrics: placed, infeasible
+// (no candidate passed the rules) or error.
+func PlaceOutcome(err error) string {
+	var pe *PlacementError
+	switch {
+	case err == nil:
+		return "placed"
+	case errors.As(err, &pe):
+		return "infeasible"
+	default:
+		return "error"
+	}
+}
+
+func (s *Scheduler) place(ctx context.Context, task *model.Task, snap *model.ResourceSnapshot, opts PlaceOptions) (*Decision, error) {
 	if task == nil || snap == nil {
 		return nil, fmt.Errorf("place: task and snapshot are required")
 	}

@@ -74,8 +74,9 @@ func delta() System {
 // 3rd-party (yluo29/CCR-DeltaAI-Notes Delta/DeltaAI.md), as is the login host
 // dtai-login.delta.ncsa.illinois.edu (unconfirmed by the site). Apptainer is observed in
 // public job scripts, not documented. Per-user limits: unknown (0). Nodes are shared.
-// Each GH200 superchip's GPU is an H100 with 96 GB HBM3 (the guide says H100); the
-// "gh200" feature lets requests select the superchip explicitly.
+// Each GH200 superchip's GPU is an H100 with 96 GB HBM3 (the guide says H100); a
+// request for GH200 matches it through the GPU catalogue (H100-class on aarch64, see
+// model.GPUMatches), and the "gh200" feature selects the superchip explicitly too.
 func deltaAI() System {
 	ghx4 := Partition{Nodes: 114, CPUCores: 288, MemoryGB: 480, GPUs: 4, GPUModel: "H100", GPUMemoryGB: 96,
 		MaxWalltime: 48 * hour, ChargeFactor: 1.0, Features: []string{"gh200"}}

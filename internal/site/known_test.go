@@ -3,6 +3,8 @@ package site
 import (
 	"slices"
 	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 func TestKnownMachinesSanity(t *testing.T) {
@@ -118,5 +120,29 @@ func TestKnownLookupAndIsolation(t *testing.T) {
 	}
 	if got := KnownMachineNames(); len(got) != 6 || got[0] != "delta" {
 		t.Errorf("KnownMachineNames = %v", got)
+	}
+}
+
+// TestKnownGH200PartitionsMatchGH200: the built-in machines record a GH200's GPU as an
+// H100 on an aarch64 host (with feature gh200); a GH200 request matches exactly those
+// partitions through the catalogue, and no x86 H100 partition.
+func TestKnownGH200PartitionsMatchGH200(t *testing.T) {
+	n := 0
+	for _, sys := range KnownMachines() {
+		for _, p := range sys.Partitions {
+			if p.GPUs == 0 {
+				continue
+			}
+			want := slices.Contains(p.Features, "gh200")
+			if got := model.GPUMatches("GH200", p.GPUModel, p.GPUMemoryGB, sys.Arch); got != want {
+				t.Errorf("%s/%s (%s %d GB, %s): GH200 matches = %v, want %v", sys.Machine, p.Name, p.GPUModel, p.GPUMemoryGB, sys.Arch, got, want)
+			}
+			if want {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no known GH200 partition: the test proves nothing")
 	}
 }

@@ -207,7 +207,7 @@ func validatePartition(p *Partition, path string, rep *reporter) {
 	}
 	if p.GPUModel != "" {
 		if _, ok := CanonicalGPUModel(p.GPUModel); !ok {
-			rep.warnf(path+".gpu_model", "unknown GPU model %q%s; it will only match requests that spell it the same way", p.GPUModel, suggest(squash(p.GPUModel), knownGPUs))
+			rep.warnf(path+".gpu_model", "unknown GPU model %q%s; requests cannot name it (gpu_models takes catalogue models only), so only requests without a GPU model use it", p.GPUModel, suggest(squash(p.GPUModel), model.KnownGPUModels))
 		}
 	}
 	if p.MaxWalltime < 0 {

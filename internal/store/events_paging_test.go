@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,12 +29,12 @@ func seedEvents(t *testing.T, s *Store, t0 time.Time, n int) []int64 {
 // BeforeID = the smallest id of each page visits every event exactly once, in
 // descending order, with and without a task filter.
 func TestEventsNewestFirstPagesWithBefore(t *testing.T) {
+	forEachBackend(t, testEventsNewestFirstPagesWithBefore)
+}
+
+func testEventsNewestFirstPagesWithBefore(t *testing.T, db string) {
 	ctx := context.Background()
-	s, err := Open(ctx, ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openT(t, db)
 	ids := seedEvents(t, s, time.Now().Add(-time.Hour), 23)
 
 	for _, c := range []struct {
@@ -78,13 +77,11 @@ func TestEventsNewestFirstPagesWithBefore(t *testing.T) {
 
 // TestEventsCursorsAndSince: the limit keeps the newest events, Since and the two
 // cursors bound the window, and a window between AfterID and BeforeID is exclusive.
-func TestEventsCursorsAndSince(t *testing.T) {
+func TestEventsCursorsAndSince(t *testing.T) { forEachBackend(t, testEventsCursorsAndSince) }
+
+func testEventsCursorsAndSince(t *testing.T, db string) {
 	ctx := context.Background()
-	s, err := Open(ctx, ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openT(t, db)
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
 	ids := seedEvents(t, s, t0, 10)
 
@@ -113,8 +110,11 @@ func TestEventsCursorsAndSince(t *testing.T) {
 // back by a new Store on the same file (what a restarted core does); attempts without
 // one read as nil, unknown attempts as ErrNotFound.
 func TestAttemptOutputSurvivesReopen(t *testing.T) {
+	forEachBackend(t, testAttemptOutputSurvivesReopen)
+}
+
+func testAttemptOutputSurvivesReopen(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -153,5 +153,66 @@ func TestAttemptOutputSurvivesReopen(t *testing.T) {
 	}
 	if _, err := s.AttemptOutput(ctx, "t1", 3); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown attempt: %v", err)
+	}
+}
+
+// TestEventsCursorNeverSkipsConcurrentWriters: a reader following with AfterID while
+// several writers append at once sees every event exactly once. On PostgreSQL ids come
+// from a sequence at insert time, so this holds only because write transactions are
+// serialized (Store.tx's writer lock): otherwise a transaction holding id 10 may commit
+// after one holding 11, and a reader already past 11 never sees 10.
+func TestEventsCursorNeverSkipsConcurrentWriters(t *testing.T) {
+	forEachBackend(t, testEventsCursorNeverSkipsConcurrentWriters)
+}
+
+func testEventsCursorNeverSkipsConcurrentWriters(t *testing.T, db string) {
+	ctx := context.Background()
+	s := openT(t, db)
+	const writers, each = 6, 40
+	errc := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range each {
+				if _, err := s.AppendEvents(ctx, model.Event{TaskID: fmt.Sprint(w), Kind: "k", Message: fmt.Sprint(i), Actor: model.ActorSystem}); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	seen := map[int64]int{}
+	var after int64
+	done := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for len(seen) < writers*each && time.Now().Before(deadline) {
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done++
+		default:
+		}
+		evs, err := s.Events(ctx, EventQuery{AfterID: after, Limit: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			seen[e.ID]++
+			after = e.ID
+		}
+		if len(evs) == 0 && done == writers {
+			break
+		}
+	}
+	if len(seen) != writers*each {
+		all, _ := s.Events(ctx, EventQuery{Limit: 10000})
+		t.Fatalf("the follower saw %d of %d events (%d stored): a cursor skipped events committed out of id order", len(seen), writers*each, len(all))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("event %d seen %d times", id, n)
+		}
 	}
 }

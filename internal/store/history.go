@@ -38,10 +38,14 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap *model.ResourceSnapshot, 
 		return fmt.Errorf("store: save snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	st, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO snapshot_history
+	st, err := tx.PrepareContext(ctx, `INSERT INTO snapshot_history
 		(taken_at, system, partition, account, health, free_gpus, total_gpus, free_cores, total_cores,
 		 running_jobs, pending_jobs, nodes_idle, nodes_down, nodes_total)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT (system, partition, account, taken_at) DO UPDATE SET health = excluded.health,
+		 free_gpus = excluded.free_gpus, total_gpus = excluded.total_gpus, free_cores = excluded.free_cores,
+		 total_cores = excluded.total_cores, running_jobs = excluded.running_jobs, pending_jobs = excluded.pending_jobs,
+		 nodes_idle = excluded.nodes_idle, nodes_down = excluded.nodes_down, nodes_total = excluded.nodes_total`)
 	if err != nil {
 		return err
 	}
@@ -54,7 +58,9 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap *model.ResourceSnapshot, 
 			return fmt.Errorf("store: save snapshot record %s: %w", r.Key(), err)
 		}
 	}
-	hs, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO system_history (taken_at, system, health, last_error, latency_ms) VALUES (?,?,?,?,?)`)
+	hs, err := tx.PrepareContext(ctx, `INSERT INTO system_history (taken_at, system, health, last_error, latency_ms) VALUES (?,?,?,?,?)
+		ON CONFLICT (system, taken_at) DO UPDATE SET health = excluded.health, last_error = excluded.last_error,
+		 latency_ms = excluded.latency_ms`)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,9 @@
 package store
 
+// SQLite only: these tests check the file (its header, PRAGMA quick_check, --fresh's
+// move-aside, the WAL after a crash), which a PostgreSQL store does not have; its
+// server checks its own pages, and --fresh does not apply to it.
+
 import (
 	"bytes"
 	"context"

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,7 +171,7 @@ func (e *Elector) Resign(ctx context.Context) error {
 func (s *Store) tryLead(ctx context.Context, c LeaderConfig, now time.Time) (LeaderState, bool, error) {
 	var st LeaderState
 	var ok bool
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO leader_lease (name) VALUES (?) ON CONFLICT (name) DO NOTHING`, c.Name); err != nil {
 			return fmt.Errorf("store: leader lease %s: %w", c.Name, err)
 		}
@@ -236,7 +235,7 @@ func (s *Store) SetFenceToken(tok int64) { s.fenceToken.Store(tok) }
 // carries our token, taking the row's lock (an UPDATE) so that a takeover running at
 // the same time either commits before us (and we fail) or waits for our claim (and
 // its recovery sees it).
-func (s *Store) fence(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (s *Store) fence(ctx context.Context, tx *txn) (int64, error) {
 	if !s.fenced.Load() {
 		return 0, nil
 	}
@@ -274,14 +273,4 @@ type fenceState struct {
 	fenced     atomic.Bool
 	fenceName  atomic.Pointer[string]
 	fenceToken atomic.Int64
-}
-
-// uniqueViolation reports whether err is a unique-constraint violation, on SQLite
-// ("UNIQUE constraint failed") or PostgreSQL (SQLSTATE 23505, "duplicate key value").
-func uniqueViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "23505") || strings.Contains(msg, "duplicate key value")
 }

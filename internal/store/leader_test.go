@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -30,20 +29,10 @@ func (c *fakeClock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// twoReplicas opens one SQLite file twice (two replicas on one store).
-func twoReplicas(t *testing.T) (*Store, *Store) {
+// twoReplicas opens one store twice (two replicas on one store).
+func twoReplicas(t *testing.T, db string) (*Store, *Store) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "mosaic.db")
-	a, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
+	return openT(t, db), openT(t, db)
 }
 
 func elector(t *testing.T, s *Store, holder string, ttl time.Duration, clk *fakeClock) *Elector {
@@ -55,9 +44,11 @@ func elector(t *testing.T, s *Store, holder string, ttl time.Duration, clk *fake
 	return e
 }
 
-func TestLeaderAcquireRenewExpireSteal(t *testing.T) {
+func TestLeaderAcquireRenewExpireSteal(t *testing.T) { forEachBackend(t, testLeaderAcquireRenewExpireSteal) }
+
+func testLeaderAcquireRenewExpireSteal(t *testing.T, db string) {
 	ctx := context.Background()
-	sa, sb := twoReplicas(t)
+	sa, sb := twoReplicas(t, db)
 	clk := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	const ttl = 9 * time.Second
 	a, b := elector(t, sa, "a", ttl, clk), elector(t, sb, "b", ttl, clk)
@@ -116,9 +107,11 @@ func claimRow(id string) (*TaskRow, *model.Attempt) {
 	return tr, a
 }
 
-func TestLeaderStaleTokenClaimIsFenced(t *testing.T) {
+func TestLeaderStaleTokenClaimIsFenced(t *testing.T) { forEachBackend(t, testLeaderStaleTokenClaimIsFenced) }
+
+func testLeaderStaleTokenClaimIsFenced(t *testing.T, db string) {
 	ctx := context.Background()
-	sa, sb := twoReplicas(t)
+	sa, sb := twoReplicas(t, db)
 	clk := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	const ttl = 6 * time.Second
 	a, b := elector(t, sa, "a", ttl, clk), elector(t, sb, "b", ttl, clk)
@@ -169,18 +162,16 @@ func TestLeaderStaleTokenClaimIsFenced(t *testing.T) {
 }
 
 func TestLeaderConcurrentAcquirersOneWins(t *testing.T) {
+	forEachBackend(t, testLeaderConcurrentAcquirersOneWins)
+}
+
+func testLeaderConcurrentAcquirersOneWins(t *testing.T, db string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "mosaic.db")
 	clk := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	const n = 8
 	els := make([]*Elector, n)
 	for i := range els {
-		s, err := Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		els[i] = elector(t, s, fmt.Sprintf("r%d", i), 10*time.Second, clk)
+		els[i] = elector(t, openT(t, db), fmt.Sprintf("r%d", i), 10*time.Second, clk)
 	}
 	for round := 0; round < 3; round++ {
 		var wg sync.WaitGroup
@@ -212,13 +203,11 @@ func TestLeaderConcurrentAcquirersOneWins(t *testing.T) {
 	}
 }
 
-func TestIdempotencyKeyUnique(t *testing.T) {
+func TestIdempotencyKeyUnique(t *testing.T) { forEachBackend(t, testIdempotencyKeyUnique) }
+
+func testIdempotencyKeyUnique(t *testing.T, db string) {
 	ctx := context.Background()
-	s, err := Open(ctx, ":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openT(t, db)
 	tr, _ := claimRow("k1")
 	tr.IdempotencyKey = "key-1"
 	if err := s.CreateTask(ctx, tr); err != nil {
@@ -242,21 +231,5 @@ func TestIdempotencyKeyUnique(t *testing.T) {
 	}
 	if _, err := s.TaskByIdempotencyKey(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown key: %v", err)
-	}
-}
-
-func TestUniqueViolation(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want bool
-	}{
-		{nil, false},
-		{errors.New("constraint failed: UNIQUE constraint failed: tasks.idempotency_key (2067)"), true},
-		{errors.New(`ERROR: duplicate key value violates unique constraint "tasks_idempotency_key" (SQLSTATE 23505)`), true},
-		{errors.New("database is locked"), false},
-	} {
-		if got := uniqueViolation(c.err); got != c.want {
-			t.Errorf("uniqueViolation(%v) = %v, want %v", c.err, got, c.want)
-		}
 	}
 }

@@ -17,6 +17,9 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/testproc"
 )
 
+// SQLite only: these tests are of FileLeaser (flock(2) on <db>.lock). The PostgreSQL
+// store's advisory-lock lease has its own (TestPGLease* in postgres_test.go).
+
 func TestLeaseSecondAcquirerInProcessRefused(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "mosaic.db")
 	ctx := context.Background()
@@ -64,14 +67,15 @@ func TestLeaseSecondAcquirerInProcessRefused(t *testing.T) {
 	}
 }
 
-// TestLeaseHelperProcess is the subprocess of TestLeaseAcrossProcesses: it takes the
-// lease, says so, and holds it until killed (bounded to a minute).
+// TestLeaseHelperProcess is the subprocess of TestLeaseAcrossProcessesAndKill9 and
+// TestPGLeaseKill9: it takes the lease of the store (a file or a PostgreSQL URL), says
+// so, and holds it until killed (bounded to a minute).
 func TestLeaseHelperProcess(t *testing.T) {
 	db := os.Getenv("MOSAIC_LEASE_HELPER_DB")
 	if db == "" {
 		t.Skip("helper process only")
 	}
-	l, err := FileLeaser{DBPath: db}.Acquire(context.Background(), Owner{PID: os.Getpid(), Addr: "127.0.0.1:7777", Host: "helper"})
+	l, err := NewLeaser(db).Acquire(context.Background(), Owner{PID: os.Getpid(), Addr: "127.0.0.1:7777", Host: "helper"})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(3)

@@ -1,6 +1,9 @@
-// Package store is Mosaic's durable state: an SQLite database (modernc.org/sqlite, no
-// cgo) opened in WAL mode with a busy timeout and foreign keys, its schema applied from
-// embedded, numbered migrations at open.
+// Package store is Mosaic's durable state: by default an SQLite database
+// (modernc.org/sqlite, no cgo) opened in WAL mode with a busy timeout and foreign
+// keys; with MOSAIC_DB=postgres://… a PostgreSQL database (pgx's database/sql
+// driver). Both run the same code: queries are written once with `?` placeholders and
+// rebound for PostgreSQL (sqldb.go), and the one set of embedded, numbered migrations
+// is applied at open under a lock, translated for PostgreSQL (pgschema.go).
 package store
 
 import (
@@ -27,8 +30,8 @@ var migrations embed.FS
 
 // Store is an open database.
 type Store struct {
-	db   *sql.DB
-	path string
+	db   *conn
+	path string // the SQLite file, or the PostgreSQL URL with its password redacted
 	// movedAside is where a damaged file was moved by the Fresh option ("" if none).
 	movedAside string
 	fenceState // team mode's claim check (leader.go)
@@ -45,7 +48,8 @@ type openOptions struct {
 // Fresh makes Open recover from a database file that fails the integrity check: the
 // file (with its -wal and -shm) is moved aside as <path>.bad-<UTC time> and an empty
 // store is started in its place. A healthy file is opened as usual and nothing is
-// moved, so leaving --fresh on never loses history.
+// moved, so leaving --fresh on never loses history. It applies to SQLite files only:
+// a PostgreSQL database is never moved aside or emptied (Open ignores the option).
 func Fresh() Option { return func(o *openOptions) { o.fresh = true } }
 
 // ErrDamaged is wrapped by the error Open returns for an empty, truncated, corrupted
@@ -72,15 +76,20 @@ func (e *DamagedError) Unwrap() error { return ErrDamaged }
 const sqliteMagic = "SQLite format 3\x00"
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
-// ":memory:" opens a private in-memory database (tests).
+// ":memory:" opens a private in-memory database (tests); a postgres:// or
+// postgresql:// URL (IsPostgres) opens that PostgreSQL database, which must exist.
 //
 // An existing file is checked first: its SQLite header, then PRAGMA quick_check, then
 // that it holds Mosaic's schema (or nothing). A file that fails is refused with a
-// *DamagedError (never started empty over it), unless Fresh is given.
+// *DamagedError (never started empty over it), unless Fresh is given. A PostgreSQL
+// database is checked to hold Mosaic's schema or no tables at all.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	o := openOptions{now: time.Now}
 	for _, f := range opts {
 		f(&o)
+	}
+	if IsPostgres(path) {
+		return openPostgres(ctx, path)
 	}
 	if path == ":memory:" {
 		db, err := openDB("file::memory:")
@@ -89,7 +98,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 		// Every connection to :memory: is a new database; keep exactly one.
 		db.SetMaxOpenConns(1)
-		return finishOpen(ctx, &Store{db: db, path: path})
+		return finishOpen(ctx, &Store{db: &conn{db: db}, path: path})
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
@@ -144,7 +153,7 @@ func openChecked(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return finishOpen(ctx, &Store{db: db, path: path})
+	return finishOpen(ctx, &Store{db: &conn{db: db}, path: path})
 }
 
 func finishOpen(ctx context.Context, s *Store) (*Store, error) {
@@ -274,8 +283,12 @@ func moveAside(path string, now time.Time) (string, error) {
 	return dst, nil
 }
 
-// Path is the database file ("" or ":memory:" for in-memory).
+// Path is the database file ("" or ":memory:" for in-memory), or for PostgreSQL its
+// URL with the password redacted (safe to show).
 func (s *Store) Path() string { return s.path }
+
+// Backend is "sqlite" or "postgres".
+func (s *Store) Backend() string { return s.db.d.String() }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
@@ -287,30 +300,81 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (datetime('now')))`); err != nil {
-		return fmt.Errorf("store %s: create migrations table: %w", s.path, err)
-	}
+// migrationsTable records the applied migrations (created before any of them).
+const migrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (datetime('now')))`
+
+type migration struct {
+	v    int
+	name string // the embedded file's path
+}
+
+// migrationFiles lists the embedded migrations in version order.
+func migrationFiles() ([]migration, error) {
 	files, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	type mig struct {
-		v    int
-		name string
-	}
-	var ms []mig
+	var ms []migration
 	for _, f := range files {
 		base := filepath.Base(f)
 		num, _, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil {
-			return fmt.Errorf("store: migration %s: name must start with a number and '_'", base)
+			return nil, fmt.Errorf("store: migration %s: name must start with a number and '_'", base)
 		}
-		ms = append(ms, mig{v, f})
+		ms = append(ms, migration{v, f})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].v < ms[j].v })
+	return ms, nil
+}
+
+// ddl is a migration's text in the store's dialect.
+func (s *Store) ddl(q string) string {
+	if s.db.d == dialectPostgres {
+		return translateForPostgres(q)
+	}
+	return q
+}
+
+// migrationTx runs fn in a transaction that holds the migration lock: on PostgreSQL
+// pg_advisory_xact_lock (released at commit or rollback), so replicas starting at
+// once apply each migration once; on SQLite the transaction itself (BEGIN IMMEDIATE
+// takes the write lock).
+func (s *Store) migrationTx(ctx context.Context, what string, fn func(*txn) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store %s: begin %s: %w", s.path, what, err)
+	}
+	if s.db.d == dialectPostgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, pgMigrateLockKey); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("store %s: take the migration lock: %w", s.path, err)
+		}
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store %s: commit %s: %w", s.path, what, err)
+	}
+	return nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	if err := s.migrationTx(ctx, "the migrations table", func(tx *txn) error {
+		if _, err := tx.tx.ExecContext(ctx, s.ddl(migrationsTable)); err != nil {
+			return fmt.Errorf("store %s: create migrations table: %w", s.path, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	ms, err := migrationFiles()
+	if err != nil {
+		return err
+	}
 	current, err := s.SchemaVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("store %s: read schema version: %w", s.path, err)
@@ -326,20 +390,27 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("store %s: begin migration %d: %w", s.path, m.v, err)
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("store %s: apply migration %s: %w", s.path, filepath.Base(m.name), err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name) VALUES (?, ?)`, m.v, filepath.Base(m.name)); err != nil {
-			tx.Rollback()
+		base := filepath.Base(m.name)
+		if err := s.migrationTx(ctx, "migration "+base, func(tx *txn) error {
+			// Under the lock, look again: another process may have applied it meanwhile.
+			var v int
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version),0) FROM schema_migrations`).Scan(&v); err != nil {
+				return fmt.Errorf("store %s: read schema version: %w", s.path, err)
+			}
+			if v >= m.v {
+				return nil
+			}
+			// No arguments: pgx sends it with the simple protocol, which runs a file of
+			// several statements in one call (as SQLite's Exec does).
+			if _, err := tx.tx.ExecContext(ctx, s.ddl(string(body))); err != nil {
+				return fmt.Errorf("store %s: apply migration %s: %w", s.path, base, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name) VALUES (?, ?)`, m.v, base); err != nil {
+				return fmt.Errorf("store %s: record migration %s: %w", s.path, base, err)
+			}
+			return nil
+		}); err != nil {
 			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("store %s: commit migration %d: %w", s.path, m.v, err)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +22,16 @@ func snap(at time.Time, free int) *model.ResourceSnapshot {
 }
 
 func TestOpenMigratesAndPersists(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db string) {
+		if !IsPostgres(db) { // also: the directory of a new SQLite file is created
+			db = filepath.Join(filepath.Dir(db), "state", "mosaic.db")
+		}
+		testOpenMigratesAndPersists(t, db)
+	})
+}
+
+func testOpenMigratesAndPersists(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state", "mosaic.db")
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -72,28 +81,34 @@ func TestOpenMigratesAndPersists(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("pruned %d %v", n, err)
 	}
-	st, _ := os.Stat(path)
-	if st == nil {
-		t.Fatal("database file missing")
+	if !IsPostgres(path) {
+		if st, _ := os.Stat(path); st == nil {
+			t.Fatal("database file missing")
+		}
 	}
 }
 
-func TestNewerSchemaRefused(t *testing.T) {
+func TestNewerSchemaRefused(t *testing.T) { forEachBackend(t, testNewerSchemaRefused) }
+
+func testNewerSchemaRefused(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(`INSERT INTO schema_migrations(version, name) VALUES (9999, 'future')`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations(version, name) VALUES (?, ?)`, 9999, "future"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(ctx, path); err == nil {
-		t.Fatal("a database from a newer mosaic must be refused")
+	if s2, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 9999 is newer than this binary knows") {
+		if s2 != nil {
+			s2.Close()
+		}
+		t.Fatalf("a database from a newer mosaic must be refused: %v", err)
 	}
 }
 
+// TestInMemory: SQLite only (":memory:" is SQLite's private in-memory database).
 func TestInMemory(t *testing.T) {
 	s, err := Open(context.Background(), ":memory:")
 	if err != nil {

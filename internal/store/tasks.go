@@ -40,32 +40,40 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-func insertEvents(ctx context.Context, x execer, evs []model.Event) ([]int64, error) {
+func insertEvents(ctx context.Context, x querier, evs []model.Event) ([]int64, error) {
 	ids := make([]int64, 0, len(evs))
 	for _, e := range evs {
 		if e.Time.IsZero() {
 			e.Time = time.Now()
 		}
-		res, err := x.ExecContext(ctx, `INSERT INTO events (time, task_id, attempt, system, kind, message, rationale, actor)
-			VALUES (?,?,?,?,?,?,?,?)`, nanos(e.Time), e.TaskID, e.Attempt, e.System, e.Kind, e.Message, e.Rationale, string(e.Actor))
-		if err != nil {
+		var id int64
+		if err := x.QueryRowContext(ctx, `INSERT INTO events (time, task_id, attempt, system, kind, message, rationale, actor)
+			VALUES (?,?,?,?,?,?,?,?) RETURNING id`, nanos(e.Time), e.TaskID, e.Attempt, e.System, e.Kind, e.Message, e.Rationale, string(e.Actor)).Scan(&id); err != nil {
 			return nil, fmt.Errorf("store: append event: %w", err)
 		}
-		id, _ := res.LastInsertId()
 		ids = append(ids, id)
 	}
 	return ids, nil
 }
 
-// tx runs fn in one immediate transaction.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+// tx runs fn in one write transaction. Write the queries in fn with `?`
+// placeholders, as everywhere in the store: tx rebinds them for PostgreSQL.
+//
+// Write transactions run one at a time on both backends: SQLite's BEGIN IMMEDIATE
+// takes the database's write lock, and on PostgreSQL tx first takes the store's
+// writer lock (pg_advisory_xact_lock, released at commit or rollback). Event ids are
+// assigned at insert, so this is what makes them commit in id order: EventQuery's
+// cursors never skip an event that a slower transaction committed later.
+func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
+	}
+	if s.db.d == dialectPostgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, pgWriterLockKey); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("store: take the writer lock: %w", err)
+		}
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
@@ -95,7 +103,7 @@ func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) 
 	if t.IdempotencyKey != "" {
 		key = sql.NullString{String: t.IdempotencyKey, Valid: true}
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		if _, err := s.fence(ctx, tx); err != nil {
 			return err // team mode: only the leader stores tasks
 		}
@@ -112,7 +120,7 @@ func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) 
 			target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env, idempotency_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			t.ID, t.Name, t.Command, t.Script, t.Description, string(env), ts, tp, string(pol), string(t.State), t.Reason,
 			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt), t.CampaignRun, t.UnstoredEnv, key); err != nil {
-			if key.Valid && uniqueViolation(err) {
+			if key.Valid && isUniqueViolation(err) {
 				return fmt.Errorf("store: create task %s: %w", t.ID, ErrDuplicateKey)
 			}
 			return fmt.Errorf("store: create task %s: %w", t.ID, err)
@@ -133,7 +141,7 @@ type TaskUpdate struct {
 
 // UpdateTask applies an update and appends events in one transaction.
 func (s *Store) UpdateTask(ctx context.Context, id string, u TaskUpdate, evs ...model.Event) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		now := nanos(time.Now())
 		if u.State != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET state=?, updated_at=? WHERE id=?`, string(*u.State), now, id); err != nil {
@@ -256,7 +264,7 @@ func (s *Store) CreateAttempt(ctx context.Context, a *model.Attempt, evs ...mode
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		// The claim: in team mode it commits only under the current leader's token.
 		claim, err := s.fence(ctx, tx)
 		if err != nil {
@@ -270,6 +278,9 @@ func (s *Store) CreateAttempt(ctx context.Context, a *model.Attempt, evs ...mode
 			state, raw_state, reason, created_at, est_start, claim_token) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			a.TaskID, a.N, a.Tag, a.System, a.Partition, a.Account, string(spec), a.Script, a.JobID,
 			string(a.State), a.RawState, a.Reason, nanos(a.CreatedAt), est, claim); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("store: create attempt %s: %w (%w)", a.Tag, ErrDuplicate, err)
+			}
 			return fmt.Errorf("store: create attempt %s: %w", a.Tag, err)
 		}
 		_, err = insertEvents(ctx, tx, evs)
@@ -293,7 +304,7 @@ type AttemptUpdate struct {
 
 // UpdateAttempt applies an update and appends events in one transaction.
 func (s *Store) UpdateAttempt(ctx context.Context, taskID string, n int, u AttemptUpdate, evs ...model.Event) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		set := func(col string, v any) error {
 			_, err := tx.ExecContext(ctx, `UPDATE attempts SET `+col+`=? WHERE task_id=? AND n=?`, v, taskID, n)
 			if err != nil {
@@ -430,7 +441,7 @@ func (s *Store) OpenAttempts(ctx context.Context) ([]*model.Attempt, error) {
 // AppendEvents adds events outside any other change.
 func (s *Store) AppendEvents(ctx context.Context, evs ...model.Event) ([]int64, error) {
 	var ids []int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var err error
 		ids, err = insertEvents(ctx, tx, evs)
 		return err
@@ -440,8 +451,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...model.Event) ([]int64, 
 
 // EventQuery filters Events. AfterID and BeforeID are exclusive cursors: a page read
 // newest first continues with BeforeID = the smallest id it returned, one read oldest
-// first with AfterID = the largest. Ids only grow (AUTOINCREMENT, one writer at a
-// time), so neither cursor skips or repeats an event, across restarts too.
+// first with AfterID = the largest. Ids only grow (AUTOINCREMENT on SQLite, an
+// identity column on PostgreSQL; one writer at a time), so neither cursor skips or repeats an event, across restarts too.
 type EventQuery struct {
 	TaskID   string
 	AfterID  int64     // only events with a larger id

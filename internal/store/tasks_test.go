@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +11,11 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
-func TestTaskAttemptEventLifecycle(t *testing.T) {
+func TestTaskAttemptEventLifecycle(t *testing.T) { forEachBackend(t, testTaskAttemptEventLifecycle) }
+
+func testTaskAttemptEventLifecycle(t *testing.T, db string) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openT(t, db)
 	now := time.Now().UTC()
 	task := &TaskRow{Task: model.Task{ID: "t1", Name: "train", Command: "python train.py", State: model.TaskPlaced,
 		Envelope: model.Envelope{GPUs: model.IntRange{Min: 1, Max: 4}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(2 * time.Hour)}},
@@ -45,7 +42,7 @@ func TestTaskAttemptEventLifecycle(t *testing.T) {
 	}
 	dup := *a
 	dup.N = 2 // same tag
-	if err := s.CreateAttempt(ctx, &dup); err == nil || !strings.Contains(err.Error(), "UNIQUE") {
+	if err := s.CreateAttempt(ctx, &dup); !errors.Is(err, ErrDuplicate) || !strings.Contains(err.Error(), dup.Tag) {
 		t.Fatalf("a duplicate tag must be refused: %v", err)
 	}
 	open, _ := s.OpenAttempts(ctx)

@@ -2,20 +2,17 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
-func TestStartHistory(t *testing.T) {
+func TestStartHistory(t *testing.T) { forEachBackend(t, testStartHistory) }
+
+func testStartHistory(t *testing.T, db string) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openT(t, db)
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	if err := s.CreateTask(ctx, &TaskRow{Task: model.Task{ID: "t1", Name: "x", Command: "true", State: model.TaskPlaced, CreatedAt: t0, UpdatedAt: t0}}); err != nil {
 		t.Fatal(err)

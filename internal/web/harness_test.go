@@ -184,10 +184,11 @@ func seedHistory(t *testing.T, ctx context.Context, c *core.Core, st *store.Stor
 // browser is one headless Chromium tab with every console error, uncaught exception
 // and browser-log error collected.
 type browser struct {
-	ctx    context.Context
-	mu     sync.Mutex
-	errors []string
-	shots  string
+	ctx       context.Context
+	mu        sync.Mutex
+	errors    []string
+	netErrors []string // HTTP error statuses the console logged ("network" source)
+	shots     string
 }
 
 // chromiumOrSkip returns the Chromium path, skipping locally and failing under CI when
@@ -241,6 +242,10 @@ func newBrowser(t *testing.T, width, height int) *browser {
 			// expected ones (a campaigns route that is not there yet may 404).
 			if m.IsException() || (m.Type == chromedp.ConsoleError && m.Source != "network") {
 				b.addError(m.String() + " (" + m.URL + ")")
+			} else if m.Type == chromedp.ConsoleError {
+				b.mu.Lock()
+				b.netErrors = append(b.netErrors, m.String()+" ("+m.URL+")")
+				b.mu.Unlock()
 			}
 		}
 	}()
@@ -260,6 +265,27 @@ func (b *browser) noErrors(t *testing.T, where string) {
 	defer b.mu.Unlock()
 	if len(b.errors) > 0 {
 		t.Fatalf("%s: the page reported errors:\n  %s", where, strings.Join(b.errors, "\n  "))
+	}
+}
+
+// noNetworkErrors fails the test if the console logged an HTTP error status, except
+// for URLs containing one of the expected substrings.
+func (b *browser) noNetworkErrors(t *testing.T, where string, expected ...string) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var bad []string
+	for _, e := range b.netErrors {
+		ok := false
+		for _, x := range expected {
+			ok = ok || strings.Contains(e, x)
+		}
+		if !ok {
+			bad = append(bad, e)
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("%s: the console logged HTTP errors:\n  %s", where, strings.Join(bad, "\n  "))
 	}
 }
 

@@ -259,6 +259,8 @@ func TestWorkbench(t *testing.T) {
 		wide := eval[string](t, b, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 425 && !e.closest('.sidebar')).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)).join(', ')`)
 		t.Fatalf("narrow window scrolls sideways: content is %.0f px wide; too wide: %s", w, wide)
 	}
+	// The drawer slides out of view (.15 s) after the resize; picture it closed.
+	b.waitJS(t, "drawer closed", `document.querySelector('.sidebar').getBoundingClientRect().right <= 0`, 5*time.Second)
 	b.shot(t, "narrow")
 	b.do(t, "drawer", 10*time.Second, chromedp.Click(css("#menu-btn")), chromedp.WaitVisible(css("#nav a")))
 	b.noErrors(t, "end")

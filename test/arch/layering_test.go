@@ -37,6 +37,7 @@ var levels = map[string]int{
 	"client":                         lvLeaf, // public HTTP client: stdlib + api/v1 (see publicOnly, importableOnlyBy)
 	"internal/model":                 lvLeaf, // domain types
 	"internal/errs":                  lvLeaf, // sentinel errors shared by every layer
+	"internal/metrics":               lvLeaf, // the core's Prometheus instruments (client_golang only); lower layers feed them through func hooks
 	"internal/config":                lvLeaf, // paths, env files, API token (imports only model)
 	"internal/skill":                 lvLeaf, // embedded agent instructions (data)
 	"internal/term":                  lvLeaf, // colour decision (NO_COLOR, --color, terminal) and painting
@@ -65,6 +66,7 @@ var levels = map[string]int{
 	"internal/scheduler/llm/llmtest": lvServices, // test helper of llm
 	"internal/waits":                 lvServices, // per-partition correction of site start estimates (model-level imports only)
 	"internal/store":                 lvServices,
+	"internal/store/pgtest":          lvLeaf, // test helper: a fresh database on the test PostgreSQL (tests only)
 	"internal/exchange":              lvServices,
 	"internal/exchange/redistest":    lvLeaf,     // test helper: a private redis-server (tests only)
 	"internal/academyfake":           lvServices, // wire-format fake of Academy's hosted exchange (Globus-gated) for tests
@@ -106,6 +108,7 @@ var importableOnlyBy = map[string][]string{
 	"internal/exchange/redistest":    {},
 	"internal/globusfake":            {"internal/academyfake"}, // the exchange fake introspects at the auth fake
 	"internal/scheduler/llm/llmtest": {},
+	"internal/store/pgtest":          {},
 	"internal/testproc":              {},
 	"internal/transport/rigenv":      {},
 }

@@ -128,7 +128,7 @@ func TestCampaignOnAcademyExchange(t *testing.T) {
 		t.Errorf("no credential: exit %d: %s", code, noneErr)
 	}
 	_, typeErr, code := runIn(t, e.home, clean, "campaign", "bootstrap", "--campaign", camp, "--run-id", run, "--exchange-type", "globus")
-	if code != 2 || !strings.Contains(typeErr, "use mosaic") {
+	if code != exitUsage || !strings.Contains(typeErr, "use mosaic") {
 		t.Errorf("unknown --exchange-type: exit %d: %s", code, typeErr)
 	}
 

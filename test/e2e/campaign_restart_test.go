@@ -282,8 +282,8 @@ func TestRigCampaignResumeAfterLauncherDied(t *testing.T) {
 		}
 	}
 	s.checkRestartedRun(t)
-	// Over now: a second resume is refused, exit 2.
-	if _, se, code := s.e.run("campaign", "resume", s.run); code != 2 || !strings.Contains(se, "is over (finished)") {
+	// Over now: a second resume is refused, exit 126 (usage: nothing was done).
+	if _, se, code := s.e.run("campaign", "resume", s.run); code != exitUsage || !strings.Contains(se, "is over (finished)") {
 		t.Errorf("resume of a finished run: exit %d, %s", code, se)
 	}
 }

@@ -385,14 +385,14 @@ func TestCampaignOnCoreExchange(t *testing.T) {
 	if tl.Source != "exchange" || len(tl.Messages) != 5 || cross != 4 {
 		t.Errorf("timeline: source %s, %d messages, %d cross-site; want exchange, 5, 4: %s", tl.Source, len(tl.Messages), cross, data)
 	}
-	// bootstrap to a recipient that never appears: exit 2, name on stderr.
+	// bootstrap to a recipient that never appears: exit 127 (not found), name on stderr.
 	bcmd := exec.Command(binary, "campaign", "bootstrap", "--campaign", camp, "--run-id", run, "--recipient", "worker-a", "--startup-timeout", "1s")
 	bcmd.Env = vars
 	var berr strings.Builder
 	bcmd.Stderr = &berr
 	err = bcmd.Run()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(berr.String(), "worker-a") {
-		t.Errorf("bootstrap to a gone recipient: %v, stderr %q; want exit 2 naming worker-a", err, berr.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitNotFound || !strings.Contains(berr.String(), "worker-a") {
+		t.Errorf("bootstrap to a gone recipient: %v, stderr %q; want exit %d naming worker-a", err, berr.String(), exitNotFound)
 	}
 	// agent run: a lone agent; its exit status is mosaic's, landmarks on stderr.
 	solo := filepath.Join(t.TempDir(), "solo.jsonc")

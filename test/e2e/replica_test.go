@@ -18,6 +18,8 @@ import (
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/client"
+	"github.com/mosaic-hpc/mosaic/internal/store"
+	"github.com/mosaic-hpc/mosaic/internal/store/pgtest"
 )
 
 // Team mode's done-means test (docs/TEAM.md): three `mosaic serve --replica` on one
@@ -29,8 +31,9 @@ import (
 // side effects are counted, not store rows — the lines the commands append to a file
 // and the simulated sites' own job records (one job directory per attempt tag).
 //
-// The store is the PostgreSQL database MOSAIC_TEST_POSTGRES names when it is set (CI
-// sets it), else one SQLite file in WAL mode shared by the three processes.
+// The store is a fresh database on the test PostgreSQL (MOSAIC_TEST_POSTGRES or
+// scripts/testpg/up.sh's env file; required under CI=true), else one SQLite file in
+// WAL mode shared by the three processes.
 
 // replicaTick is the probe tick: the lease's TTL, so a takeover takes at most
 // TTL + TTL/3 after the last renewal.
@@ -126,12 +129,12 @@ func (rs *replicaSet) urls() []string {
 }
 
 func replicaStore(t *testing.T, home string) string {
-	if dsn := os.Getenv("MOSAIC_TEST_POSTGRES"); dsn != "" {
-		if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
-			t.Fatalf("MOSAIC_TEST_POSTGRES=%q: want a postgres:// URL of a database the test may use", dsn)
-		}
-		return dsn
+	if pgtest.ServerURL() != "" || os.Getenv("CI") == "true" {
+		db := pgtest.New(t) // a database of this test's own; fails under CI=true without a server
+		t.Logf("store: PostgreSQL (%s)", store.RedactDSN(db))
+		return db
 	}
+	t.Log("store: one SQLite file shared by the replicas (no test PostgreSQL: scripts/testpg/up.sh starts one)")
 	return filepath.Join(home, "state", "shared.db")
 }
 

@@ -27,6 +27,9 @@ type Options struct {
 	// never probes).
 	Replica   bool
 	Advertise string
+	// SitesFile is a site catalog to run instead of the simulated federation ("" =
+	// the embedded one); its probe tick is a second (a real site answers slower).
+	SitesFile string
 }
 
 // Start opens a core on the embedded simulated federation, runs it, waits until the
@@ -38,6 +41,9 @@ func Start(t testing.TB, o Options) *core.Core {
 	}
 	dir := t.TempDir()
 	cfg := &config.Config{StateDir: dir, DBPath: ":memory:", Tick: 250 * time.Millisecond, SimSpeed: o.SimSpeed}
+	if o.SitesFile != "" {
+		cfg.SitesFile, cfg.ConfigDir, cfg.Tick = o.SitesFile, dir, time.Second
+	}
 	if o.OnDisk {
 		cfg.DBPath = filepath.Join(dir, "mosaic.db")
 	}

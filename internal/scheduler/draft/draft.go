@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/scheduler/llm"
@@ -45,7 +46,15 @@ Answer with one JSON object only, no prose, with exactly these fields (omit opti
  "confidence":0..1,"rationale":"one sentence"}
 Ranges are [minimum viable, maximum useful]; gpus, cpu_cores and memory_gb are totals for the job.
 Estimate GPU memory from model size: bf16 weights take 2 bytes per parameter; full training with Adam needs about 16-20 bytes per parameter.
+"no GPU", "CPU only" mean gpus 0 and no gpu_models. A stated run longer than 96h gets walltime 48h-96h (the job must checkpoint).
+A GPU model may carry a memory size: "A100-80GB" only matches 80 GB A100s, "A100" any A100. GH200 (Grace Hopper) implies an aarch64 host.
 Known GPU models: `
+
+// systemPrompt is the LLM drafter's system prompt: the rules above, the catalogue's
+// GPU models, and the few-shot examples of the shared table (Examples).
+var systemPrompt = sync.OnceValue(func() string {
+	return draftSystem + strings.Join(model.KnownGPUModels, ", ") + "\n" + fewShotPrompt()
+})
 
 // Draft drafts an envelope for description. Without an LLM, or when its answer is
 // unusable, it returns the heuristic draft (FallbackReason says why the LLM's was not
@@ -66,7 +75,7 @@ func (d *Drafter) Draft(ctx context.Context, description string) (Result, error)
 }
 
 func (d *Drafter) llmDraft(ctx context.Context, description string) (model.Envelope, error) {
-	answer, err := d.LLM.Complete(ctx, draftSystem+strings.Join(model.KnownGPUModels, ", "), "Job description:\n"+description)
+	answer, err := d.LLM.Complete(ctx, systemPrompt(), "Job description:\n"+description)
 	if err != nil {
 		return model.Envelope{}, fmt.Errorf("llm drafter: %w", err)
 	}

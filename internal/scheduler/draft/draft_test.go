@@ -2,6 +2,7 @@ package draft
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,44 @@ func TestDraftLLM(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLLMPromptCarriesTheExamples: the LLM drafter's system prompt holds every
+// few-shot example of the shared table with the heuristic's envelope for it, and the
+// catalogue's GPU models, and the prompt reaches the wire.
+func TestLLMPromptCarriesTheExamples(t *testing.T) {
+	p := systemPrompt()
+	n := 0
+	for _, ex := range Examples {
+		if !ex.FewShot {
+			continue
+		}
+		n++
+		if !strings.Contains(p, "- "+ex.Description+"\n") {
+			t.Errorf("prompt lacks example %q", ex.Description)
+		}
+		e := Heuristic(ex.Description)
+		if !strings.Contains(p, fmt.Sprintf(`"walltime":{"min":"%s","max":"%s"}`, e.Walltime.Min, e.Walltime.Max)) {
+			t.Errorf("prompt lacks the envelope of %q", ex.Description)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no few-shot examples")
+	}
+	for _, m := range []string{"GH200", "A100", "MI300A", "B200", "A100-80GB"} {
+		if !strings.Contains(p, m) {
+			t.Errorf("prompt lacks %s", m)
+		}
+	}
+	reply := llmtest.Reply{Text: `{"gpus":{"min":0},"walltime":{"min":"5m","max":"10m"}}`, MustContain: "quick test, 5 minutes, no GPU"}
+	c, err := llm.New(llm.Config{Provider: llm.ProviderAnthropic, APIKey: llmtest.Key, Model: "test-model", Timeout: 5 * time.Second,
+		BaseURL: llmtest.Anthropic(t, reply).URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(c).Draft(context.Background(), "a short cpu job")
+	if err != nil || r.FallbackReason != "" || r.Envelope.Source != model.SourceLLM {
+		t.Fatalf("the prompt with the examples did not reach the server: %+v, %v", r, err)
 	}
 }

@@ -82,10 +82,69 @@ func FuzzHeuristic(f *testing.F) {
 	f.Add("train a 7B model for about 6 hours on 4 A100 GPUs")
 	f.Add("MPI on 1000000 nodes for 99999 days with 0 gpus")
 	f.Add("70b params multi-node 3-2 hours 5 gpus 1-0 nodes")
+	for _, ex := range Examples {
+		f.Add(ex.Description)
+	}
+	f.Add("99999 gpus per node on 100000 nodes, 9999999 cores per node, 99999 tb, a100-80 gh200 grace hopper 2h99")
+	f.Add("no gpu 4x a100 80gb 24 gb of vram 1:99 between 9 and 2 hours up to 0 hours")
 	f.Fuzz(func(t *testing.T, desc string) {
 		e := Heuristic(desc)
 		if err := e.Validate(); err != nil {
 			t.Fatalf("Heuristic(%q) is invalid: %v", desc, err)
 		}
+		if strings.HasPrefix(e.Rationale, "heuristic draft fell back") {
+			t.Fatalf("Heuristic(%q) needed the fallback: %s", desc, e.Rationale)
+		}
 	})
+}
+
+// TestHeuristicExamples: every description of the shared table (Examples, ≥ 60,
+// written as users write) drafts an envelope inside the example's bounds, and valid.
+func TestHeuristicExamples(t *testing.T) {
+	if len(Examples) < 60 {
+		t.Fatalf("only %d examples; the table must keep at least 60", len(Examples))
+	}
+	few := 0
+	for _, ex := range Examples {
+		if ex.FewShot {
+			few++
+		}
+		t.Run(ex.Description, func(t *testing.T) {
+			e := Heuristic(ex.Description)
+			if err := e.Validate(); err != nil {
+				t.Fatalf("invalid draft: %v", err)
+			}
+			span := func(name string, s Span, r model.IntRange) {
+				if s.Set && (r.Min < s.MinLo || r.Min > s.MinHi || r.Max < s.MaxLo || r.Max > s.MaxHi) {
+					t.Errorf("%s %d..%d, want min in [%d,%d], max in [%d,%d]\n  %s", name, r.Min, r.Max, s.MinLo, s.MinHi, s.MaxLo, s.MaxHi, e.Rationale)
+				}
+			}
+			span("gpus", ex.GPUs, e.GPUs)
+			span("cpu_cores", ex.Cores, e.CPUCores)
+			span("nodes", ex.Nodes, e.Nodes)
+			span("memory_gb", ex.MemoryGB, e.MemoryGB)
+			span("min_gpu_memory_gb", ex.MinGPUMemGB, model.IntRange{Min: e.Constraints.MinGPUMemoryGB, Max: e.Constraints.MinGPUMemoryGB})
+			if w, r := ex.Walltime, e.Walltime; w.Set {
+				lo, hi := time.Duration(r.Min), time.Duration(r.Max)
+				if lo < w.MinLo || lo > w.MinHi || hi < w.MaxLo || hi > w.MaxHi {
+					t.Errorf("walltime %s..%s, want min in [%s,%s], max in [%s,%s]\n  %s", lo, hi, w.MinLo, w.MinHi, w.MaxLo, w.MaxHi, e.Rationale)
+				}
+			}
+			if ex.GPUModels != nil && strings.Join(e.Constraints.GPUModels, ",") != strings.Join(ex.GPUModels, ",") {
+				t.Errorf("gpu_models %v, want %v", e.Constraints.GPUModels, ex.GPUModels)
+			}
+			switch {
+			case ex.Arch == "-" && len(e.Constraints.Arch) > 0:
+				t.Errorf("arch %v, want none", e.Constraints.Arch)
+			case ex.Arch != "" && ex.Arch != "-" && (len(e.Constraints.Arch) != 1 || e.Constraints.Arch[0] != ex.Arch):
+				t.Errorf("arch %v, want %s", e.Constraints.Arch, ex.Arch)
+			}
+			if ex.Objective != "" && e.Objective != ex.Objective {
+				t.Errorf("objective %s, want %s", e.Objective, ex.Objective)
+			}
+		})
+	}
+	if few < 5 {
+		t.Errorf("%d few-shot examples; the LLM prompt needs at least 5", few)
+	}
 }

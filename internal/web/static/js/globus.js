@@ -2,8 +2,9 @@
 // (GLOBUS_CLIENT_ID/GLOBUS_CLIENT_SECRET), GET /auth/status answers and, until someone
 // signs in, a banner above every view says so: systems reached through Globus Compute
 // show needs-login until then, while simulated and SSH-reached systems keep working.
-// Signed in, the sidebar shows the Globus identity and a sign-out button. A 404 from
-// /auth/status means no client is configured: nothing is shown.
+// Signed in, the sidebar shows the Globus identity and a sign-out button. Without a
+// client /auth/status answers {"configured": false} (an older server: 404): nothing is
+// shown.
 import { h, replace, toast } from './dom.js';
 import { csrfToken } from './api.js';
 

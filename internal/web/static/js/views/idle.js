@@ -38,7 +38,7 @@ export async function render(ctx) {
       const parts = r.partitions || [];
       const seen = new Set();
       const uniq = parts.filter(p => { const k = `${p.system}/${p.partition}`; if (seen.has(k)) return false; seen.add(k); return true; });
-      if (!uniq.length) { cards.clear(); replace(out, emptyState('No partition has that much free right now. Loosen a filter, or launch with Auto and let it queue.')); return; }
+      if (!uniq.length) { cards.clear(); replace(out, emptyState(r.explanation ? `Nothing idle: ${r.explanation}.` : 'No partition has that much free right now. Loosen a filter, or launch with Auto and let it queue.')); return; }
       // Keep each card (and the button under the pointer or focus) across refreshes;
       // only its figures change.
       const keep = new Map();

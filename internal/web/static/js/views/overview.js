@@ -31,7 +31,8 @@ export function partitionRow(r) {
   return h('div', { class: 'prow', dataset: { partition: r.partition } },
     h('span', { class: 'pname', title: r.partition },
       r.partition,
-      h('small', {}, r.gpu_model ? `${r.gpus_per_node}× ${r.gpu_model} · ${r.gpu_memory_gb} GB` : `${r.cpu_cores_per_node} cores · ${r.arch}`)),
+      // The sub-label wraps between its parts, never inside "40 GB" (no-break spaces).
+      h('small', {}, r.gpu_model ? `${r.gpus_per_node}×\u00a0${r.gpu_model} · ${r.gpu_memory_gb}\u00a0GB` : `${r.cpu_cores_per_node}\u00a0cores · ${r.arch}`)),
     busyBar(g.busy, `${r.system} ${r.partition}`),
     h('span', { class: 'num', title: `${g.free} of ${g.total} ${g.unit} free` }, `${g.free.toLocaleString()} ${g.unit}`),
     h('span', { class: 'num', title: `${r.pending_jobs} pending, ${r.running_jobs} running` }, `Q ${r.pending_jobs}`));
