@@ -44,7 +44,9 @@ func elector(t *testing.T, s *Store, holder string, ttl time.Duration, clk *fake
 	return e
 }
 
-func TestLeaderAcquireRenewExpireSteal(t *testing.T) { forEachBackend(t, testLeaderAcquireRenewExpireSteal) }
+func TestLeaderAcquireRenewExpireSteal(t *testing.T) {
+	forEachBackend(t, testLeaderAcquireRenewExpireSteal)
+}
 
 func testLeaderAcquireRenewExpireSteal(t *testing.T, db string) {
 	ctx := context.Background()
@@ -107,7 +109,9 @@ func claimRow(id string) (*TaskRow, *model.Attempt) {
 	return tr, a
 }
 
-func TestLeaderStaleTokenClaimIsFenced(t *testing.T) { forEachBackend(t, testLeaderStaleTokenClaimIsFenced) }
+func TestLeaderStaleTokenClaimIsFenced(t *testing.T) {
+	forEachBackend(t, testLeaderStaleTokenClaimIsFenced)
+}
 
 func testLeaderStaleTokenClaimIsFenced(t *testing.T, db string) {
 	ctx := context.Background()
