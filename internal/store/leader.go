@@ -171,7 +171,7 @@ func (e *Elector) Resign(ctx context.Context) error {
 func (s *Store) tryLead(ctx context.Context, c LeaderConfig, now time.Time) (LeaderState, bool, error) {
 	var st LeaderState
 	var ok bool
-	err := s.tx(ctx, func(tx *txn) error {
+	err := s.leaseTx(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO leader_lease (name) VALUES (?) ON CONFLICT (name) DO NOTHING`, c.Name); err != nil {
 			return fmt.Errorf("store: leader lease %s: %w", c.Name, err)
 		}
@@ -195,6 +195,26 @@ func (s *Store) tryLead(ctx context.Context, c LeaderConfig, now time.Time) (Lea
 		return LeaderState{}, false, err
 	}
 	return st, ok, nil
+}
+
+// leaseTx runs fn in one transaction without the store's writer lock (tx takes it on
+// PostgreSQL to order event ids): a lease step touches only the lease row, whose own
+// row lock orders acquirers, and must not queue behind a burst of task writes past
+// the holder's deadline. On SQLite every write transaction takes the database's
+// write lock at BEGIN, as tx does.
+func (s *Store) leaseTx(ctx context.Context, fn func(*txn) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
 }
 
 type queryRower interface {

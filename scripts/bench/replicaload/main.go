@@ -62,6 +62,7 @@ type sample struct {
 	kind string
 	d    time.Duration
 	err  bool
+	msg  string // the error, if any
 }
 
 func main() {
@@ -172,19 +173,19 @@ func run(bin string, clients, replicas int, dur time.Duration, submitShare float
 				case r < submitShare:
 					s.kind = "submit"
 					_, err := submit(hc, base, token, fmt.Sprintf("load%02d-%d", c, n))
-					s.err = err != nil
+					s.setErr(err)
 				case r < submitShare+(1-submitShare)*0.35:
 					s.kind = "list"
-					s.err = get(hc, base+"/api/tasks?limit=20", token) != nil
+					s.setErr(get(hc, base+"/api/tasks?limit=20", token))
 				case r < submitShare+(1-submitShare)*0.7:
 					s.kind = "detail"
-					s.err = get(hc, base+"/api/tasks/"+seeded[rng.IntN(len(seeded))], token) != nil
+					s.setErr(get(hc, base+"/api/tasks/"+seeded[rng.IntN(len(seeded))], token))
 				case r < submitShare+(1-submitShare)*0.85:
 					s.kind = "events"
-					s.err = get(hc, base+"/api/events?limit=50", token) != nil
+					s.setErr(get(hc, base+"/api/events?limit=50", token))
 				default:
 					s.kind = "federation"
-					s.err = get(hc, base+"/api/federation", token) != nil
+					s.setErr(get(hc, base+"/api/federation", token))
 				}
 				s.d = time.Since(start)
 				if ctx.Err() != nil && s.err {
@@ -199,7 +200,24 @@ func run(bin string, clients, replicas int, dur time.Duration, submitShare float
 	}
 	wg.Wait()
 	report(samples, clients, replicas, dur, db)
+	for i, p := range procs {
+		if p.ProcessState != nil || p.Process.Signal(syscall.Signal(0)) != nil {
+			b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("replica%d.log", i)))
+			fmt.Printf("replica %d exited during the run:\n%s\n", i, lastLines(string(b), 5))
+		}
+	}
 	return nil
+}
+
+func (s *sample) setErr(err error) {
+	if err != nil {
+		s.err, s.msg = true, err.Error()
+	}
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-n):], "\n")
 }
 
 func report(samples []sample, clients, replicas int, dur time.Duration, db string) {
@@ -219,6 +237,15 @@ func report(samples []sample, clients, replicas int, dur time.Duration, db strin
 	}
 	line("all", samples)
 	fmt.Printf("throughput: %.0f requests/s\n", float64(len(samples))/dur.Seconds())
+	seen := map[string]int{}
+	for _, s := range samples {
+		if s.err {
+			seen[s.kind+": "+s.msg]++
+		}
+	}
+	for m, n := range seen {
+		fmt.Printf("error ×%d: %.300s\n", n, m)
+	}
 }
 
 func line(kind string, ss []sample) {
