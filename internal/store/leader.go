@@ -203,18 +203,7 @@ func (s *Store) tryLead(ctx context.Context, c LeaderConfig, now time.Time) (Lea
 // the holder's deadline. On SQLite every write transaction takes the database's
 // write lock at BEGIN, as tx does.
 func (s *Store) leaseTx(ctx context.Context, fn func(*txn) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
-	}
-	return nil
+	return s.inTx(ctx, false, fn)
 }
 
 type queryRower interface {

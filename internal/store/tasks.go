@@ -65,11 +65,17 @@ func insertEvents(ctx context.Context, x querier, evs []model.Event) ([]int64, e
 // assigned at insert, so this is what makes them commit in id order: EventQuery's
 // cursors never skip an event that a slower transaction committed later.
 func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
+	return s.inTx(ctx, s.db.d == dialectPostgres, fn)
+}
+
+// inTx runs fn in one transaction, first taking the PostgreSQL writer lock when
+// writerLock is set (tx; a lease step does without, leader.go).
+func (s *Store) inTx(ctx context.Context, writerLock bool, fn func(*txn) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	if s.db.d == dialectPostgres {
+	if writerLock {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, pgWriterLockKey); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("store: take the writer lock: %w", err)
