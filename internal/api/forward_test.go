@@ -55,7 +55,8 @@ func replicaServerSessions(t *testing.T, db string) (*httptest.Server, *core.Cor
 func waitRole(t *testing.T, c *core.Core, role string) {
 	t.Helper()
 	for range 200 { // 10 s
-		if c.Leadership().Role == role {
+		// A follower counts once it has read the lease (it knows whom to forward to).
+		if l := c.Leadership(); l.Role == role && (role != "follower" || l.Leader != "") {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
