@@ -50,6 +50,7 @@ type Task struct {
 	// cancelled (the last three are final).
 	State     string    `json:"state"`
 	Reason    string    `json:"reason,omitempty"`
+	Owner     string    `json:"owner,omitempty"` // the user the task belongs to ("local" in laptop mode)
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -146,6 +147,7 @@ type TaskSummary struct {
 	Sizing    string    `json:"sizing,omitempty"`
 	Pinned    bool      `json:"pinned"`
 	Reason    string    `json:"reason,omitempty"`
+	Owner     string    `json:"owner,omitempty"` // the user the task belongs to ("local" in laptop mode)
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

@@ -230,7 +230,8 @@ var dataCommands = map[string]string{
 	"mosaic campaign ids": argFile, "mosaic campaign validate": argFile, "mosaic campaign status": argRun, "mosaic campaign timeline": argRun,
 	"mosaic sim replay": argNone,
 	// Added by the users part of issue 20 (listed so its merge needs no change here).
-	"mosaic users list": argNone, "mosaic token create": argNone,
+	"mosaic users list": argNone, "mosaic users add": argNone, "mosaic token create": argNone, "mosaic token list": argNone,
+	"mosaic audit": argNone,
 }
 
 var notDataCommands = map[string]string{
@@ -258,8 +259,8 @@ var notDataCommands = map[string]string{
 	"mosaic completion powershell": "a completion script",
 	"mosaic users":                 "a command group (users part)",
 	"mosaic token":                 "a command group (users part)",
-	"mosaic users add":             "users part: prints a confirmation",
-	"mosaic users remove":          "users part: prints a confirmation",
+	"mosaic users revoke":          "prints one confirmation line",
+	"mosaic token revoke":          "prints one confirmation line",
 	"mosaic completion":            "a command group",
 }
 

@@ -37,7 +37,7 @@ var groupOf = map[string]string{
 	"env": groupSites, "exec": groupSites, "put-file": groupSites, "init-sites": groupSites, "preflight": groupSites,
 	"smoke": groupSites, "endpoint-setup": groupSites, "endpoints": groupSites,
 	"campaign": groupCampaigns, "agent": groupCampaigns, "exchange": groupCampaigns,
-	"login": groupAuth, "logout": groupAuth, "auth": groupAuth, "users": groupAuth, "token": groupAuth,
+	"login": groupAuth, "logout": groupAuth, "auth": groupAuth, "users": groupAuth, "token": groupAuth, "audit": groupAuth,
 	"serve": groupServer, "about": groupServer, "doctor": groupServer, "mcp": groupServer, "skill": groupServer,
 }
 

@@ -59,6 +59,7 @@ of six real machines), then use the other commands, which talk to it over HTTP.`
 		newMCPCmd(), newSkillCmd(),
 		newCampaignCmd(), newAgentCmd(), newExchangeCmd(),
 		newSimCmd())
+	root.AddCommand(newUsersCmd(), newTokenCmd(), newAuditCmd()) // users, tokens, audit (users_cmds.go, token_cmds.go)
 	finishTree(root)
 	return root
 }

@@ -21,7 +21,25 @@ import (
 // The same middleware feeds mosaic_http_request_duration_seconds.
 
 // reqState is what a request's handlers tell the access log: the cause of a 5xx.
-type reqState struct{ cause error }
+type reqState struct {
+	cause error
+	// pattern is the route the mux matched, recorded by notePattern: the guard hands
+	// the mux a derived request (with the caller in its context), so r.Pattern is set
+	// on that one, not on the request the access log holds.
+	pattern string
+}
+
+// notePattern records the mux's matched pattern for the access log.
+func notePattern(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if st, ok := r.Context().Value(reqStateKey{}).(*reqState); ok && r.Pattern != "" {
+				st.pattern = r.Pattern
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
 
 type reqStateKey struct{}
 
@@ -84,6 +102,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			if panicked {
 				status = http.StatusInternalServerError
 				noteCause(r.Context(), errors.New("the handler panicked (the stack is in the server's error log)"))
+			}
+			if r.Pattern == "" {
+				r.Pattern = st.pattern
 			}
 			if r.Pattern == "" && status != http.StatusNotFound {
 				// Refused before routing (the guard): name the route it would have taken.

@@ -64,7 +64,7 @@ func waitRole(t *testing.T, c *core.Core, role string) {
 	t.Fatalf("replica %s never became %s (is %+v)", c.Leadership().Replica, role, c.Leadership())
 }
 
-func call(t *testing.T, method, url string, hdr map[string]string, body string) (int, http.Header, []byte) {
+func fwCall(t *testing.T, method, url string, hdr map[string]string, body string) (int, http.Header, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -91,7 +91,7 @@ func call(t *testing.T, method, url string, hdr map[string]string, body string) 
 	return resp.StatusCode, resp.Header, b
 }
 
-const submitBody = `{"name":"fw","command":"true","envelope":{"cpu_cores":{"min":1,"max":1},"walltime":{"min":"10m","max":"10m"}}}`
+const fwSubmitBody = `{"name":"fw","command":"true","envelope":{"cpu_cores":{"min":1,"max":1},"walltime":{"min":"10m","max":"10m"}}}`
 
 // TestFollowerForwardsToLeaderWithCallersCredential: a follower serves store reads
 // itself and forwards the rest to the leader with the caller's Authorization and the
@@ -108,7 +108,7 @@ func TestFollowerForwardsToLeaderWithCallersCredential(t *testing.T) {
 	}
 
 	// Forwarded: the echo route answers on the leader with the caller's credential.
-	code, _, b := call(t, "GET", followerHS.URL+"/api/test-echo", nil, "")
+	code, _, b := fwCall(t, "GET", followerHS.URL+"/api/test-echo", nil, "")
 	var echo map[string]string
 	if code != 200 || json.Unmarshal(b, &echo) != nil {
 		t.Fatalf("forwarded echo: %d %s", code, b)
@@ -120,18 +120,18 @@ func TestFollowerForwardsToLeaderWithCallersCredential(t *testing.T) {
 	// stands for instead, and not the cookie.
 	sid := followerSessions.Open()
 	host := strings.TrimPrefix(followerHS.URL, "http://")
-	code, _, b = call(t, "GET", followerHS.URL+"/api/test-echo", map[string]string{"Authorization": "", "Cookie": session.CookieName(host) + "=" + sid}, "")
+	code, _, b = fwCall(t, "GET", followerHS.URL+"/api/test-echo", map[string]string{"Authorization": "", "Cookie": session.CookieName(host) + "=" + sid}, "")
 	echo = nil
 	if code != 200 || json.Unmarshal(b, &echo) != nil || echo["auth"] != "Bearer tok" || echo["cookie"] != "" || echo["served_by"] != leader.Leadership().Replica {
 		t.Fatalf("session request forwarded as %d %s, want the leader serving it with the API token and no cookie", code, b)
 	}
 	// A forwarded request that reaches a follower is not forwarded again.
-	code, hdr, b := call(t, "GET", followerHS.URL+"/api/test-echo", map[string]string{ForwardedHeader: "some-replica"}, "")
+	code, hdr, b := fwCall(t, "GET", followerHS.URL+"/api/test-echo", map[string]string{ForwardedHeader: "some-replica"}, "")
 	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || !bytes.Contains(b, []byte("already forwarded once")) {
 		t.Fatalf("loop guard: %d %q %s, want 503 with Retry-After", code, hdr.Get("Retry-After"), b)
 	}
 	// A wrong token is refused by the follower itself.
-	if code, _, _ := call(t, "GET", followerHS.URL+"/api/test-echo", map[string]string{"Authorization": "Bearer wrong"}, ""); code != http.StatusUnauthorized {
+	if code, _, _ := fwCall(t, "GET", followerHS.URL+"/api/test-echo", map[string]string{"Authorization": "Bearer wrong"}, ""); code != http.StatusUnauthorized {
 		t.Fatalf("wrong token through the follower: %d, want 401", code)
 	}
 	// The follower itself never probed (only the leader does).
@@ -139,27 +139,27 @@ func TestFollowerForwardsToLeaderWithCallersCredential(t *testing.T) {
 		t.Fatal("the follower has a federation snapshot of its own: it probed")
 	}
 	// The status table too (the guard answers it itself only on a leader).
-	if code, _, b := call(t, "GET", followerHS.URL+"/api/status?format=text", nil, ""); code != 200 || !bytes.Contains(b, []byte("Delta")) {
+	if code, _, b := fwCall(t, "GET", followerHS.URL+"/api/status?format=text", nil, ""); code != 200 || !bytes.Contains(b, []byte("Delta")) {
 		t.Fatalf("status text through the follower: %d %.200s", code, b)
 	}
 	// The federation snapshot comes from the leader (the follower never probes).
-	if code, _, b := call(t, "GET", followerHS.URL+"/api/federation", nil, ""); code != 200 || !bytes.Contains(b, []byte(`"systems"`)) {
+	if code, _, b := fwCall(t, "GET", followerHS.URL+"/api/federation", nil, ""); code != 200 || !bytes.Contains(b, []byte(`"systems"`)) {
 		t.Fatalf("federation through the follower: %d %.200s", code, b)
 	}
 	// A submission through the follower: the leader stores it; the same
 	// Idempotency-Key again returns the same task (200), not a second one.
 	key := map[string]string{"Idempotency-Key": "fw-key-1"}
-	code, _, b = call(t, "POST", followerHS.URL+"/api/tasks", key, submitBody)
+	code, _, b = fwCall(t, "POST", followerHS.URL+"/api/tasks", key, fwSubmitBody)
 	var first struct{ Task struct{ ID string } }
 	if code != http.StatusCreated || json.Unmarshal(b, &first) != nil || first.Task.ID == "" {
 		t.Fatalf("submit through the follower: %d %.300s", code, b)
 	}
-	code, _, b = call(t, "POST", followerHS.URL+"/api/tasks", key, submitBody)
+	code, _, b = fwCall(t, "POST", followerHS.URL+"/api/tasks", key, fwSubmitBody)
 	var again struct{ Task struct{ ID string } }
 	if code != http.StatusOK || json.Unmarshal(b, &again) != nil || again.Task.ID != first.Task.ID {
 		t.Fatalf("retry with the same key: %d %.300s, want 200 with task %s", code, b, first.Task.ID)
 	}
-	code, _, b = call(t, "POST", leaderHS.URL+"/api/tasks", map[string]string{"Idempotency-Key": "fw-key-2"}, submitBody)
+	code, _, b = fwCall(t, "POST", leaderHS.URL+"/api/tasks", map[string]string{"Idempotency-Key": "fw-key-2"}, fwSubmitBody)
 	var other struct{ Task struct{ ID string } }
 	if code != http.StatusCreated || json.Unmarshal(b, &other) != nil || other.Task.ID == first.Task.ID {
 		t.Fatalf("another key: %d %.300s, want a new task", code, b)
@@ -167,25 +167,25 @@ func TestFollowerForwardsToLeaderWithCallersCredential(t *testing.T) {
 	// The follower reads the store itself: the task is there even with the leader's
 	// HTTP server down.
 	leaderHS.Close()
-	if code, _, b := call(t, "GET", followerHS.URL+"/api/tasks/"+first.Task.ID, nil, ""); code != 200 || !bytes.Contains(b, []byte(first.Task.ID)) {
+	if code, _, b := fwCall(t, "GET", followerHS.URL+"/api/tasks/"+first.Task.ID, nil, ""); code != 200 || !bytes.Contains(b, []byte(first.Task.ID)) {
 		t.Fatalf("task detail on the follower with the leader unreachable: %d %.200s", code, b)
 	}
-	if code, _, b := call(t, "GET", followerHS.URL+"/api/tasks", nil, ""); code != 200 || !bytes.Contains(b, []byte(other.Task.ID)) {
+	if code, _, b := fwCall(t, "GET", followerHS.URL+"/api/tasks", nil, ""); code != 200 || !bytes.Contains(b, []byte(other.Task.ID)) {
 		t.Fatalf("task list on the follower: %d %.200s", code, b)
 	}
 	// What it must forward fails with 503 and Retry-After, saying why.
-	code, hdr, b = call(t, "POST", followerHS.URL+"/api/tasks", map[string]string{"Idempotency-Key": "fw-key-3"}, submitBody)
+	code, hdr, b = fwCall(t, "POST", followerHS.URL+"/api/tasks", map[string]string{"Idempotency-Key": "fw-key-3"}, fwSubmitBody)
 	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || !bytes.Contains(b, []byte("could not reach the leader")) {
 		t.Fatalf("submit with the leader unreachable: %d %q %s", code, hdr.Get("Retry-After"), b)
 	}
 	// /healthz says who is who.
-	_, _, b = call(t, "GET", followerHS.URL+"/healthz", nil, "")
+	_, _, b = fwCall(t, "GET", followerHS.URL+"/healthz", nil, "")
 	var h map[string]any
 	if json.Unmarshal(b, &h) != nil || h["role"] != "follower" || h["leader"] != leaderHS.URL || h["lease_token"] == nil {
 		t.Fatalf("follower's healthz: %s", b)
 	}
 	// Metrics: the follower exports mosaic_leader 0 and the lease's token.
-	_, _, b = call(t, "GET", followerHS.URL+"/metrics", nil, "")
+	_, _, b = fwCall(t, "GET", followerHS.URL+"/metrics", nil, "")
 	for _, want := range []string{"mosaic_leader 0", "mosaic_lease_token 1", "mosaic_lease_renew_lag_seconds", "mosaic_leader_changes_total 0"} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("follower's metrics lack %q", want)
@@ -212,11 +212,11 @@ func TestFollowerTakesOverWhenLeaderCloses(t *testing.T) {
 	if err := follower.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	code, _, b := call(t, "POST", followerHS.URL+"/api/tasks", nil, submitBody)
+	code, _, b := fwCall(t, "POST", followerHS.URL+"/api/tasks", nil, fwSubmitBody)
 	if code != http.StatusCreated {
 		t.Fatalf("submit on the new leader: %d %.300s", code, b)
 	}
-	_, _, b = call(t, "GET", followerHS.URL+"/metrics", nil, "")
+	_, _, b = fwCall(t, "GET", followerHS.URL+"/metrics", nil, "")
 	for _, want := range []string{"mosaic_leader 1", "mosaic_lease_token 2", "mosaic_leader_changes_total 1"} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("new leader's metrics lack %q:\n%s", want, grepLines(b, "mosaic_lea"))

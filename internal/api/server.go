@@ -116,6 +116,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 	s.registerCampaigns()
 	s.registerCampaignJobs()
 	s.typeDecision()
+	s.registerUsers()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.mux.HandleFunc("GET /docs", serveDocs)
@@ -136,7 +137,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 			_, _ = io.WriteString(w, `{"configured":false,"signed_in":false,"login_url":""}`+"\n")
 		})
 	}
-	s.handler = s.accessLog(s.guard(s.forward(s.mux))) // forward: team mode's follower → leader (forward.go)
+	s.handler = s.accessLog(s.guard(s.forward(notePattern(s.mux)))) // forward: team mode's follower → leader (forward.go)
 	return s, nil
 }
 
@@ -253,11 +254,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			switch {
 			case r.Header.Get("Authorization") != "":
 				// A bearer request is judged by its token alone, never by a cookie.
-				if !s.authorized(r) {
+				caller, ok := s.authorized(r)
+				if !ok {
 					w.Header().Set("WWW-Authenticate", `Bearer realm="mosaic"`)
-					writeProblem(w, http.StatusUnauthorized, "missing or wrong token: send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`)")
+					writeProblem(w, http.StatusUnauthorized, "missing, wrong or revoked token: send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`, or one an admin made with `mosaic token create`)")
 					return
 				}
+				r = withCaller(r, caller)
 			default:
 				_, sess, ok := s.sessions.FromRequest(r)
 				if !ok {
@@ -269,6 +272,16 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					writeProblem(w, http.StatusForbidden, "cookie-authenticated "+r.Method+" without a valid "+session.CSRFHeader+" header from this origin refused (CSRF protection); reload the page")
 					return
 				}
+				// Browser sessions are opened with the laptop token (the one-time login
+				// URL `mosaic serve` prints, or the token pasted into /login): they act
+				// for the implicit local admin.
+				r = withCaller(r, model.LocalCaller())
+			}
+			// The Globus sign-in decides whose Globus identity the whole core uses: an
+			// admin's decision, not any user's.
+			if strings.HasPrefix(r.URL.Path, "/auth/") && !model.CallerOf(r.Context()).Admin {
+				writeProblem(w, http.StatusForbidden, "the Globus sign-in sets the identity the whole core uses, so it needs an admin; ask one (`mosaic users list` shows who is)")
+				return
 			}
 			if r.URL.Path == "/api/status" && r.URL.Query().Get("format") == "text" && s.core.Leading() { // a follower forwards it
 				s.statusText(w, r)
@@ -296,18 +309,46 @@ func closeUnread(w http.ResponseWriter) {
 
 func (s *Server) credentialed(r *http.Request) bool {
 	if r.Header.Get("Authorization") != "" {
-		return s.authorized(r)
+		_, ok := s.authorized(r)
+		return ok
 	}
 	_, _, ok := s.sessions.FromRequest(r)
 	return ok
 }
 
-// authorized reports whether the request carries the API token as a bearer token. The
-// scheme name is case-insensitive (RFC 7235 section 2.1: "bearer", "BEARER" and
-// "Bearer" are the same scheme), followed by one or more spaces.
-func (s *Server) authorized(r *http.Request) bool {
+// authorized returns who a request's bearer token stands for: the laptop token (the
+// implicit local admin, compared in constant time) or a user token (mos_…, looked up
+// by its hash in the store on every request, so a revocation holds from the next
+// request on). The scheme name is case-insensitive (RFC 7235 section 2.1: "bearer",
+// "BEARER" and "Bearer" are the same scheme), followed by one or more spaces.
+func (s *Server) authorized(r *http.Request) (model.Caller, bool) {
 	tok, ok := bearerToken(r.Header.Get("Authorization"))
-	return ok && s.tokenOK(tok)
+	if !ok {
+		return model.Caller{}, false
+	}
+	if s.tokenOK(tok) {
+		return model.LocalCaller(), true
+	}
+	if !strings.HasPrefix(tok, userTokenPrefix) {
+		return model.Caller{}, false
+	}
+	caller, err := s.core.Authenticate(r.Context(), tok)
+	if err != nil {
+		// The error names the token's display id only, never the token.
+		s.opts.Logger.Debug("token refused", "err", err, "remote", r.RemoteAddr)
+		return model.Caller{}, false
+	}
+	return caller, true
+}
+
+// userTokenPrefix starts every user token (store.TokenPrefix).
+const userTokenPrefix = "mos_"
+
+// withCaller puts the authenticated caller, with the client's address, in the
+// request's context: the core's ownership checks and the audit log read it there.
+func withCaller(r *http.Request, c model.Caller) *http.Request {
+	c.Remote = r.RemoteAddr
+	return r.WithContext(model.WithCaller(r.Context(), c))
 }
 
 // bearerToken extracts the token of an "Authorization: Bearer <token>" header value.
@@ -332,13 +373,14 @@ func TokenChecker(token string) func(string) bool {
 // requireToken lets a request through only with the API token as a bearer token.
 func (s *Server) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorized(r) {
+		caller, ok := s.authorized(r)
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mosaic"`)
-			writeProblem(w, http.StatusUnauthorized, "missing or wrong token: send Authorization: Bearer <token> "+
-				"(the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`)")
+			writeProblem(w, http.StatusUnauthorized, "missing, wrong or revoked token: send Authorization: Bearer <token> "+
+				"(the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`, or one an admin made with `mosaic token create`)")
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, withCaller(r, caller))
 	})
 }
 

@@ -55,7 +55,8 @@ func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (
 	if r := []rune(name); len(r) > model.MaxNameChars {
 		name = string(r[:model.MaxNameChars])
 	}
-	task := model.Task{Name: name, Command: spec.Command, Script: spec.Script, Target: target, State: model.TaskPlaced}
+	task := model.Task{Name: name, Command: spec.Command, Script: spec.Script, Target: target, State: model.TaskPlaced,
+		Owner: model.CallerOf(ctx).Name}
 	if err := checkRequestText(SubmitRequest{Name: task.Name, Command: task.Command, Script: task.Script}); err != nil {
 		return "", err
 	}

@@ -258,5 +258,9 @@ func (c *Core) CampaignToken(ctx context.Context, run string, camp *model.Campai
 			return "", err
 		}
 	}
-	return c.Exchange().IssueToken(ctx, run)
+	tok, err := c.Exchange().IssueToken(ctx, run)
+	if err == nil {
+		c.audit(ctx, "campaign.launch", run, "run token issued")
+	}
+	return tok, err
 }

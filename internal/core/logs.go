@@ -108,6 +108,9 @@ type EventQuery = store.EventQuery
 
 // Events returns activity-log entries.
 func (c *Core) Events(ctx context.Context, q EventQuery) ([]model.Event, error) {
+	if caller := model.CallerOf(ctx); !caller.Admin {
+		q.Owner = caller.Name // a user reads their own tasks' events and the federation's
+	}
 	if q.TaskID != "" {
 		if _, err := c.Task(ctx, q.TaskID); err != nil {
 			return nil, err
@@ -154,7 +157,7 @@ func (c *Core) EventPage(ctx context.Context, q EventQuery) (*EventPage, error) 
 	page := &EventPage{Events: evs}
 	newest := q
 	newest.AfterID, newest.BeforeID, newest.Newest, newest.Limit = 0, 0, true, 1
-	if last, err := c.store.Events(ctx, newest); err != nil {
+	if last, err := c.Events(ctx, newest); err != nil {
 		return nil, err
 	} else if len(last) > 0 {
 		page.LastID = last[0].ID
@@ -170,7 +173,7 @@ func (c *Core) EventPage(ctx context.Context, q EventQuery) (*EventPage, error) 
 	} else {
 		more.AfterID = edge
 	}
-	rest, err := c.store.Events(ctx, more)
+	rest, err := c.Events(ctx, more)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,12 @@ type lookArounder interface {
 	PutFile(ctx context.Context, name string, data []byte) (string, error)
 }
 
-func (c *Core) lookAround(system string) (lookArounder, string, error) {
+func (c *Core) lookAround(ctx context.Context, system string) (lookArounder, string, error) {
+	// Look-around runs commands on a login node under the core's own site identity,
+	// not the caller's (docs/SECURITY.md, "Users and tokens"), so only an admin may.
+	if err := requireAdmin(ctx, "look-around on a login node (env, exec, put-file), which runs under the core's site identity,"); err != nil {
+		return nil, "", err
+	}
 	sys, ok := c.cat.System(system)
 	if !ok {
 		return nil, "", c.unknownSystem(system)
@@ -54,7 +59,7 @@ func (c *Core) lookAround(system string) (lookArounder, string, error) {
 
 // SystemEnv probes a login node: host, workdir, python/torch, modules, containers, accounts.
 func (c *Core) SystemEnv(ctx context.Context, system string) (*SiteEnv, error) {
-	la, name, err := c.lookAround(system)
+	la, name, err := c.lookAround(ctx, system)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +75,7 @@ func (c *Core) SystemEnv(ctx context.Context, system string) (*SiteEnv, error) {
 // by what the command can read (hpc.CheckExec, then the same rules on the site after
 // resolving symlinks); a refusal is a *RefusedError wrapped with ErrInvalid.
 func (c *Core) Exec(ctx context.Context, system, command string) (*ExecResult, error) {
-	la, name, err := c.lookAround(system)
+	la, name, err := c.lookAround(ctx, system)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +95,7 @@ func (c *Core) Exec(ctx context.Context, system, command string) (*ExecResult, e
 
 // PutFile stages a small file (at most 2 MiB) into the system's workdir.
 func (c *Core) PutFile(ctx context.Context, system, name string, data []byte) (string, error) {
-	la, sysName, err := c.lookAround(system)
+	la, sysName, err := c.lookAround(ctx, system)
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/config"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/provider/hpc"
 	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
@@ -120,6 +121,11 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 				"start this one with --replica to join them (docs/TEAM.md), or give it another store with MOSAIC_DB: %w", store.RedactDSN(cfg.DBPath), ls.Addr, ls.Token, store.ErrLeaseHeld)
 		}
 	}
+	// The laptop token's implicit admin is a user like the others (it owns the tasks
+	// stored before users existed, and shows in `mosaic users list`).
+	if err := st.EnsureUser(ctx, model.LocalUser, true); err != nil {
+		return nil, err
+	}
 	if m := st.MovedAside(); m != "" {
 		log.Warn("the store failed its integrity check; it was moved aside and an empty store started", "path", cfg.DBPath, "kept_as", m)
 	}
@@ -159,7 +165,7 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	if g == nil {
 		g = NewGlobus(getenv)
 	}
-	provs, err := buildProvidersWith(cat, log, ownPaths(cfg, cat), g, o.Replica)
+	provs, err := buildProvidersWith(cat, log, ownPaths(cfg, cat), g, st, o.Replica)
 	if err != nil {
 		return nil, err
 	}
@@ -297,6 +303,9 @@ func ownPaths(cfg *config.Config, cat *site.Catalog) []string {
 		if s.SSH != nil {
 			names = append(names, s.SSH.IdentityFile, s.SSH.ConfigFile)
 		}
+		for _, u := range s.Users {
+			names = append(names, u.Identity) // per-user ssh keys (team mode)
+		}
 	}
 	var out []string
 	for _, n := range names {
@@ -324,13 +333,14 @@ func ownPaths(cfg *config.Config, cat *site.Catalog) []string {
 // buildProviders builds providers for a one-off check without a core (preflight,
 // smoke): Globus settings from the process environment.
 func buildProviders(cat *site.Catalog, log *slog.Logger, protected []string) ([]provider.Provider, error) {
-	return buildProvidersWith(cat, log, protected, NewGlobus(nil), false)
+	return buildProvidersWith(cat, log, protected, NewGlobus(nil), nil, false)
 }
 
-// buildProvidersWith builds one provider per system; kind globus ones share g. A
-// standby (team-mode) core's simulated sites leave their work directories to the
+// buildProvidersWith builds one provider per system; kind globus ones share g. With
+// owners, a system's job calls run under their owners' site identities (its users:).
+// A standby (team-mode) core's simulated sites leave their work directories to the
 // leader until it takes over (simprov.Options.Standby).
-func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string, g *Globus, standby bool) ([]provider.Provider, error) {
+func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string, g *Globus, owners hpc.OwnerLookup, standby bool) ([]provider.Provider, error) {
 	var out []provider.Provider
 	var errs []error
 	for _, sys := range cat.Systems {
@@ -344,8 +354,12 @@ func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string,
 			p.Start() // advance simulated time in the background so jobs start promptly
 			out = append(out, p)
 		case connect.Supports(sys.Kind): // a batch system behind a transport
-			p, err := hpc.New(sys, hpc.WithLogger(log.With("system", sys.Name)), hpc.WithProtected(protected...),
-				hpc.WithGlobusClient(g.Client), hpc.WithGlobusBreakers(g.Breakers))
+			opts := []hpc.Option{hpc.WithLogger(log.With("system", sys.Name)), hpc.WithProtected(protected...),
+				hpc.WithGlobusClient(g.Client), hpc.WithGlobusBreakers(g.Breakers)}
+			if owners != nil {
+				opts = append(opts, hpc.WithOwners(owners))
+			}
+			p, err := hpc.New(sys, opts...)
 			if err != nil {
 				errs = append(errs, err)
 				continue

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,6 +149,11 @@ func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key 
 	if strings.TrimSpace(req.Command) == "" && strings.TrimSpace(req.Script) == "" {
 		return nil, fmt.Errorf("neither command nor script given; pass --command \"…\": %w", ErrInvalid)
 	}
+	if key != "" {
+		// Keys are per user: another user's key is neither found nor blocked.
+		owner := model.CallerOf(ctx).Name
+		key = fmt.Sprintf("%d:%s:%s", len(owner), owner, key)
+	}
 	if key != "" && !req.DryRun {
 		if res, err := c.replayed(ctx, key); res != nil || err != nil {
 			return res, err
@@ -197,12 +203,12 @@ func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key 
 	}
 	now := c.clock().UTC()
 	task := &model.Task{ID: newTaskID(), Name: req.Name, Command: req.Command, Script: req.Script, Description: req.Description,
-		Envelope: env, Target: target, State: model.TaskPending, CreatedAt: now, UpdatedAt: now}
+		Envelope: env, Target: target, State: model.TaskPending, Owner: model.CallerOf(ctx).Name, CreatedAt: now, UpdatedAt: now}
 	snap, err := c.Federation()
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{})
+	d, err := c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{Exclude: c.noIdentity(task.Owner)})
 	if err != nil {
 		var pe *scheduler.PlacementError
 		if errors.As(err, &pe) || errors.Is(err, scheduler.ErrNoFeasible) {
@@ -246,6 +252,7 @@ func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key 
 		}
 		return nil, err
 	}
+	c.audit(ctx, "task.submit", task.ID, "on "+d.Chosen)
 	pl := c.placementOf(d)
 	// The task is stored: its first attempt must not depend on the caller staying
 	// connected (a dropped request would leave it without an attempt until a restart).
@@ -294,7 +301,7 @@ func (p placer) Place(ctx context.Context, task *model.Task, exclude []string) (
 	if err != nil {
 		return nil, err
 	}
-	d, err := p.c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{Exclude: exclude})
+	d, err := p.c.sched.Place(ctx, task, snap, scheduler.PlaceOptions{Exclude: slices.Concat(exclude, p.c.noIdentity(task.Owner))})
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +315,9 @@ func (c *Core) Task(ctx context.Context, id string) (*TaskDetail, error) {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("task %q: %w", id, ErrNotFound)
 		}
+		return nil, err
+	}
+	if err := checkOwner(ctx, id, row.Owner); err != nil {
 		return nil, err
 	}
 	atts, err := c.store.Attempts(ctx, id)
@@ -335,6 +345,7 @@ type TaskSummary struct {
 	Sizing    string          `json:"sizing,omitempty"`
 	Pinned    bool            `json:"pinned"`
 	Reason    string          `json:"reason,omitempty"`
+	Owner     string          `json:"owner,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 }
@@ -349,13 +360,18 @@ func (c *Core) Tasks(ctx context.Context, states []model.TaskState, limit int) (
 			return nil, fmt.Errorf("state %q: want pending, placed, submitted, queued, running, succeeded, failed or cancelled: %w", s, ErrInvalid)
 		}
 	}
-	rows, err := c.store.Tasks(ctx, states, limit)
+	owner := "" // an admin lists everyone's tasks
+	if caller := model.CallerOf(ctx); !caller.Admin {
+		owner = caller.Name
+	}
+	rows, err := c.store.TasksOf(ctx, owner, states, limit)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]TaskSummary, 0, len(rows))
 	for _, r := range rows {
-		s := TaskSummary{ID: r.ID, Name: r.Name, State: r.State, Pinned: r.Target != nil, Reason: r.Reason, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		s := TaskSummary{ID: r.ID, Name: r.Name, State: r.State, Pinned: r.Target != nil, Reason: r.Reason, Owner: r.Owner,
+			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 		atts, err := c.store.Attempts(ctx, r.ID)
 		if err != nil {
 			return nil, err
@@ -379,6 +395,7 @@ func (c *Core) CancelTask(ctx context.Context, id string) (*TaskDetail, error) {
 	if err := c.engine.Cancel(ctx, id, "cancelled by the user"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	c.audit(ctx, "task.cancel", id, "")
 	return c.Task(ctx, id)
 }
 
@@ -390,5 +407,10 @@ func (c *Core) ReplanTask(ctx context.Context, id string, clearTarget bool) (*Ta
 	if err := c.engine.Replan(ctx, id, clearTarget); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	detail := ""
+	if clearTarget {
+		detail = "pin dropped"
+	}
+	c.audit(ctx, "task.replan", id, detail)
 	return c.Task(ctx, id)
 }

@@ -183,7 +183,7 @@ func v1Spec(s model.JobSpec) v1.JobSpec {
 func V1Task(t model.Task) v1.Task {
 	return v1.Task{ID: t.ID, Name: t.Name, Command: t.Command, Script: t.Script, Description: t.Description,
 		Envelope: V1Envelope(t.Envelope), Target: (*v1.Target)(t.Target), State: string(t.State), Reason: t.Reason,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		Owner: t.Owner, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 // V1Attempt maps an attempt.
@@ -215,7 +215,7 @@ func V1TaskSummaries(ts []TaskSummary) []v1.TaskSummary {
 	for i, t := range ts {
 		out[i] = v1.TaskSummary{ID: t.ID, Name: t.Name, State: string(t.State), System: t.System, Partition: t.Partition,
 			JobID: t.JobID, JobState: string(t.JobState), Attempts: t.Attempts, Sizing: t.Sizing, Pinned: t.Pinned,
-			Reason: t.Reason, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+			Reason: t.Reason, Owner: t.Owner, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	}
 	return out
 }
@@ -429,6 +429,10 @@ func V1Error(err error) *v1.Error {
 		default:
 			status = http.StatusBadRequest
 		}
+	case errors.Is(err, ErrUnauthenticated):
+		status = http.StatusUnauthorized
+	case errors.Is(err, ErrForbidden):
+		status = http.StatusForbidden
 	case errors.Is(err, ErrNotFound):
 		status = http.StatusNotFound
 	case errors.Is(err, errs.ErrSiteDown), errors.Is(err, errs.ErrTransient):

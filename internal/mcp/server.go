@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // Options configure a server.
@@ -52,8 +54,38 @@ func ServeStdio(ctx context.Context, connect Connect, opts Options) error {
 
 // HTTPHandler serves the streamable-HTTP transport. It does no authentication: the
 // caller (the core's /mcp route) checks the bearer token and the Host/Origin first.
+//
+// The tools act as the caller the core's guard put in the request context
+// (model.CallerFrom; the local admin when none): it travels to them as the SDK's
+// token info, whose user id also binds each MCP session to the user who opened it.
 func HTTPHandler(connect Connect, opts Options) http.Handler {
 	srv := NewServer(connect, opts)
+	return auth.RequireBearerToken(callerInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
+		streamable(srv, opts))
+}
+
+// callerKey is where the caller travels in the SDK's token info.
+const callerKey = "mosaic.caller"
+
+// callerInfo is the SDK's token verifier: the token was checked by the core's guard
+// already, so it only carries the caller that check found.
+func callerInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	c := model.CallerOf(ctx)
+	return &auth.TokenInfo{UserID: c.Name, Extra: map[string]any{callerKey: c}}, nil
+}
+
+// withCaller returns ctx carrying the caller of a tool call's request, if any.
+func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req == nil || req.Extra == nil || req.Extra.TokenInfo == nil {
+		return ctx
+	}
+	if c, ok := req.Extra.TokenInfo.Extra[callerKey].(model.Caller); ok {
+		return model.WithCaller(ctx, c)
+	}
+	return ctx
+}
+
+func streamable(srv *mcp.Server, opts Options) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger:         opts.Logger,
 		SessionTimeout: 30 * time.Minute,
@@ -89,7 +121,7 @@ func addTool[In, Out any](s *mcp.Server, name, title, desc string, ann mcp.ToolA
 	mcp.AddTool(s, &mcp.Tool{Name: name, Title: title, Description: desc,
 		InputSchema: schemaFor[In](), OutputSchema: schemaFor[Out](), Annotations: &ann},
 		func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-			out, err := h(ctx, req, in)
+			out, err := h(withCaller(ctx, req), req, in)
 			if err != nil {
 				var zero Out
 				return nil, zero, actionable(err)

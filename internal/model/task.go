@@ -39,6 +39,7 @@ type Task struct {
 	Target      *Target   `json:"target,omitempty"`
 	State       TaskState `json:"state"`
 	Reason      string    `json:"reason,omitempty"`
+	Owner       string    `json:"owner,omitempty"` // the user the task belongs to (LocalUser in laptop mode)
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 }

@@ -28,6 +28,11 @@ systems:
         outages: [{start: 1h, duration: 10m}]
 `))
 	f.Add([]byte(`systems:
+  - {name: a, kind: ssh, host: h, default_identity: refuse,
+     users: [{name: alice, user: al, identity: k, account: p}, {name: bob, accounts: [q]}],
+     partitions: [{name: c, nodes: 1, cpu_cores: 1, memory_gb: 1, accounts: [x]}]}
+`))
+	f.Add([]byte(`systems:
   - name: c
     kind: ssh
     dialect: pbs

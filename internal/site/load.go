@@ -38,6 +38,10 @@ func Load(path string) (*Catalog, error) {
 		if sc := c.Systems[i].SimConfig; sc != nil {
 			sc.Load.Trace = relativeTo(dir, sc.Load.Trace)
 		}
+		for j := range c.Systems[i].Users {
+			u := &c.Systems[i].Users[j]
+			u.Identity = relativeTo(dir, u.Identity)
+		}
 		if ss := c.Systems[i].SSH; ss != nil {
 			ss.IdentityFile = relativeTo(dir, ss.IdentityFile)
 			if ss.ConfigFile != "none" { // ssh -F none: no config file at all

@@ -54,7 +54,7 @@ func TestExampleFileParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []any{Catalog{}, SimGlobal{}, System{}, SSH{}, Partition{}, SimSystem{}, SimLoad{}, Faults{}, Window{}, NodeFailure{}} {
+	for _, typ := range []any{Catalog{}, SimGlobal{}, System{}, SSH{}, UserIdentity{}, Partition{}, SimSystem{}, SimLoad{}, Faults{}, Window{}, NodeFailure{}} {
 		for _, key := range infoForValue(typ).keys {
 			if !strings.Contains(string(text), key+":") {
 				t.Errorf("sites.example.yaml does not document field %q of %T", key, typ)

@@ -58,6 +58,14 @@ type System struct {
 	Partitions []Partition `yaml:"partitions,omitempty" json:"partitions"`
 	SimConfig  *SimSystem  `yaml:"sim,omitempty" json:"sim,omitempty"` // kind: sim only
 
+	// Users are per-user site identities (team mode): the account(s), ssh login and
+	// identity file a user's jobs run under (identity.go).
+	Users []UserIdentity `yaml:"users,omitempty" json:"users,omitempty"`
+	// DefaultIdentity says what a user without an entry in Users gets: "shared" (the
+	// system's own user, identity and accounts) or "refuse" (their tasks are not
+	// placed here). Default: shared when Users is empty, refuse when it is not.
+	DefaultIdentity string `yaml:"default_identity,omitempty" json:"default_identity,omitempty"`
+
 	// Line is the line of the system's entry in the catalog file (0 if built in).
 	Line int `yaml:"-" json:"-"`
 }

@@ -121,6 +121,7 @@ func validateSystem(s *System, path string, rep *reporter) {
 		}
 	}
 	validateAccounts(s.Accounts, path+".accounts", rep)
+	validateUsers(s, kind, path, rep)
 	for j, r := range s.ContainerRuntimes {
 		p := fmt.Sprintf("%s.container_runtimes[%d]", path, j)
 		switch {

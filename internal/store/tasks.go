@@ -123,9 +123,9 @@ func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) 
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, name, command, script, description, envelope, target_system,
-			target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env, idempotency_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env, owner, idempotency_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			t.ID, t.Name, t.Command, t.Script, t.Description, string(env), ts, tp, string(pol), string(t.State), t.Reason,
-			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt), t.CampaignRun, t.UnstoredEnv, key); err != nil {
+			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt), t.CampaignRun, t.UnstoredEnv, ownerOf(t.Owner), key); err != nil {
 			if key.Valid && isUniqueViolation(err) {
 				return fmt.Errorf("store: create task %s: %w", t.ID, ErrDuplicateKey)
 			}
@@ -184,13 +184,21 @@ func (s *Store) UpdateTask(ctx context.Context, id string, u TaskUpdate, evs ...
 	})
 }
 
-const taskCols = `id, name, command, script, description, envelope, target_system, target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env`
+const taskCols = `id, name, command, script, description, envelope, target_system, target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env, owner`
+
+// ownerOf is the owner stored for a task: LocalUser when none is given.
+func ownerOf(o string) string {
+	if o == "" {
+		return model.LocalUser
+	}
+	return o
+}
 
 func scanTask(sc interface{ Scan(...any) error }) (*TaskRow, error) {
 	var t TaskRow
 	var env, ts, tp, pol, state, dec string
 	var created, updated int64
-	if err := sc.Scan(&t.ID, &t.Name, &t.Command, &t.Script, &t.Description, &env, &ts, &tp, &pol, &state, &t.Reason, &dec, &created, &updated, &t.CampaignRun, &t.UnstoredEnv); err != nil {
+	if err := sc.Scan(&t.ID, &t.Name, &t.Command, &t.Script, &t.Description, &env, &ts, &tp, &pol, &state, &t.Reason, &dec, &created, &updated, &t.CampaignRun, &t.UnstoredEnv, &t.Owner); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(env), &t.Envelope); err != nil {
@@ -228,13 +236,22 @@ func (s *Store) TaskByIdempotencyKey(ctx context.Context, key string) (*TaskRow,
 
 // Tasks lists tasks, newest first, optionally only those in given states.
 func (s *Store) Tasks(ctx context.Context, states []model.TaskState, limit int) ([]*TaskRow, error) {
+	return s.TasksOf(ctx, "", states, limit)
+}
+
+// TasksOf is Tasks of one owner ("" = every owner).
+func (s *Store) TasksOf(ctx context.Context, owner string, states []model.TaskState, limit int) ([]*TaskRow, error) {
 	if limit <= 0 || limit > 10000 {
 		limit = 1000
 	}
-	q := `SELECT ` + taskCols + ` FROM tasks`
+	q := `SELECT ` + taskCols + ` FROM tasks WHERE 1=1`
 	var args []any
+	if owner != "" {
+		q += ` AND owner = ?`
+		args = append(args, owner)
+	}
 	if len(states) > 0 {
-		q += ` WHERE state IN (`
+		q += ` AND state IN (`
 		for i, st := range states {
 			if i > 0 {
 				q += ","
@@ -467,6 +484,9 @@ type EventQuery struct {
 	Kinds    []string
 	Limit    int // default 200, max 10000
 	Newest   bool
+	// Owner, when set, keeps only events of that user's tasks and events of no task
+	// (the federation's own: probes, site health).
+	Owner string
 }
 
 // Events returns events in id order (or newest first with Newest).
@@ -486,6 +506,10 @@ func (s *Store) Events(ctx context.Context, q EventQuery) ([]model.Event, error)
 	if q.TaskID != "" {
 		sqlq += ` AND task_id = ?`
 		args = append(args, q.TaskID)
+	}
+	if q.Owner != "" {
+		sqlq += ` AND (task_id = '' OR task_id IN (SELECT id FROM tasks WHERE owner = ?))`
+		args = append(args, q.Owner)
 	}
 	if !q.Since.IsZero() {
 		sqlq += ` AND time >= ?`

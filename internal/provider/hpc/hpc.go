@@ -7,6 +7,7 @@ package hpc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,7 +41,10 @@ type Provider struct {
 	protected []string        // the core's own files and directories (WithProtected)
 	conn      connect.Options // how New builds the transport (WithLocalEnv, WithLimits, WithGlobus*)
 
+	owners OwnerLookup // whose jobs are whose (WithOwners; identity.go)
+
 	mu           sync.Mutex
+	subs         map[string]*Provider // per-owner providers (identity.go), built on first use
 	user         string
 	noAccounting bool // the dialect's primary status query failed with ErrFallback once
 }
@@ -141,10 +145,18 @@ func (p *Provider) Dialect() dialect.Dialect { return p.d }
 
 // Close ends the SSH multiplexing master, if any.
 func (p *Provider) Close() error {
-	if c, ok := p.tr.(interface{ Close() error }); ok {
-		return c.Close()
+	p.mu.Lock()
+	subs := p.subs
+	p.subs = nil
+	p.mu.Unlock()
+	var errs []error
+	for _, q := range subs {
+		errs = append(errs, q.Close())
 	}
-	return nil
+	if c, ok := p.tr.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // run executes argv and converts the result for the dialect. Transport errors are

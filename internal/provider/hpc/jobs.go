@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -40,6 +41,16 @@ func (p *Provider) prepare(spec model.JobSpec) (model.JobSpec, dialect.JobFiles,
 // Submit renders spec, uploads the script to <workdir>/mosaic/<tag><ext> and submits
 // it. A refusal is marked with the dialect's class of the scheduler's message.
 func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, error) {
+	if p.perUser() { // as the task's owner (identity.go)
+		q, err := p.forTag(ctx, spec.Tag)
+		if err != nil {
+			return "", fmt.Errorf("%s: submit %s: %w", p.sys.Name, spec.Tag, err)
+		}
+		if q != p {
+			spec.Account = q.userAccount(spec.Account)
+			return q.Submit(ctx, spec)
+		}
+	}
 	_, files, script, err := p.prepare(spec)
 	if err != nil {
 		return "", err
@@ -64,6 +75,22 @@ func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, erro
 // Status reports many jobs with one remote call per MaxIDsPerCall ids (two on Slurm
 // sites without accounting).
 func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error) {
+	res := map[string]model.JobStatus{}
+	if routed, err := p.eachOwner(ctx, dedupe(jobIDs), p.byJobs, func(q *Provider, ids []string) error {
+		got, err := q.statusAll(ctx, ids)
+		maps.Copy(res, got)
+		return err
+	}); routed {
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	return p.statusAll(ctx, jobIDs)
+}
+
+// statusAll is Status as this provider's identity.
+func (p *Provider) statusAll(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error) {
 	res := map[string]model.JobStatus{}
 	for _, ids := range chunks(dedupe(jobIDs), MaxIDsPerCall) {
 		got, err := p.statusChunk(ctx, ids)
@@ -119,6 +146,16 @@ func (p *Provider) statusChunk(ctx context.Context, ids []string) (map[string]mo
 
 // Cancel asks the site to stop jobs; unknown or finished ids are not an error.
 func (p *Provider) Cancel(ctx context.Context, jobIDs []string) error {
+	if routed, err := p.eachOwner(ctx, dedupe(jobIDs), p.byJobs, func(q *Provider, ids []string) error {
+		return q.cancelAll(ctx, ids)
+	}); routed {
+		return err
+	}
+	return p.cancelAll(ctx, jobIDs)
+}
+
+// cancelAll is Cancel as this provider's identity.
+func (p *Provider) cancelAll(ctx context.Context, jobIDs []string) error {
 	for _, ids := range chunks(dedupe(jobIDs), MaxIDsPerCall) {
 		out, err := p.run(ctx, p.d.CancelCommand(ids), nil)
 		if err != nil {
@@ -135,6 +172,11 @@ func (p *Provider) Cancel(ctx context.Context, jobIDs []string) error {
 // place in line, when the dialect can (squeue --start, qstat's estimated.start_time);
 // ErrUnsupported otherwise. The zero time means the scheduler has no estimate now.
 func (p *Provider) QueuedStart(ctx context.Context, jobID string) (time.Time, error) {
+	if q, err := p.forJob(ctx, jobID); err != nil {
+		return time.Time{}, err
+	} else if q != p {
+		return q.QueuedStart(ctx, jobID)
+	}
 	qs, ok := p.d.(dialect.QueuedStarter)
 	if !ok {
 		return time.Time{}, fmt.Errorf("%s: %s cannot say when a queued job starts: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
@@ -158,6 +200,16 @@ func (p *Provider) CancelPending(ctx context.Context, jobIDs []string) error {
 	if !ok {
 		return fmt.Errorf("%s: %s cannot cancel only a queued job: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
 	}
+	if routed, err := p.eachOwner(ctx, dedupe(jobIDs), p.byJobs, func(q *Provider, ids []string) error {
+		return q.cancelPendingAll(ctx, pc, ids)
+	}); routed {
+		return err
+	}
+	return p.cancelPendingAll(ctx, pc, jobIDs)
+}
+
+// cancelPendingAll is CancelPending as this provider's identity.
+func (p *Provider) cancelPendingAll(ctx context.Context, pc dialect.PendingCanceller, jobIDs []string) error {
 	for _, ids := range chunks(dedupe(jobIDs), MaxIDsPerCall) {
 		out, err := p.run(ctx, pc.CancelPendingCommand(ids), nil)
 		if err != nil {
@@ -175,6 +227,22 @@ func (p *Provider) CancelPending(ctx context.Context, jobIDs []string) error {
 // dialect has one, the fallback (the live queue), because accounting can lag behind
 // for jobs that just ended.
 func (p *Provider) FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {
+	res := map[string]model.JobStatus{}
+	if routed, err := p.eachOwner(ctx, dedupe(tags), p.byTags, func(q *Provider, ts []string) error {
+		got, err := q.findByTagAll(ctx, ts)
+		merge(res, got)
+		return err
+	}); routed {
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	return p.findByTagAll(ctx, tags)
+}
+
+// findByTagAll is FindByTag as this provider's identity.
+func (p *Provider) findByTagAll(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {
 	res := map[string]model.JobStatus{}
 	for _, ts := range chunks(dedupe(tags), 100) {
 		out, err := p.run(ctx, p.d.FindByTagCommand(ts), nil)
@@ -245,6 +313,11 @@ func (p *Provider) EstimateStart(ctx context.Context, spec model.JobSpec) (time.
 // reads logs of its own attempts with ReadOutput and the location recorded at submit,
 // which needs no lookup at the site.
 func (p *Provider) Logs(ctx context.Context, jobID string, tail int) (model.Logs, error) {
+	if q, err := p.forJob(ctx, jobID); err != nil {
+		return model.Logs{}, err
+	} else if q != p {
+		return q.Logs(ctx, jobID, tail)
+	}
 	name, err := p.jobName(ctx, jobID)
 	if err != nil {
 		return model.Logs{}, err
@@ -274,6 +347,11 @@ func (p *Provider) Output(spec model.JobSpec, _ string) (model.JobOutput, error)
 // ReadOutput tails a recorded output location through the transport. Only Mosaic's own
 // output files are read: absolute, clean paths named mosaic-*.out / mosaic-*.err.
 func (p *Provider) ReadOutput(ctx context.Context, out model.JobOutput, tail int) (model.Logs, error) {
+	if q, err := p.forTag(ctx, tagOfOutput(out.Stdout)); err != nil {
+		return model.Logs{}, err
+	} else if q != p {
+		return q.ReadOutput(ctx, out, tail)
+	}
 	if tail <= 0 {
 		tail = 64 << 10
 	}

@@ -277,6 +277,7 @@ async function boot() {
   document.getElementById('launch-btn').addEventListener('click', () => app.openLaunch({}));
   try { app.about = await api.get('/api/about'); } catch (e) { toast(e.message, true); }
   showSimClock(app.about);
+  try { showWhoami(await api.get('/api/whoami')); } catch { /* a core without users: no chip */ }
   await globus.start();
   await pollSnapshot();
   countActive();
@@ -289,6 +290,15 @@ async function boot() {
   setInterval(pollSnapshot, tick);
   setInterval(countActive, Math.max(tick, 10000));
   document.body.dataset.ready = 'true';
+}
+
+/** showWhoami names the signed-in user in the top bar ("local" is the laptop's). */
+function showWhoami(w) {
+  const el = document.getElementById('whoami');
+  if (!el || !w || !w.name) return;
+  replace(el, 'signed in as ', h('strong', {}, w.name), w.admin ? ' · admin' : '');
+  el.title = w.admin ? `${w.name} is an admin: sees and acts on every user's tasks` : `${w.name} sees and acts on their own tasks`;
+  el.hidden = false;
 }
 
 function parseTick(s) {

@@ -1,0 +1,148 @@
+package hpc
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/site"
+	"github.com/mosaic-hpc/mosaic/internal/transport"
+)
+
+// owners is an OwnerLookup over fixed maps (the core's is its store).
+type owners struct{ jobs, tags map[string]string }
+
+func (o owners) JobOwners(_ context.Context, _ string, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, id := range ids {
+		if v, ok := o.jobs[id]; ok {
+			out[id] = v
+		}
+	}
+	return out, nil
+}
+
+func (o owners) TagOwners(_ context.Context, tags []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range tags {
+		if v, ok := o.tags[t]; ok {
+			out[t] = v
+		}
+	}
+	return out, nil
+}
+
+func usersSystem() site.System {
+	return site.System{Name: "alpha", Kind: site.KindSSH, Host: "login.example", User: "svc", Dialect: site.DialectSlurm,
+		Accounts: []string{"shared"}, SSH: &site.SSH{IdentityFile: "/keys/svc"},
+		Users: []site.UserIdentity{{Name: "alice", User: "al", Identity: "/keys/alice", Account: "proj-a"}}}
+}
+
+// TestPerUserSSHCommandLine: alice's provider logs in as her login with her key,
+// through a control master of her own; the shared one keeps the system's; a user the
+// catalog gives no identity is refused.
+func TestPerUserSSHCommandLine(t *testing.T) {
+	ctl := t.TempDir()
+	if err := os.Chmod(ctl, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(usersSystem(), WithOwners(owners{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.tr.(*transport.SSH).ControlDir = ctl
+	q, err := p.ForOwner("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q == p || q.Identity() != "al@login.example" || p.Identity() != "svc@login.example" {
+		t.Fatalf("identities %q / %q", q.Identity(), p.Identity())
+	}
+	qa, err := q.tr.(*transport.SSH).Args([]string{"squeue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := p.tr.(*transport.SSH).Args([]string{"squeue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Join(qa, " ")
+	if !strings.Contains(line, "-i /keys/alice") || !strings.Contains(line, "-l al") || strings.Contains(line, "/keys/svc") {
+		t.Fatalf("alice's ssh line: %s", line)
+	}
+	if !strings.Contains(strings.Join(pa, " "), "-i /keys/svc -l svc") {
+		t.Fatalf("shared ssh line: %v", pa)
+	}
+	if cp := controlPath(qa); cp == controlPath(pa) || !strings.Contains(cp, "u-alice") {
+		t.Fatalf("alice shares the control path %q with the system (%q)", cp, controlPath(pa))
+	}
+	if q2, _ := p.ForOwner("alice"); q2 != q {
+		t.Fatal("alice's provider is built again")
+	}
+	if q.userAccount("shared") != "proj-a" || q.userAccount("proj-a") != "proj-a" || p.userAccount("shared") != "shared" {
+		t.Fatal("account substitution")
+	}
+	for _, u := range []string{"", "local"} {
+		if s, err := p.ForOwner(u); err != nil || s != p {
+			t.Fatalf("%q: %v", u, err)
+		}
+	}
+	if _, err := p.ForOwner("mallory"); !errors.Is(err, site.ErrNoIdentity) {
+		t.Fatalf("mallory: %v, want ErrNoIdentity", err)
+	}
+}
+
+func controlPath(args []string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "ControlPath="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestPerUserRoutingLocal: on a kind-local system each call about a job goes through
+// its owner's provider: a job of a user without an identity is refused, not queried
+// under the shared one; with no users: nothing is routed.
+func TestPerUserRoutingLocal(t *testing.T) {
+	bin := t.TempDir()
+	log := filepath.Join(bin, "calls")
+	// Stand-ins for the Slurm commands that record who ran them: MOSAIC_AS is in
+	// each provider's transport environment.
+	script := "#!/bin/sh\necho \"$MOSAIC_AS $0 $*\" >> " + log + "\n"
+	for _, n := range []string{"sacct", "squeue", "scancel"} {
+		if err := os.WriteFile(filepath.Join(bin, n), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sys := site.System{Name: "loc", Kind: site.KindLocal, Dialect: site.DialectSlurm, Accounts: []string{"shared"},
+		Users: []site.UserIdentity{{Name: "alice", Account: "proj-a"}}}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	p, err := New(sys, WithOwners(owners{jobs: map[string]string{"1": "alice", "2": "bob"}}), WithLocalEnv("MOSAIC_AS=shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.ForOwner("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.tr.(*transport.Local).Env = append(slices.Clone(q.tr.(*transport.Local).Env), "MOSAIC_AS=alice")
+	if err := p.Cancel(context.Background(), []string{"1", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Cancel(context.Background(), []string{"2"}); !errors.Is(err, site.ErrNoIdentity) {
+		t.Fatalf("bob's job: %v, want ErrNoIdentity", err)
+	}
+	b, _ := os.ReadFile(log)
+	got := strings.TrimSpace(string(b))
+	lines := strings.Split(got, "\n")
+	slices.Sort(lines)
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "alice ") || !strings.HasSuffix(lines[0], " 1") ||
+		!strings.HasPrefix(lines[1], "shared ") || !strings.HasSuffix(lines[1], " 3") {
+		t.Fatalf("calls:\n%s", got)
+	}
+}
