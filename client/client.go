@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,52 +50,136 @@ type APIError = v1.Error
 // (transport.DefaultTimeout, 2 minutes; a login-node probe gives up after 90 s).
 const RequestTimeout = 3 * time.Minute
 
-// Client talks to one core.
+// Client talks to one core, or to the replicas of a team-mode deployment
+// (docs/TEAM.md): New accepts several base URLs separated by commas, and a request
+// that finds a replica down, or answered 503 (a follower with no leader to forward
+// to during a takeover), is tried on the next one, boundedly.
 type Client struct {
-	base  *url.URL
+	base  *url.URL   // the first base URL (URL, event streams)
+	bases []*url.URL // every base URL, in the order given
 	token string
 	http  *http.Client
+
+	mu  sync.Mutex
+	cur int // index of the base URL that answered last
 }
 
-// New makes a client for a core URL and token.
+// New makes a client for a core URL and token. baseURL may list several replicas'
+// URLs separated by commas ("http://a:8642,http://b:8642").
 func New(baseURL, token string) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("core URL %q: want http://host:port", baseURL)
+	var bases []*url.URL
+	for _, one := range strings.Split(baseURL, ",") {
+		one = strings.TrimSpace(one)
+		u, err := url.Parse(strings.TrimRight(one, "/"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("core URL %q: want http://host:port (several replicas: separated by commas)", one)
+		}
+		bases = append(bases, u)
 	}
-	return &Client{base: u, token: token, http: &http.Client{Timeout: RequestTimeout}}, nil
+	return &Client{base: bases[0], bases: bases, token: token, http: &http.Client{Timeout: RequestTimeout}}, nil
 }
 
-// URL returns the core's base URL.
+// URL returns the core's base URL (the first, when several are given).
 func (c *Client) URL() string { return c.base.String() }
 
+// Failover bounds: a takeover takes at most two of the leader's probe ticks, so a
+// request keeps trying the replicas for up to failoverWindow, pausing failoverPause
+// after each round over all of them.
+const (
+	failoverWindow = 30 * time.Second
+	failoverPause  = 500 * time.Millisecond
+)
+
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
-	u := *c.base
-	u.Path = strings.TrimRight(u.Path, "/") + path
-	if len(q) > 0 {
-		u.RawQuery = q.Encode()
-	}
-	var rd io.Reader
+	return c.doWith(ctx, method, path, q, body, out, nil)
+}
+
+// doWith sends one request with extra headers. With several base URLs, a request is
+// tried again on the next replica when it was not carried out: the connection was
+// refused, or the answer was 503; and also after a broken connection when it is safe
+// to repeat (a GET, or a request with an Idempotency-Key).
+func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, body, out any, hdr http.Header) error {
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		payload = b
+	}
+	if len(c.bases) == 1 {
+		return c.once(ctx, c.base, method, path, q, payload, out, hdr)
+	}
+	repeatable := method == http.MethodGet || method == http.MethodHead || hdr.Get("Idempotency-Key") != ""
+	c.mu.Lock()
+	start := c.cur
+	c.mu.Unlock()
+	deadline := time.Now().Add(failoverWindow)
+	var last error
+	for i := 0; ; i++ {
+		idx := (start + i) % len(c.bases)
+		err := c.once(ctx, c.bases[idx], method, path, q, payload, out, hdr)
+		if err == nil || !failover(err, repeatable) {
+			if err == nil {
+				c.mu.Lock()
+				c.cur = idx
+				c.mu.Unlock()
+			}
+			return err
+		}
+		last = err
+		if time.Now().After(deadline) || i >= 200 {
+			return fmt.Errorf("no replica of %d could answer within %s: %w", len(c.bases), failoverWindow, last)
+		}
+		if (i+1)%len(c.bases) == 0 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(ctx.Err(), last)
+			case <-time.After(failoverPause):
+			}
+		}
+	}
+}
+
+// failover reports whether a request that failed with err should go to the next
+// replica.
+func failover(err error, repeatable bool) bool {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status == http.StatusServiceUnavailable || ae.Status == http.StatusBadGateway
+	}
+	if errors.Is(err, ErrNoCore) {
+		return true // refused: nothing was sent
+	}
+	return repeatable && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+func (c *Client) once(ctx context.Context, base *url.URL, method, path string, q url.Values, payload []byte, out any, hdr http.Header) error {
+	u := *base
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	if len(q) > 0 {
+		u.RawQuery = q.Encode()
+	}
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return err
 	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
+	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var op *net.OpError
 		if errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial") {
-			return fmt.Errorf("%w at %s; start one with `mosaic serve` (or set MOSAIC_URL)", ErrNoCore, c.base)
+			return fmt.Errorf("%w at %s; start one with `mosaic serve` (or set MOSAIC_URL)", ErrNoCore, base)
 		}
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,9 +27,26 @@ type (
 )
 
 // Submit submits a task (or, with DryRun, only places it).
+//
+// Each call sends its own Idempotency-Key, so the retries of one call (across
+// replicas during a leader change, see New) create at most one task.
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*SubmitResult, error) {
+	return c.SubmitIdempotent(ctx, req, NewIdempotencyKey())
+}
+
+// SubmitIdempotent is Submit with the caller's idempotency key: a program that
+// retries a submission itself (after an error, or after it restarted) passes the same
+// key each time and gets the one task the first try that reached the core created.
+func (c *Client) SubmitIdempotent(ctx context.Context, req SubmitRequest, key string) (*SubmitResult, error) {
 	var r SubmitResult
-	return &r, c.do(ctx, http.MethodPost, "/api/tasks", nil, req, &r)
+	return &r, c.doWith(ctx, http.MethodPost, "/api/tasks", nil, req, &r, http.Header{"Idempotency-Key": {key}})
+}
+
+// NewIdempotencyKey returns a random key for one logical submission.
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Task returns one task with attempts and decision trace.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -103,6 +104,9 @@ the CLI reads it from there.`,
 	// body (and to read its answer); hidden: tests shorten it.
 	f.DurationVar(&unauthTimeout, "unauth-timeout", api.DefaultUnauthTimeout, "time limit of requests without a valid credential")
 	_ = f.MarkHidden("unauth-timeout")
+	f.Bool("replica", false, "join the store's replica set (team mode, docs/TEAM.md): several `mosaic serve` on one store elect a leader that alone probes and dispatches, "+
+		"the others serve reads and forward the rest to it (give it to every replica; MOSAIC_DB: one PostgreSQL database, or an SQLite file on one host)")
+	f.String("advertise", "", "the URL other replicas forward to while this one leads (default http://<--addr>); use the address they can reach")
 	f.Bool("fresh", false, "if the database (MOSAIC_DB) is empty or damaged, move it aside as <path>.bad-<time> and start an empty store; a healthy one is kept")
 	return cmd
 }
@@ -141,12 +145,21 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Log
 	}
 	getenv := func(k string) string { v, _ := env(k); return v }
 	fresh, _ := cmd.Flags().GetBool("fresh")
+	replica, _ := cmd.Flags().GetBool("replica")
+	advertise, _ := cmd.Flags().GetString("advertise")
+	if advertise != "" {
+		if err := checkAdvertise(advertise); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	// Open takes the store's lease: a second core on the same MOSAIC_DB stops here
 	// with an error naming the owner's PID and address and what to do.
 	// The Globus settings are read here once; the core's providers and the web
 	// sign-in share the one resolver.
 	g := core.NewGlobus(getenv)
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv, FreshStore: fresh, ListenAddr: ln.Addr().String(), Globus: g})
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: log, Getenv: getenv, FreshStore: fresh, ListenAddr: ln.Addr().String(), Globus: g,
+		Replica: replica, Advertise: advertise})
 	if err != nil {
 		ln.Close()
 		return err
@@ -180,6 +193,9 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Log
 		fmt.Fprintf(out, "  Globus:    sign in at %s/auth/login\n", url)
 	}
 	fmt.Fprintf(out, "  store:     %s   tick: %s\n", about.Store, about.Tick)
+	if l := c.Leadership(); l.Role != "single" {
+		fmt.Fprintf(out, "  replica:   %s (team mode: leader or follower, see /healthz)\n", l.Replica)
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -190,6 +206,13 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Log
 		}
 	case <-ctx.Done():
 		log.Info("shutting down")
+	case <-c.Deposed():
+		// Lost the leader lease while alive: exit at once, like a crash, without
+		// stopping the jobs this process ran (the new leader adopts them by tag); a
+		// supervisor (systemd) starts a fresh process, which joins as a follower.
+		log.Error("exiting: this replica lost the leader lease; restart it to rejoin as a follower")
+		_ = hs.Close()
+		os.Exit(exitDeposed)
 	}
 	shCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -203,4 +226,16 @@ func busyPortError(addr string, err error) error {
 			port, addr, port, port)
 	}
 	return fmt.Errorf("listen on %s: %w", addr, err)
+}
+
+// exitDeposed is serve's exit status after losing the leader lease (EX_TEMPFAIL).
+const exitDeposed = 75
+
+// checkAdvertise validates --advertise: an absolute http(s) URL with a host.
+func checkAdvertise(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return fmt.Errorf("--advertise %q: want the URL other replicas reach this one at, like http://10.0.0.5:8642", s)
+	}
+	return nil
 }

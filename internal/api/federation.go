@@ -226,14 +226,25 @@ func (s *Server) statusText(w http.ResponseWriter, r *http.Request) {
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	body := map[string]any{"ok": true}
-	if snap, err := s.core.Federation(); err == nil {
-		body["snapshot_seq"] = snap.Seq
-		body["snapshot_age_s"] = int(time.Since(snap.TakenAt).Seconds())
-	} else {
+	l := s.core.Leadership()
+	addLeadership(body, l)
+	// A follower does not probe: it is healthy while it can reach the store, which
+	// its lease step does every TTL/3 (lease_renew_lag_s says how recently anyone did).
+	if l.StoreErr != "" {
 		body["ok"] = false
-		body["detail"] = err.Error()
-		noteCause(r.Context(), err) // the access log says why (DEBUG while starting)
+		body["detail"] = "this replica cannot reach the store: " + l.StoreErr
+		noteCause(r.Context(), errors.New(l.StoreErr))
 		w.WriteHeader(http.StatusServiceUnavailable)
+	} else if l.Role != "follower" {
+		if snap, err := s.core.Federation(); err == nil {
+			body["snapshot_seq"] = snap.Seq
+			body["snapshot_age_s"] = int(time.Since(snap.TakenAt).Seconds())
+		} else {
+			body["ok"] = false
+			body["detail"] = err.Error()
+			noteCause(r.Context(), err) // the access log says why (DEBUG while starting)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
 	}
 	b, _ := json.Marshal(body)
 	w.Write(b)

@@ -100,6 +100,7 @@ func (s *Server) newServerMetrics() {
 	}, []string{"method", "route", "code"})
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newSnapshotCollector(s), s.httpDur)
+	s.reg.MustRegister(newLeaderCollector(s)) // team mode's lease (metrics_leader.go)
 }
 
 // metricsHandler serves the server's registry and the core's (internal/metrics: the

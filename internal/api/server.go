@@ -138,7 +138,7 @@ func New(c *core.Core, opts Options) (*Server, error) {
 			_, _ = io.WriteString(w, `{"configured":false,"signed_in":false,"login_url":""}`+"\n")
 		})
 	}
-	s.handler = s.accessLog(s.guard(notePattern(s.mux)))
+	s.handler = s.accessLog(s.guard(s.forward(notePattern(s.mux)))) // forward: team mode's follower → leader (forward.go)
 	return s, nil
 }
 
@@ -284,7 +284,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				writeProblem(w, http.StatusForbidden, "the Globus sign-in sets the identity the whole core uses, so it needs an admin; ask one (`mosaic users list` shows who is)")
 				return
 			}
-			if r.URL.Path == "/api/status" && r.URL.Query().Get("format") == "text" {
+			if r.URL.Path == "/api/status" && r.URL.Query().Get("format") == "text" && s.core.Leading() { // a follower forwards it
 				s.statusText(w, r)
 				return
 			}

@@ -17,7 +17,8 @@ import (
 )
 
 type submitIn struct {
-	Body core.SubmitRequest
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes a retry safe: a second submission with the same key returns the task the first created (200) instead of creating another"`
+	Body           core.SubmitRequest
 }
 
 type submitOut struct {
@@ -119,12 +120,12 @@ func (s *Server) registerTasks() {
 			"rankers, stores the task with its decision trace and submits attempt 1. An infeasible request or pin is " +
 			"refused (422) with the failing rule's reason per system.",
 	}, func(ctx context.Context, in *submitIn) (*submitOut, error) {
-		res, err := s.core.SubmitTask(ctx, in.Body)
+		res, err := s.core.SubmitTaskIdempotent(ctx, in.Body, in.IdempotencyKey)
 		if err != nil {
 			return nil, toHTTP(ctx, err)
 		}
 		st := http.StatusCreated
-		if res.DryRun {
+		if res.DryRun || res.Replayed {
 			st = http.StatusOK
 		}
 		return &submitOut{Status: st, Body: core.V1SubmitResult(res)}, nil

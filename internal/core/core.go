@@ -82,6 +82,7 @@ type Core struct {
 	lease     store.Lease    // the store's owner lease (Open takes it, Close releases it); nil if none
 	simTmp    string         // temporary sim work directory of an in-memory store (Close removes it)
 	camp      *campaignState // this core's exchange and campaigns directory (campaigns.go)
+	replica   *replica       // team-mode state (leader.go); nil in laptop mode
 
 	metrics *metrics.Metrics // instruments fed by the hooks New wires (metrics.go)
 }
@@ -172,27 +173,39 @@ func (c *Core) Run(ctx context.Context) {
 		c.stopMu.Lock()
 		c.stopRun = cancel
 		c.stopMu.Unlock()
-		c.running.Add(1)
-		go func() { defer c.running.Done(); c.collector.Run(ctx) }()
-		if c.engine == nil {
-			<-ctx.Done()
+		if c.replica != nil {
+			c.runReplica(ctx) // the leader's work only while this replica leads
 			return
 		}
-		if err := c.WaitReady(ctx); err != nil {
-			return
-		}
-		// Recovery runs beside the monitor, so a site that does not answer at start
-		// delays neither the monitor nor the other sites (both work task by task under
-		// the task's lock and re-read what they act on).
-		c.running.Add(1)
-		go func() {
-			defer c.running.Done()
-			if err := c.engine.Recover(ctx); err != nil && ctx.Err() == nil {
-				c.log.Warn("recovery after restart (will retry on the next ticks)", "err", err)
-			}
-		}()
-		c.engine.Run(ctx, c.monitor)
+		c.lead(ctx)
 	})
+}
+
+// lead is the work of the core that owns the store: probing, then recovery and the
+// execution monitor, until ctx ends.
+func (c *Core) lead(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); c.collector.Run(ctx) }()
+	if c.engine == nil {
+		<-ctx.Done()
+		return
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		return
+	}
+	// Recovery runs beside the monitor, so a site that does not answer at start
+	// delays neither the monitor nor the other sites (both work task by task under
+	// the task's lock and re-read what they act on).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := c.engine.Recover(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("recovery after restart (will retry on the next ticks)", "err", err)
+		}
+	}()
+	c.engine.Run(ctx, c.monitor)
 }
 
 // MonitorOnce runs one execution-monitor round now (tests, tools).

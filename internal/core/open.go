@@ -47,6 +47,12 @@ type OpenOptions struct {
 	// MonitorEvery is the execution monitor's interval; 0 = the probe tick. A campaign
 	// launcher follows its jobs every few seconds without probing every site as often.
 	MonitorEvery time.Duration
+	// Replica joins the store's replica set (team mode, docs/TEAM.md) instead of
+	// taking the store exclusively: the core competes for the leader lease and acts
+	// only while it holds it. Advertise is the URL followers forward to while this
+	// replica leads (default http://ListenAddr).
+	Replica   bool
+	Advertise string
 }
 
 // Open loads the catalog (the sites file, or the embedded simulated federation), takes
@@ -62,9 +68,24 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	// The lease comes first: the simulated providers adopt or kill the job processes a
 	// previous core left behind, and the store's --fresh may move the file aside;
 	// neither may happen under a core that is still running.
-	lease, err := acquireLease(ctx, cfg.DBPath, o.ListenAddr)
-	if err != nil {
-		return nil, err
+	var lease store.Lease
+	var err error
+	if !o.Replica { // replicas share the store; the leader lease decides who acts
+		lease, err = acquireLease(ctx, cfg.DBPath, o.ListenAddr)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		// A replica never runs beside a core that owns the store alone: it takes that
+		// lease for a moment to see that nobody holds it (such a core, started later,
+		// sees the replicas' live leader lease and refuses, below).
+		l, err := acquireLease(ctx, cfg.DBPath, o.ListenAddr)
+		if err != nil {
+			return nil, fmt.Errorf("%w; a replica (--replica) cannot join a store that a single core owns: stop that core, then start every core on this store with --replica", err)
+		}
+		if l != nil {
+			_ = l.Release()
+		}
 	}
 	ok := false
 	defer func() {
@@ -96,6 +117,12 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			st.Close()
 		}
 	}()
+	if !o.Replica {
+		if ls, err := st.Leader(ctx, store.LeaderName); err == nil && ls.Holder != "" && time.Now().Before(ls.ExpiresAt) {
+			return nil, fmt.Errorf("store %s is run by team-mode replicas (leader %s, lease token %d): a core that owned it alone would run their jobs a second time; "+
+				"start this one with --replica to join them (docs/TEAM.md), or give it another store with MOSAIC_DB: %w", store.RedactDSN(cfg.DBPath), ls.Addr, ls.Token, store.ErrLeaseHeld)
+		}
+	}
 	// The laptop token's implicit admin is a user like the others (it owns the tasks
 	// stored before users existed, and shows in `mosaic users list`).
 	if err := st.EnsureUser(ctx, model.LocalUser, true); err != nil {
@@ -140,7 +167,7 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	if g == nil {
 		g = NewGlobus(getenv)
 	}
-	provs, err := buildProvidersWith(cat, log, ownPaths(cfg, cat), g, st)
+	provs, err := buildProvidersWith(cat, log, ownPaths(cfg, cat), g, st, o.Replica)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +192,16 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	}
 	c.ownsStore = true
 	c.lease = lease
+	if o.Replica {
+		adv := o.Advertise
+		if adv == "" && o.ListenAddr != "" {
+			adv = "http://" + o.ListenAddr
+		}
+		if err := c.enableReplica(adv); err != nil {
+			closeAll()
+			return nil, err
+		}
+	}
 	c.simTmp = simTmp
 	if lease != nil {
 		lock := store.LockPath(cfg.DBPath)
@@ -306,18 +343,20 @@ func ownPaths(cfg *config.Config, cat *site.Catalog) []string {
 // buildProviders builds providers for a one-off check without a core (preflight,
 // smoke): Globus settings from the process environment.
 func buildProviders(cat *site.Catalog, log *slog.Logger, protected []string) ([]provider.Provider, error) {
-	return buildProvidersWith(cat, log, protected, NewGlobus(nil), nil)
+	return buildProvidersWith(cat, log, protected, NewGlobus(nil), nil, false)
 }
 
 // buildProvidersWith builds one provider per system; kind globus ones share g. With
 // owners, a system's job calls run under their owners' site identities (its users:).
-func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string, g *Globus, owners hpc.OwnerLookup) ([]provider.Provider, error) {
+// A standby (team-mode) core's simulated sites leave their work directories to the
+// leader until it takes over (simprov.Options.Standby).
+func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string, g *Globus, owners hpc.OwnerLookup, standby bool) ([]provider.Provider, error) {
 	var out []provider.Provider
 	var errs []error
 	for _, sys := range cat.Systems {
 		switch {
 		case sys.Kind == site.KindSim:
-			p, err := simprov.New(sys, cat.Sim, simprov.Options{Logger: log.With("system", sys.Name)})
+			p, err := simprov.New(sys, cat.Sim, simprov.Options{Logger: log.With("system", sys.Name), Standby: standby})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("system %s: %w", sys.Name, err))
 				continue

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/store"
@@ -102,5 +103,49 @@ func TestOpenInMemoryLeavesNoSimDirInWorkDir(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(wd); len(ents) != 0 {
 		t.Fatalf("working directory has %v after an in-memory core", ents)
+	}
+}
+
+// TestOpenReplicasAndSingleOwnerExclude: a replica does not join a store a single
+// core owns, and a single core does not start on a store replicas run.
+func TestOpenReplicasAndSingleOwnerExclude(t *testing.T) {
+	dir := t.TempDir()
+	sites := filepath.Join(dir, "sites.yaml")
+	cat := "systems:\n  - name: Solo\n    kind: sim\n    accounts: [a]\n    partitions:\n      - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: 1h}\n    sim:\n      load: {utilization: 0}\n"
+	if err := os.WriteFile(sites, []byte(cat), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{SitesFile: sites, DBPath: filepath.Join(dir, "state", "mosaic.db"), StateDir: filepath.Join(dir, "state"), Tick: time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	single, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8642"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8643", Replica: true})
+	if !errors.Is(err, store.ErrLeaseHeld) || !strings.Contains(err.Error(), "--replica") {
+		t.Fatalf("a replica on a single core's store: %v, want refused naming --replica", err)
+	}
+	if err := single.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8644", Replica: true})
+	if err != nil {
+		t.Fatalf("a replica on a free store: %v", err)
+	}
+	defer rep.Close()
+	go rep.Run(ctx)
+	for range 100 {
+		if rep.Leading() {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !rep.Leading() {
+		t.Fatal("the only replica never led")
+	}
+	_, err = Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8645"})
+	if !errors.Is(err, store.ErrLeaseHeld) || !strings.Contains(err.Error(), "team-mode replicas") || !strings.Contains(err.Error(), "http://127.0.0.1:8644") {
+		t.Fatalf("a single core on the replicas' store: %v, want refused naming the leader", err)
 	}
 }

@@ -47,6 +47,8 @@ type SubmitResult struct {
 	Task     *TaskDetail         `json:"task,omitempty"`
 	Decision *scheduler.Decision `json:"decision"`
 	DryRun   bool                `json:"dry_run"`
+	// Replayed: the request's idempotency key had created this task already.
+	Replayed bool `json:"-"`
 }
 
 const idAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
@@ -159,11 +161,28 @@ func (c *Core) keepKnownAvoided(env *model.Envelope) {
 // SubmitTask validates a request, places the task and (unless dry run) stores and
 // dispatches it. An infeasible request is refused with every system's reasons.
 func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult, error) {
+	return c.SubmitTaskIdempotent(ctx, req, "")
+}
+
+// SubmitTaskIdempotent is SubmitTask with the client's Idempotency-Key (the API's
+// header; "" = none): a second submission with the same key returns the task the
+// first created (Replayed) instead of a new one.
+func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key string) (*SubmitResult, error) {
 	if err := checkRequestText(req); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(req.Command) == "" && strings.TrimSpace(req.Script) == "" {
 		return nil, fmt.Errorf("neither command nor script given; pass --command \"…\": %w", ErrInvalid)
+	}
+	if key != "" {
+		// Keys are per user: another user's key is neither found nor blocked.
+		owner := model.CallerOf(ctx).Name
+		key = fmt.Sprintf("%d:%s:%s", len(owner), owner, key)
+	}
+	if key != "" && !req.DryRun {
+		if res, err := c.replayed(ctx, key); res != nil || err != nil {
+			return res, err
+		}
 	}
 	var env model.Envelope
 	var fallback string
@@ -239,7 +258,7 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 	if strings.HasPrefix(d.Ranker, "llm") {
 		actor = model.ActorAI
 	}
-	row := &store.TaskRow{Task: *task, Decision: trace, Policy: polJSON}
+	row := &store.TaskRow{Task: *task, Decision: trace, Policy: polJSON, IdempotencyKey: key}
 	evs := []model.Event{{TaskID: task.ID, Kind: "decision", Actor: actor, Time: now,
 		Message:   fmt.Sprintf("placed %s on %s (%s, ranker %s)", task.Name, d.Chosen, d.Mode, d.Ranker),
 		Rationale: d.Rationale}}
@@ -248,6 +267,14 @@ func (c *Core) SubmitTask(ctx context.Context, req SubmitRequest) (*SubmitResult
 			Message: "envelope drafted heuristically", Rationale: "the LLM draft was not used: " + fallback})
 	}
 	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
+		if errors.Is(err, store.ErrDuplicateKey) { // a concurrent retry with the same key won
+			if res, rerr := c.replayed(ctx, key); res != nil || rerr != nil {
+				return res, rerr
+			}
+		}
+		if errors.Is(err, store.ErrFenced) {
+			return nil, fmt.Errorf("%w: %w; retry (with the same Idempotency-Key) to reach the new leader", ErrUnavailable, err)
+		}
 		return nil, err
 	}
 	c.audit(ctx, "task.submit", task.ID, "on "+d.Chosen)

@@ -105,6 +105,10 @@ func (e *Engine) submit(ctx context.Context, p provider.Provider, spec model.Job
 	var last error
 	wait := e.o.SubmitBackoff
 	for try := 1; try <= e.o.SubmitTries; try++ {
+		if !e.leading() {
+			// A deposed leader stops here: the new one settles the attempt by its tag.
+			return "", fmt.Errorf("%w: %w", errSubmitUnknown, ErrNotLeader)
+		}
 		id, err := p.Submit(ctx, spec)
 		if err == nil {
 			return id, nil

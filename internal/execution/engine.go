@@ -83,6 +83,15 @@ type Options struct {
 	// its start time), after the start is stored: the core's learner of site-estimate
 	// errors is fed this way. It must not block.
 	OnStart func(a *model.Attempt, started time.Time)
+	// Leading, in team mode (replicas on one store, docs/TEAM.md), says whether this
+	// replica still holds the leader lease; nil = laptop mode, always. A submit is not
+	// tried (again) once it says false.
+	Leading func() bool
+	// ClaimGrace, in team mode, is how long after this engine took over (TakeOver) an
+	// attempt claimed by another leader may still be reached by that leader's submit
+	// in flight (the lease's TTL plus one submit call's timeout): a claimed attempt
+	// whose job is not found by its tag is not submitted before then.
+	ClaimGrace time.Duration
 	// OnTaskEnded and OnContinuation, optional, are told (for metrics) of every task
 	// stored in a terminal state and of every continuation action taken (retry,
 	// resize, migrate, fail, cancel, replan). They must not block.
@@ -96,9 +105,13 @@ type Options struct {
 // site delays only its own round) and applies results task by task.
 type Engine struct {
 	o Options
-	// started is when this engine was made: recovery resumes only tasks created before
-	// it (a newer task without attempts is a submission still being dispatched).
+	// started is when this engine was made (or took over as leader): recovery resumes
+	// only tasks created before it (a newer task without attempts is a submission
+	// still being dispatched). Guarded by mu.
 	started time.Time
+	// token is the fencing token of this engine's leadership (0 in laptop mode); set
+	// by TakeOver, guarded by mu.
+	token int64
 
 	tasks taskLocks
 
@@ -252,6 +265,34 @@ func (e *Engine) withTaskForUser(ctx context.Context, id string, fn func() error
 }
 
 func (e *Engine) now() time.Time { return e.o.Clock().UTC() }
+
+// TakeOver tells the engine that its replica just became the leader with fencing token
+// token: recovery now resumes every task created before this moment (another leader
+// created them), and attempts claimed under another token are settled by their tag
+// with the ClaimGrace wait (recovery.go). Call it before Recover.
+func (e *Engine) TakeOver(token int64) {
+	e.mu.Lock()
+	e.started, e.token = e.now(), token
+	e.mu.Unlock()
+}
+
+// SetLeadership puts the engine in team mode (see Options.Leading and ClaimGrace);
+// call it before Run.
+func (e *Engine) SetLeadership(leading func() bool, claimGrace time.Duration) {
+	e.o.Leading, e.o.ClaimGrace = leading, claimGrace
+}
+
+func (e *Engine) startedAt() (time.Time, int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.started, e.token
+}
+
+// leading reports whether this replica may act (always in laptop mode).
+func (e *Engine) leading() bool { return e.o.Leading == nil || e.o.Leading() }
+
+// ErrNotLeader is returned by a submit a replica no longer leading did not try.
+var ErrNotLeader = errors.New("this replica is no longer the leader; the new leader settles the attempt by its tag")
 
 func (e *Engine) provider(system string) (provider.Provider, error) {
 	p, ok := e.o.Providers.Provider(system)

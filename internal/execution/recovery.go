@@ -58,8 +58,9 @@ func (e *Engine) Recover(ctx context.Context) error {
 		wg.Wait()
 		return err
 	}
+	started, _ := e.startedAt()
 	for _, t := range tasks {
-		if openTask[t.ID] || !t.CreatedAt.Before(e.started) {
+		if openTask[t.ID] || !t.CreatedAt.Before(started) {
 			continue
 		}
 		err := e.withTask(ctx, t.ID, func() error { return e.resume(ctx, t.ID) })
@@ -226,6 +227,9 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Reason: &why, Ended: ptr(e.now())},
 			ev(a.TaskID, a.N, sys, "recovery", "attempt abandoned: move cut short by a restart", why, model.ActorSystem))
 	}
+	if wait, err := e.claimInFlight(ctx, a); err != nil || wait {
+		return err // another leader's submit may still land: look again later
+	}
 	if t.UnstoredEnv {
 		why := "cannot resubmit: forwarded variables are not stored. No job " + a.Tag + " is at " + sys + " (the submit's answer was lost before the job arrived); relaunch the campaign"
 		if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobLost), Reason: &why, Ended: ptr(e.now())},
@@ -331,4 +335,29 @@ func livePredecessor(ctx context.Context, st *store.Store, a *model.Attempt) (*m
 		}
 	}
 	return nil, nil
+}
+
+// claimInFlight reports whether attempt a, not found at its site by its tag, was
+// claimed by another leader whose submit could still land: in team mode, until
+// ClaimGrace after this engine took over (the deposed leader stopped acting before
+// that, and one submit call is bounded by its timeout). Such an attempt is looked up
+// again on later rounds, never submitted a second time meanwhile.
+func (e *Engine) claimInFlight(ctx context.Context, a *model.Attempt) (bool, error) {
+	if e.o.Leading == nil {
+		return false, nil // laptop mode: the only submitter is this process
+	}
+	since, mine := e.startedAt()
+	claim, err := e.o.Store.ClaimToken(ctx, a.TaskID, a.N)
+	if err != nil {
+		return false, err
+	}
+	if claim == mine && mine != 0 {
+		return false, nil // our own claim: our submit has ended (we hold the task's lock)
+	}
+	if e.now().Before(since.Add(e.o.ClaimGrace)) {
+		e.o.Logger.Info("attempt claimed by the previous leader and not found by its tag yet; waiting out its submit before submitting it",
+			"task", a.TaskID, "attempt", a.N, "tag", a.Tag, "claim_token", claim, "until", since.Add(e.o.ClaimGrace))
+		return true, nil
+	}
+	return false, nil
 }

@@ -114,6 +114,9 @@ func (c *Cluster) Start() time.Time { return c.epoch }
 // Stats reports counters since construction (warm-up included).
 func (c *Cluster) Stats() Stats { return c.stats }
 
+// NextID is the id the next submitted job (background or user) gets.
+func (c *Cluster) NextID() int64 { return c.nextID }
+
 // Down reports whether t falls in an outage window.
 func (c *Cluster) Down(t time.Time) bool { return c.downAt(t.Sub(c.epoch)) }
 

@@ -36,6 +36,7 @@ type Store struct {
 	path string // the SQLite file, or the PostgreSQL URL with its password redacted
 	// movedAside is where a damaged file was moved by the Fresh option ("" if none).
 	movedAside string
+	fenceState // team mode's claim check (leader.go)
 }
 
 // Option changes how Open treats the database file.

@@ -26,7 +26,15 @@ type TaskRow struct {
 	// campaign's forwarded secrets), so its attempt cannot be submitted again by
 	// anyone but the process that holds them.
 	UnstoredEnv bool `json:"unstored_env,omitempty"`
+	// IdempotencyKey is the client's Idempotency-Key of the submission that created
+	// the task ("" = none); unique: CreateTask refuses a second task with the same key
+	// with ErrDuplicateKey (TaskByIdempotencyKey finds the first).
+	IdempotencyKey string `json:"-"`
 }
+
+// ErrDuplicateKey is wrapped by CreateTask's error when a task with the same
+// idempotency key exists.
+var ErrDuplicateKey = errors.New("a task with this idempotency key exists")
 
 func nanos(t time.Time) int64 { return t.UnixNano() }
 func fromNanos(n int64) time.Time {
@@ -58,11 +66,17 @@ func insertEvents(ctx context.Context, x querier, evs []model.Event) ([]int64, e
 // assigned at insert, so this is what makes them commit in id order: EventQuery's
 // cursors never skip an event that a slower transaction committed later.
 func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
+	return s.inTx(ctx, s.db.d == dialectPostgres, fn)
+}
+
+// inTx runs fn in one transaction, first taking the PostgreSQL writer lock when
+// writerLock is set (tx; a lease step does without, leader.go).
+func (s *Store) inTx(ctx context.Context, writerLock bool, fn func(*txn) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	if s.db.d == dialectPostgres {
+	if writerLock {
 		// lock_timeout bounds the wait (SET LOCAL: for this transaction only).
 		if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', ?, true)`,
 			strconv.FormatInt(pgWriterLockTimeout.Milliseconds(), 10)); err != nil {
@@ -98,11 +112,30 @@ func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) 
 	if t.Target != nil {
 		ts, tp = t.Target.System, t.Target.Partition
 	}
+	var key sql.NullString
+	if t.IdempotencyKey != "" {
+		key = sql.NullString{String: t.IdempotencyKey, Valid: true}
+	}
 	return s.tx(ctx, func(tx *txn) error {
+		if _, err := s.fence(ctx, tx); err != nil {
+			return err // team mode: only the leader stores tasks
+		}
+		if key.Valid {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE idempotency_key=?`, key).Scan(&n); err != nil {
+				return fmt.Errorf("store: create task %s: %w", t.ID, err)
+			}
+			if n > 0 {
+				return fmt.Errorf("store: create task %s: %w", t.ID, ErrDuplicateKey)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, name, command, script, description, envelope, target_system,
-			target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env, owner, idempotency_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			t.ID, t.Name, t.Command, t.Script, t.Description, string(env), ts, tp, string(pol), string(t.State), t.Reason,
-			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt), t.CampaignRun, t.UnstoredEnv, ownerOf(t.Owner)); err != nil {
+			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt), t.CampaignRun, t.UnstoredEnv, ownerOf(t.Owner), key); err != nil {
+			if key.Valid && isUniqueViolation(err) {
+				return fmt.Errorf("store: create task %s: %w", t.ID, ErrDuplicateKey)
+			}
 			return fmt.Errorf("store: create task %s: %w", t.ID, err)
 		}
 		_, err := insertEvents(ctx, tx, evs)
@@ -199,6 +232,15 @@ func (s *Store) Task(ctx context.Context, id string) (*TaskRow, error) {
 	return t, err
 }
 
+// TaskByIdempotencyKey returns the task a submission with this key created.
+func (s *Store) TaskByIdempotencyKey(ctx context.Context, key string) (*TaskRow, error) {
+	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskCols+` FROM tasks WHERE idempotency_key=?`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("task with idempotency key: %w", ErrNotFound)
+	}
+	return t, err
+}
+
 // Tasks lists tasks, newest first, optionally only those in given states.
 func (s *Store) Tasks(ctx context.Context, states []model.TaskState, limit int) ([]*TaskRow, error) {
 	return s.TasksOf(ctx, "", states, limit)
@@ -253,20 +295,25 @@ func (s *Store) CreateAttempt(ctx context.Context, a *model.Attempt, evs ...mode
 		return err
 	}
 	return s.tx(ctx, func(tx *txn) error {
+		// The claim: in team mode it commits only under the current leader's token.
+		claim, err := s.fence(ctx, tx)
+		if err != nil {
+			return err
+		}
 		var est sql.NullInt64
 		if a.EstimatedStart != nil {
 			est = sql.NullInt64{Int64: nanos(*a.EstimatedStart), Valid: true}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (task_id, n, tag, system, partition, account, spec, script, job_id,
-			state, raw_state, reason, created_at, est_start) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			state, raw_state, reason, created_at, est_start, claim_token) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			a.TaskID, a.N, a.Tag, a.System, a.Partition, a.Account, string(spec), a.Script, a.JobID,
-			string(a.State), a.RawState, a.Reason, nanos(a.CreatedAt), est); err != nil {
+			string(a.State), a.RawState, a.Reason, nanos(a.CreatedAt), est, claim); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("store: create attempt %s: %w (%w)", a.Tag, ErrDuplicate, err)
 			}
 			return fmt.Errorf("store: create attempt %s: %w", a.Tag, err)
 		}
-		_, err := insertEvents(ctx, tx, evs)
+		_, err = insertEvents(ctx, tx, evs)
 		return err
 	})
 }

@@ -83,6 +83,7 @@ var levels = map[string]int{
 	"test/e2e":                       lvCmd,
 	"test/arch":                      lvCmd,
 	"scripts/bench/rigplace":         lvCmd, // rig benchmark: drives sbatch and the built binary (stdlib only)
+	"scripts/bench/replicaload":      lvCmd, // team-mode load benchmark: three replicas of the built binary (stdlib only)
 }
 
 // Surfaces (every package at lvSurface) must not import one another: each calls core,

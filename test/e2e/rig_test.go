@@ -431,6 +431,17 @@ func TestRigCrashRecovery(t *testing.T) {
 			}
 		}
 	}
+	for _, p := range r.jobsPerAttempt(since, attempts, ours) {
+		t.Error(p)
+	}
+}
+
+// jobsPerAttempt checks sacct on both clusters since the given time: every attempt
+// (tag -> cluster:job) has exactly its one job, and no job of our tasks (by task id)
+// belongs to no attempt. Accounting lags a little (a just-finished job is briefly
+// named "allocation"), so it polls, bounded (about a minute); it returns the
+// problems left.
+func (r *rig) jobsPerAttempt(since string, attempts map[string]string, ours map[string]bool) []string {
 	var problems []string
 	for try := 0; try < 30; try++ {
 		jobsByTag := map[string][]string{}
@@ -458,11 +469,9 @@ func TestRigCrashRecovery(t *testing.T) {
 			}
 		}
 		if len(problems) == 0 {
-			return
+			return nil
 		}
 		time.Sleep(2 * time.Second)
 	}
-	for _, p := range problems {
-		t.Error(p)
-	}
+	return problems
 }

@@ -20,6 +20,13 @@ type Options struct {
 	SimSpeed float64      // simulated seconds per real second (0 = 30)
 	OnDisk   bool         // a SQLite file in the test's temporary directory instead of :memory:
 	Logger   *slog.Logger // nil = discard
+	// DBPath, when set, is the store file (replicas of one test share it).
+	DBPath string
+	// Replica opens the core as a team-mode replica advertising Advertise; Start
+	// then waits only for it to know its role, not for a probe round (a follower
+	// never probes).
+	Replica   bool
+	Advertise string
 	// SitesFile is a site catalog to run instead of the simulated federation ("" =
 	// the embedded one); its probe tick is a second (a real site answers slower).
 	SitesFile string
@@ -40,8 +47,12 @@ func Start(t testing.TB, o Options) *core.Core {
 	if o.OnDisk {
 		cfg.DBPath = filepath.Join(dir, "mosaic.db")
 	}
+	if o.DBPath != "" {
+		cfg.DBPath = o.DBPath
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: o.Logger, Getenv: func(string) string { return "" }})
+	c, err := core.Open(ctx, core.OpenOptions{Config: cfg, Logger: o.Logger, Getenv: func(string) string { return "" },
+		Replica: o.Replica, Advertise: o.Advertise})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -54,6 +65,9 @@ func Start(t testing.TB, o Options) *core.Core {
 		wg.Wait()
 		c.Close()
 	})
+	if o.Replica {
+		return c
+	}
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer wcancel()
 	if err := c.WaitReady(wctx); err != nil {

@@ -84,6 +84,11 @@ type Options struct {
 	// Configure, when set, may adjust the model's configuration before it is built
 	// (tests use it to remove background load).
 	Configure func(*sim.Config)
+	// Standby leaves the work directory (and the jobs in it) alone at start: a
+	// team-mode follower's provider, which TakeOver makes the owner when its replica
+	// becomes the leader. Without it, a follower started while no leader holds the
+	// directory would adopt the jobs itself and hide them from the leader.
+	Standby bool
 }
 
 // Provider is one simulated system. It is safe for concurrent use.
@@ -113,6 +118,9 @@ type Provider struct {
 	alias map[int64]int64
 	extOf map[int64]int64
 	lock  *os.File // the work directory's lock; nil if another provider holds it
+	// configure and seed rebuild the model when a replica takes over (TakeOver).
+	configure func(*sim.Config)
+	seed      int64
 
 	startOnce sync.Once
 	stop      chan struct{}
@@ -185,6 +193,8 @@ func New(sys site.System, g site.SimGlobal, opts Options) (*Provider, error) {
 	// left alone.
 	if err := os.MkdirAll(p.workdir, 0o755); err != nil {
 		p.log.Warn("sim work directory cannot be created; jobs will fail to start", "dir", p.workdir, "err", err)
+	} else if opts.Standby {
+		p.log.Debug("sim work directory left to the leader until this replica takes over", "dir", p.workdir)
 	} else if f, ok, err := lockWorkDir(filepath.Join(p.workdir, lockFile)); err != nil {
 		p.log.Warn("sim work directory cannot be locked; jobs of an earlier run are not recovered", "dir", p.workdir, "err", err)
 	} else if !ok {
@@ -209,10 +219,60 @@ func New(sys site.System, g site.SimGlobal, opts Options) (*Provider, error) {
 		return nil, err
 	}
 	p.c = c
+	p.configure, p.seed = opts.Configure, seed
 	if p.lock != nil {
 		p.recover(recs, damaged)
 	}
 	return p, nil
+}
+
+// TakeOver makes this provider the owner of its work directory when it runs without
+// it: a team-mode replica (docs/TEAM.md) builds its providers as a follower, while the
+// leader's provider owns the directory and runs the jobs; when the leader dies, its
+// flock goes with it and the replica that takes over calls TakeOver. It takes the
+// lock, rebuilds the model with job ids above every id on disk (the follower's model
+// ran only background load, whose ids could meet the old leader's), and re-adopts the
+// old leader's jobs exactly as after a restart (state.go). A no-op when the provider
+// already owns the directory; an error when another live provider still does.
+func (p *Provider) TakeOver() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("sim %s: provider closed", p.sys.Name)
+	}
+	if p.lock != nil {
+		return nil
+	}
+	f, ok, err := lockWorkDir(filepath.Join(p.workdir, lockFile))
+	if err != nil {
+		return fmt.Errorf("sim %s: lock the work directory %s: %w", p.sys.Name, p.workdir, err)
+	}
+	if !ok {
+		return fmt.Errorf("sim %s: another simulated provider still uses the work directory %s (the previous leader may still be running); its jobs are left alone", p.sys.Name, p.workdir)
+	}
+	now := p.clock()
+	recs, maxID, damaged := p.scanRecords()
+	cfg, err := sim.ConfigFromSite(p.sys, now)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	cfg.FirstJobID = max(firstJobID(now), maxID+1, p.c.NextID())
+	if p.configure != nil {
+		p.configure(&cfg)
+	}
+	c, err := sim.New(cfg, p.seed)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	p.lock, p.c = f, c
+	p.realStart, p.simStart = now, now
+	p.specs, p.procs = map[int64]*model.JobSpec{}, map[int64]*proc{}
+	p.recs, p.adopted, p.alias, p.extOf = map[int64]*jobRecord{}, map[int64]*jobRecord{}, map[int64]int64{}, map[int64]int64{}
+	p.recover(recs, damaged)
+	p.log.Info("took over the sim work directory", "dir", p.workdir, "jobs_on_disk", len(recs))
+	return nil
 }
 
 // idEpoch is the origin of job-id bases (2026-01-01 UTC).

@@ -1,0 +1,160 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestNewSeveralBaseURLs(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		bases int
+		bad   bool
+	}{
+		{"http://127.0.0.1:8642", 1, false},
+		{"http://a:1,http://b:2,https://c:3/", 3, false},
+		{" http://a:1 , http://b:2 ", 2, false},
+		{"http://a:1,", 0, true},
+		{",http://a:1", 0, true},
+		{"http://a:1,,http://b:2", 0, true},
+		{"http://a:1,ftp://b:2", 0, true},
+		{"http://a:1,b:2", 0, true},
+		{"", 0, true},
+		{"http://", 0, true},
+	} {
+		cl, err := New(c.in, "tok")
+		if c.bad {
+			if err == nil {
+				t.Errorf("New(%q) accepted, want an error", c.in)
+			} else if !strings.Contains(err.Error(), "want http://host:port") {
+				t.Errorf("New(%q): %v, want advice", c.in, err)
+			}
+			continue
+		}
+		if err != nil || len(cl.bases) != c.bases || cl.URL() != cl.bases[0].String() {
+			t.Errorf("New(%q): %v, %d bases, want %d", c.in, err, len(cl.bases), c.bases)
+		}
+	}
+}
+
+func FuzzNewBaseURLs(f *testing.F) {
+	for _, s := range []string{"http://a:1", "http://a:1,https://b:2", ",", "http://[::1]:8642,http://x", "http://a:1,%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := New(s, "tok")
+		if err != nil {
+			return
+		}
+		if len(c.bases) == 0 || len(c.bases) != strings.Count(s, ",")+1 {
+			t.Fatalf("New(%q): %d bases", s, len(c.bases))
+		}
+		for _, b := range c.bases {
+			if (b.Scheme != "http" && b.Scheme != "https") || b.Host == "" {
+				t.Fatalf("New(%q) kept base %q", s, b)
+			}
+		}
+	})
+}
+
+// TestSubmitFailsOverWithOneIdempotencyKey: with three base URLs — one refusing
+// connections, one answering 503 (a follower without a leader) — a submission lands
+// on the third, every try carrying the same Idempotency-Key, and the client sticks to
+// the replica that answered.
+func TestSubmitFailsOverWithOneIdempotencyKey(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var mu sync.Mutex
+	var keys []string
+	record := func(r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+	}
+	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.Header().Set("Retry-After", "2")
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"status":503,"detail":"no replica is the leader right now"}`))
+	}))
+	defer follower.Close()
+	leaderHits := 0
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		mu.Lock()
+		leaderHits++
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]any{"task": map[string]any{"id": "t1"}})
+	}))
+	defer leader.Close()
+	c, err := New(strings.Join([]string{down, follower.URL, leader.URL}, ","), "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.Submit(ctx, SubmitRequest{Name: "x", Command: "true"})
+	if err != nil || res.Task == nil || res.Task.ID != "t1" {
+		t.Fatalf("submit: %+v %v", res, err)
+	}
+	mu.Lock()
+	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Fatalf("keys sent: %q, want the same non-empty key on the follower and the leader", keys)
+	}
+	first := keys[0]
+	mu.Unlock()
+	// The next call goes straight to the replica that answered, with a new key.
+	if _, err := c.Submit(ctx, SubmitRequest{Name: "y", Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 3 || keys[2] == first || leaderHits != 2 {
+		t.Fatalf("second submit: keys %q, leader hits %d; want one new key, straight to the leader", keys, leaderHits)
+	}
+}
+
+// TestOneBaseURLDoesNotRetry: a single core answering 503 is reported as is (laptop
+// mode keeps its behaviour), and a 4xx is never tried elsewhere.
+func TestOneBaseURLDoesNotRetry(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	c, _ := New(srv.URL, "tok")
+	_, err := c.Submit(context.Background(), SubmitRequest{Name: "x"})
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != 503 || hits != 1 {
+		t.Fatalf("one base: %v after %d hits, want the 503 after one", err, hits)
+	}
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		w.WriteHeader(http.StatusUnprocessableEntity)
+	}))
+	defer bad.Close()
+	hits = 0
+	c, _ = New(bad.URL+","+srv.URL, "tok")
+	if _, err := c.Submit(context.Background(), SubmitRequest{Name: "x"}); !errors.As(err, &ae) || ae.Status != 422 || hits != 1 {
+		t.Fatalf("a 422 with two bases: %v after %d hits, want it at once", err, hits)
+	}
+}

@@ -1,0 +1,141 @@
+package api
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/core"
+)
+
+// Team mode (docs/TEAM.md): every replica serves the API and the UI, but only the
+// leader acts. A follower answers store-backed reads itself (task lists, task detail,
+// the event list) and forwards everything else (writes, the federation snapshot,
+// logs, event streams, MCP, the exchange, the Globus sign-in) to the leader's
+// advertised URL. A forward keeps the caller's Authorization header (a browser
+// session, which is this replica's own, is replaced by the API token the session
+// stands for) and carries ForwardedHeader; a forwarded request that reaches a
+// follower (the leader changed on the way) is answered 503, never forwarded again.
+
+// ForwardedHeader marks a request a follower forwarded; its value is the follower's
+// replica id.
+const ForwardedHeader = "X-Mosaic-Forwarded-By"
+
+// forwardRetryAfter is the Retry-After (seconds) of a 503 for want of a leader: a
+// takeover takes at most two probe ticks.
+const forwardRetryAfter = 2
+
+// localOnFollower reports whether a follower answers the request itself.
+func localOnFollower(r *http.Request) bool {
+	p := r.URL.Path
+	if !strings.HasPrefix(p, "/api/") && p != "/api" && p != "/mcp" && !strings.HasPrefix(p, "/mcp/") &&
+		!strings.HasPrefix(p, ExchangePrefix+"/") && !strings.HasPrefix(p, "/auth/") {
+		return true // the UI's pages and assets, /healthz, /metrics, /docs, /openapi.json, /skill
+	}
+	if p == "/api/session" || strings.HasPrefix(p, "/api/session/") {
+		return true // the web UI's session is this replica's own
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	switch {
+	case p == "/api/tasks", p == "/api/events":
+		return true
+	case strings.HasPrefix(p, "/api/tasks/"):
+		rest := strings.TrimPrefix(p, "/api/tasks/")
+		return rest != "" && !strings.Contains(rest, "/") // detail; logs read the site
+	}
+	return false
+}
+
+// forward wraps the mux: in team mode, a follower forwards what it does not serve.
+func (s *Server) forward(next http.Handler) http.Handler {
+	if !s.core.Replicated() {
+		return next
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // replicas reach each other directly
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       IdleTimeout,
+		ResponseHeaderTimeout: 0, // streams and long site calls answer late
+	}
+	me := s.core.Leadership().Replica
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if localOnFollower(r) || s.core.Leading() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if by := r.Header.Get(ForwardedHeader); by != "" {
+			w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
+			writeProblem(w, http.StatusServiceUnavailable, "this replica is not the leader and the request was already forwarded once (by replica "+
+				quoteHeader(by)+"): the leader changed while it was on its way; retry in a few seconds")
+			return
+		}
+		leader := s.core.Leadership().Leader
+		if leader == "" {
+			w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
+			writeProblem(w, http.StatusServiceUnavailable, "no replica is the leader right now (the last leader's lease ran out and another takes over within two probe ticks); "+
+				"this follower cannot act on its own: retry in a few seconds")
+			return
+		}
+		target, err := url.Parse(leader)
+		if err != nil || target.Host == "" {
+			w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
+			writeProblem(w, http.StatusServiceUnavailable, "the leader advertises an unusable address "+quoteHeader(leader)+"; fix its --advertise URL")
+			return
+		}
+		bearer := r.Header.Get("Authorization") != ""
+		rp := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(target)
+				// The caller's Host: the leader's Host check accepts what this
+				// replica accepted (the same --allow-host names), not its own address.
+				pr.Out.Host = pr.In.Host
+				pr.SetXForwarded()
+				pr.Out.Header.Set(ForwardedHeader, me)
+				if !bearer {
+					// The guard accepted this replica's browser session; the leader does
+					// not know it, so the forward carries the API token it stands for.
+					pr.Out.Header.Del("Cookie")
+					pr.Out.Header.Set("Authorization", "Bearer "+s.opts.Token)
+				}
+			},
+			Transport:     tr,
+			FlushInterval: -1, // event streams pass through as they come
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if errors.Is(r.Context().Err(), err) || r.Context().Err() != nil {
+					return // the caller went away
+				}
+				s.opts.Logger.Warn("forwarding to the leader failed", "leader", target.Host, "path", r.URL.Path, "err", err)
+				w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
+				writeProblem(w, http.StatusServiceUnavailable, "this follower could not reach the leader at "+target.Host+
+					" (it may have just died; another replica takes over within two probe ticks): retry in a few seconds")
+			},
+		}
+		rp.ServeHTTP(w, r)
+	})
+}
+
+// addLeadership puts a replica's role into /healthz: role (single, leader or
+// follower), and in team mode the leader's URL, the lease token and the seconds since
+// its last renewal.
+func addLeadership(body map[string]any, l core.Leadership) {
+	body["role"] = l.Role
+	if l.Role == "single" {
+		return
+	}
+	body["replica"] = l.Replica
+	body["leader"] = l.Leader
+	body["lease_token"] = l.Token
+	body["lease_renew_lag_s"] = l.RenewLag.Seconds()
+	body["leader_changes"] = l.Changes
+	if l.TakeoverLag > 0 {
+		body["takeover_lag_s"] = l.TakeoverLag.Seconds()
+	}
+}
