@@ -98,8 +98,12 @@ func (c *worldClock) Now() time.Time {
 	return c.at.Add(time.Since(c.since))
 }
 
-// release lets the clock run from its current reading (a no-op when it runs).
+// release lets the clock run from its current reading (a no-op when it runs, or on a
+// nil clock: a world built without one runs on the wall clock).
 func (c *worldClock) release() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.held {
