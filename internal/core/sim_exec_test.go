@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,10 +65,83 @@ type simWorld struct {
 	c     *Core
 	provs map[string]*simprov.Provider
 	count map[string]*countingProvider
+	clock *worldClock // the simulators' and the core's clock
+	speed float64     // the simulators' speed
 }
 
-// newSimWorld builds a core over simulated systems (name → extra YAML for faults).
+// worldClock is the wall clock of a simWorld: its simulators and its core all read it,
+// so while it is held the simulated time of every system stands still and the core
+// sees no time pass either. A scenario is set up on a held clock (blockers, probes, the
+// submission), so what the placement sees does not depend on how long the setup took
+// on a loaded machine; at 600× one real second is ten simulated minutes, in which a
+// loaded site's queue changes and faults begin. After release it runs at the wall
+// clock's pace from where it stood (run: user jobs are real processes whose run time
+// is wall time); until and rounds hold it again and step it, round by round.
+type worldClock struct {
+	mu    sync.Mutex
+	held  bool
+	at    time.Time // the reading when held, else the reading at since
+	since time.Time // wall time of the last release
+}
+
+func newWorldClock(held bool) *worldClock {
+	now := time.Now()
+	return &worldClock{held: held, at: now, since: now}
+}
+
+func (c *worldClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held {
+		return c.at
+	}
+	return c.at.Add(time.Since(c.since))
+}
+
+// release lets the clock run from its current reading (a no-op when it runs, or on a
+// nil clock: a world built without one runs on the wall clock).
+func (c *worldClock) release() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held {
+		c.held, c.since = false, time.Now()
+	}
+}
+
+// hold stops the clock at its current reading (a no-op when it is held).
+func (c *worldClock) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.held {
+		c.at, c.held = c.at.Add(time.Since(c.since)), true
+	}
+}
+
+// step moves a held clock on by d.
+func (c *worldClock) step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.held {
+		panic("worldClock.step on a running clock")
+	}
+	c.at = c.at.Add(d)
+}
+
+// newSimWorld builds a core over simulated systems (name → extra YAML for faults)
+// whose clock runs from the start.
 func newSimWorld(t *testing.T, speed float64, systems [][2]string) *simWorld {
+	t.Helper()
+	w := newStillSimWorld(t, speed, systems)
+	w.clock.release()
+	return w
+}
+
+// newStillSimWorld is newSimWorld with the clock held until the test drives the world
+// (run, until): simulated time stands still while the scenario is set up.
+func newStillSimWorld(t *testing.T, speed float64, systems [][2]string) *simWorld {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("systems:\n")
@@ -82,14 +156,14 @@ func newSimWorld(t *testing.T, speed float64, systems [][2]string) *simWorld {
 }
 
 // buildSimWorld starts one simulator per catalog system (without background load where
-// quiet says so), a store and a core over them.
+// quiet says so), a store and a core over them, all on one held worldClock.
 func buildSimWorld(t *testing.T, speed float64, seed int64, cat *site.Catalog, quiet func(system string) bool) *simWorld {
 	t.Helper()
-	w := &simWorld{t: t, provs: map[string]*simprov.Provider{}, count: map[string]*countingProvider{}}
+	w := &simWorld{t: t, provs: map[string]*simprov.Provider{}, count: map[string]*countingProvider{}, clock: newWorldClock(true), speed: speed}
 	var provs []provider.Provider
 	dir := t.TempDir()
 	for _, sys := range cat.Systems {
-		opts := simprov.Options{Speed: speed, WorkDir: filepath.Join(dir, "sim"), Tick: 20 * time.Millisecond}
+		opts := simprov.Options{Speed: speed, WorkDir: filepath.Join(dir, "sim"), Tick: 20 * time.Millisecond, Clock: w.clock.Now}
 		if quiet(sys.Name) {
 			opts.Configure = noLoad
 		}
@@ -109,7 +183,7 @@ func buildSimWorld(t *testing.T, speed float64, seed int64, cat *site.Catalog, q
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: 100 * time.Millisecond})
+	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: 100 * time.Millisecond, Clock: w.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +205,7 @@ func (w *simWorld) block(system string) {
 // run drives probes and the monitor until the task is final (bounded).
 func (w *simWorld) run(id string, limit time.Duration) *TaskDetail {
 	w.t.Helper()
+	w.clock.release()
 	ctx := context.Background()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
@@ -183,7 +258,7 @@ func gpuEnvelope(wall string) *model.Envelope {
 func TestSimTransientFailureIsRetried(t *testing.T) {
 	// The node fails 2 simulated minutes in (0.2 s at 600×) for one minute: the running
 	// job ends NODE_FAIL, is retried in place, and succeeds once the node is back.
-	w := newSimWorld(t, 600, [][2]string{{"A@X", `    sim:
+	w := newStillSimWorld(t, 600, [][2]string{{"A@X", `    sim:
       faults:
         node_failures: [{partition: gpu, nodes: 1, at: 2m, duration: 1m}]
 `}})
@@ -249,7 +324,7 @@ func TestSimOutageMigratesPendingJob(t *testing.T) {
 	// B is down at first, so the task goes to A, where it queues behind a blocker. Then A
 	// goes down (1 simulated minute in) for an hour; after site_down_ticks bad probes the
 	// pending job moves to B, which is back up.
-	w := newSimWorld(t, 60, [][2]string{
+	w := newStillSimWorld(t, 60, [][2]string{
 		{"A@X", "    sim:\n      faults:\n        outages: [{start: 1m, duration: 1h}]\n"},
 		{"B@X", "    sim:\n      faults:\n        outages: [{start: 0s, duration: 20s}]\n"},
 	})
@@ -284,7 +359,7 @@ func TestSimLongQueueWaitMigrates(t *testing.T) {
 	// The task queues on A behind a blocker (B is down when it is placed); it may wait
 	// at most 2 simulated minutes; once B is up the job moves there and A's job is
 	// cancelled only after B accepted the new one.
-	w := newSimWorld(t, 60, [][2]string{
+	w := newStillSimWorld(t, 60, [][2]string{
 		{"A@X", ""},
 		{"B@X", "    sim:\n      faults:\n        outages: [{start: 0s, duration: 20s}]\n"},
 	})

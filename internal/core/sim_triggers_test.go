@@ -46,9 +46,11 @@ const outageSites = `systems:
         node_failures: [{partition: cpu, nodes: 16, at: 10m, duration: 50m}]
 `
 
-// newOutageWorld is outageSites with Beta full of blockers until 18m.
+// newOutageWorld is outageSites with Beta full of blockers until 18m, on a held clock:
+// simulated time starts when the test drives the world (until), so the submission
+// sees both sites as they are at 0 whatever the machine's load.
 func newOutageWorld(t *testing.T) *simWorld {
-	w := newLoadedWorld(t, 600, outageSites, "Beta")
+	w := newStillLoadedWorld(t, 600, outageSites, "Beta")
 	for i := 0; i < 16; i++ {
 		w.blockNode("Beta", "cpu", 128, 0, 18*time.Minute)
 	}
@@ -68,8 +70,17 @@ func (w *simWorld) blockNode(system, partition string, cores, gpus int, wall tim
 }
 
 // newLoadedWorld builds a core over a catalog of simulated systems with their own load
-// (none on the systems named quiet).
+// (none on the systems named quiet), whose clock runs from the start.
 func newLoadedWorld(t *testing.T, speed float64, catalog string, quiet ...string) *simWorld {
+	t.Helper()
+	w := newStillLoadedWorld(t, speed, catalog, quiet...)
+	w.clock.release()
+	return w
+}
+
+// newStillLoadedWorld is newLoadedWorld with the clock held until the test drives the
+// world (run, until).
+func newStillLoadedWorld(t *testing.T, speed float64, catalog string, quiet ...string) *simWorld {
 	t.Helper()
 	cat, err := site.Parse("test-sites.yaml", []byte(catalog))
 	if err != nil {
@@ -95,24 +106,46 @@ func (w *simWorld) logEvents(id string) {
 	}
 }
 
-// until drives probes and the monitor until cond holds for the task's events (bounded).
-func (w *simWorld) until(id string, limit time.Duration, what string, cond func([]model.Event) bool) []model.Event {
+// simStep is how far the simulated clock moves between two rounds of until and rounds:
+// about as far as a round took on the wall clock at 600×, and no divisor of the whole
+// minutes the scenarios' limits fall on, so that no round lands exactly on one (a job
+// that has waited exactly its 20m limit is not over it yet, while a replan due 10m
+// after the last one is due: with 30s steps the replan at 20m00s would preempt the
+// overrun that any real clock reaches first).
+const simStep = 31 * time.Second
+
+// until drives rounds (probes, then the monitor) on a stepped clock until cond holds
+// for the task's events, for at most simLimit of simulated time. The clock is held and
+// moved on by simStep between rounds, so each round sees the systems at the same
+// simulated instants however loaded the machine is: which trigger fires first (a
+// wait overrun, a drift, an outage, a replan) does not depend on how many rounds the
+// wall clock happened to allow in a few simulated minutes.
+func (w *simWorld) until(id string, simLimit time.Duration, what string, cond func([]model.Event) bool) []model.Event {
+	w.t.Helper()
+	for n := 0; n <= int(simLimit/simStep); n++ {
+		w.rounds(1)
+		if evs := w.allEvents(id); cond(evs) {
+			return evs
+		}
+	}
+	w.logEvents(id)
+	w.t.Fatalf("task %s: no %s within %s of simulated time", id, what, simLimit)
+	return nil
+}
+
+// rounds runs n rounds (probes, then the monitor), each simStep of simulated time after
+// the one before, on a held clock.
+func (w *simWorld) rounds(n int) {
 	w.t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
+	w.clock.hold()
+	for i := 0; i < n; i++ {
+		w.clock.step(time.Duration(float64(simStep) / w.speed))
 		w.c.Refresh(ctx)
 		if err := w.c.MonitorOnce(ctx); err != nil {
 			w.t.Fatal(err)
 		}
-		if evs := w.allEvents(id); cond(evs) {
-			return evs
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	w.logEvents(id)
-	w.t.Fatalf("task %s: no %s within %s", id, what, limit)
-	return nil
 }
 
 func decisions(evs []model.Event) (stays, moves []model.Event) {
@@ -149,7 +182,7 @@ func TestSimOutageOfTheChosenSiteEndsInADecision(t *testing.T) {
 		w.logEvents(id)
 		t.Fatalf("the scenario needs the task placed on Beta; it went to %s", d.Attempts[0].System)
 	}
-	evs := w.until(id, 60*time.Second, "migration off the down site", func(evs []model.Event) bool {
+	evs := w.until(id, 10*time.Hour, "migration off the down site", func(evs []model.Event) bool {
 		_, moves := decisions(evs)
 		return len(moves) > 0
 	})
@@ -197,7 +230,7 @@ func TestSimMaxQueueWaitOverrunEndsInADecision(t *testing.T) {
 	if d.Attempts[0].System != "Beta" {
 		t.Fatalf("the scenario needs the task placed on Beta; it went to %s", d.Attempts[0].System)
 	}
-	evs := w.until(id, 30*time.Second, "decision on the queue-wait overrun", func(evs []model.Event) bool {
+	evs := w.until(id, 5*time.Hour, "decision on the queue-wait overrun", func(evs []model.Event) bool {
 		stays, moves := decisions(evs)
 		return len(stays)+len(moves) > 0
 	})
@@ -215,9 +248,11 @@ func TestSimMaxQueueWaitOverrunEndsInADecision(t *testing.T) {
 	if !strings.Contains(dec.Rationale, "best alternative Alpha:cpu starts") || !strings.Contains(dec.Rationale, "current estimate") {
 		t.Fatalf("the decision lacks its numbers: %s — %s", dec.Message, dec.Rationale)
 	}
-	// It fired after 20 simulated minutes of waiting, not before.
+	// It fired after 20 simulated minutes of waiting, not before: in the last round,
+	// at the clock's reading now (event times are the store's wall clock, not the
+	// world's).
 	a := d.Attempts[0]
-	if waited := time.Duration(float64(dec.Time.Sub(a.CreatedAt)) * 600); waited < 20*time.Minute {
+	if waited := time.Duration(float64(w.clock.Now().Sub(a.CreatedAt)) * w.speed); waited < 20*time.Minute {
 		t.Fatalf("decision after %s of simulated wait, before max_queue_wait 20m", waited)
 	}
 }
@@ -231,7 +266,7 @@ func TestSimEstimateDriftEndsInADecision(t *testing.T) {
 	if d.Attempts[0].System != "Beta" {
 		t.Fatalf("the scenario needs the task placed on Beta; it went to %s", d.Attempts[0].System)
 	}
-	evs := w.until(id, 30*time.Second, "decision on the estimate drift", func(evs []model.Event) bool {
+	evs := w.until(id, 5*time.Hour, "decision on the estimate drift", func(evs []model.Event) bool {
 		stays, moves := decisions(evs)
 		return len(stays)+len(moves) > 0
 	})
@@ -252,7 +287,7 @@ func TestSimPinnedTaskWaitOverrunIsExplained(t *testing.T) {
 	// A's node fails 50 simulated minutes in, for 30m: the blocker ends there and the
 	// task, which A expected to start at 1h when the blocker's walltime ends, waits
 	// until the node is back at 1h20m.
-	w := newSimWorld(t, 600, [][2]string{{"A@X", `    sim:
+	w := newStillSimWorld(t, 600, [][2]string{{"A@X", `    sim:
       faults:
         node_failures: [{partition: gpu, nodes: 1, at: 50m, duration: 30m}]
 `}, {"B@X", ""}})
@@ -270,7 +305,7 @@ func TestSimPinnedTaskWaitOverrunIsExplained(t *testing.T) {
 	w.c.Refresh(context.Background())
 	req.Envelope.MaxQueueWait = 0
 	id := w.submit(req)
-	evs := w.until(id, 30*time.Second, "pinned stay", func(evs []model.Event) bool {
+	evs := w.until(id, 5*time.Hour, "pinned stay", func(evs []model.Event) bool {
 		stays, _ := decisions(evs)
 		return len(stays) > 0
 	})
@@ -284,13 +319,9 @@ func TestSimPinnedTaskWaitOverrunIsExplained(t *testing.T) {
 		!strings.Contains(s.Rationale, "--clear-target") {
 		t.Fatalf("pinned stay event: %s — %s", s.Message, s.Rationale)
 	}
-	// Not repeated every tick: a few more rounds add no second event.
-	for i := 0; i < 10; i++ {
-		w.c.Refresh(context.Background())
-		if err := w.c.MonitorOnce(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Not repeated every tick: 30 more rounds (15m30s simulated, past the 15m after
+	// which the task is weighed again) add no second event.
+	w.rounds(30)
 	if again, _ := decisions(w.allEvents(id)); len(again) != 1 {
 		t.Fatalf("the same stay was logged %d times", len(again))
 	}
@@ -300,7 +331,7 @@ func TestSimWaitOverrunWithNoBetterAlternativeStays(t *testing.T) {
 	// Both systems are full until their blockers' 4h walltimes end: the job overruns its
 	// max_queue_wait on A, but B starts no sooner, so it stays — and says why, with the
 	// numbers — once, not every tick.
-	w := newSimWorld(t, 600, [][2]string{{"A@X", ""}, {"B@X", ""}})
+	w := newStillSimWorld(t, 600, [][2]string{{"A@X", ""}, {"B@X", ""}})
 	w.block("A@X")
 	w.block("B@X")
 	w.c.Refresh(context.Background())
@@ -308,7 +339,7 @@ func TestSimWaitOverrunWithNoBetterAlternativeStays(t *testing.T) {
 	env.MaxQueueWait = model.Duration(5 * time.Minute)
 	id := w.submit(SubmitRequest{Name: "patient", Command: "echo hi", Envelope: env,
 		Policy: &model.Policy{ReestimateEvery: model.Duration(time.Minute)}})
-	evs := w.until(id, 30*time.Second, "stay decision", func(evs []model.Event) bool {
+	evs := w.until(id, 5*time.Hour, "stay decision", func(evs []model.Event) bool {
 		stays, moves := decisions(evs)
 		return len(stays)+len(moves) > 0
 	})
@@ -328,13 +359,7 @@ func TestSimWaitOverrunWithNoBetterAlternativeStays(t *testing.T) {
 		!strings.Contains(s.Rationale, "margin 15m") {
 		t.Fatalf("stay without its numbers: %s — %s", s.Message, s.Rationale)
 	}
-	for i := 0; i < 10; i++ {
-		w.c.Refresh(context.Background())
-		if err := w.c.MonitorOnce(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	w.rounds(10)
 	if again, _ := decisions(w.allEvents(id)); len(again) != 1 {
 		w.logEvents(id)
 		t.Fatalf("the same stay was logged %d times in 10 more ticks", len(again))
