@@ -544,10 +544,11 @@ func printSimTimes(w io.Writer, attempts []*v1.Attempt, sc *v1.SimClock, now tim
 	}
 }
 
-// oneLine collapses whitespace and cuts s to n characters (an ellipsis last).
+// oneLine collapses whitespace and cuts s to n characters (an ellipsis last), except
+// under --wide / -o wide.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
+	if r := []rune(s); !wide && len(r) > n {
 		s = string(r[:n-1]) + "…"
 	}
 	return s

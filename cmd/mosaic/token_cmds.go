@@ -91,6 +91,7 @@ func newTokenListCmd() *cobra.Command {
 	cmd.Flags().StringVar(&user, "user", "", "only this user's tokens")
 	cmd.Flags().BoolVar(&local, "local", false, localFlagHelp)
 	addJSONFlag(cmd, &j, []client.Token{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 

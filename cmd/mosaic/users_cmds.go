@@ -216,6 +216,7 @@ func newUsersListCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&local, "local", false, localFlagHelp)
 	addJSONFlag(cmd, &j, []client.User{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
@@ -282,6 +283,7 @@ func newAuditCmd() *cobra.Command {
 	cmd.Flags().Int64Var(&before, "before", 0, "only entries older than this id (the hint printed after a full page)")
 	cmd.Flags().BoolVar(&local, "local", false, localFlagHelp)
 	addJSONFlag(cmd, &j, client.AuditPage{})
+	addWideFlag(cmd, &j)
 	return cmd
 }
 
