@@ -57,6 +57,10 @@ type Options struct {
 	Getenv func(string) string
 	// MonitorEvery is the execution monitor's interval; default = Tick.
 	MonitorEvery time.Duration
+	// NoReplan turns off the replanning of waiting jobs (the overrun, drift and outage
+	// triggers remain): tests of those triggers use it so that a replan cannot move
+	// the job first.
+	NoReplan bool
 }
 
 // Core is Mosaic's service.
@@ -134,7 +138,7 @@ func New(opts Options) (*Core, error) {
 	}
 	if opts.Store != nil {
 		c.engine = execution.New(execution.Options{Store: opts.Store, Providers: col, Placer: placer{c},
-			Snapshot: col.Snapshot, Clock: opts.Clock, Logger: opts.Logger, OnStart: c.observeStart,
+			Snapshot: col.Snapshot, Clock: opts.Clock, Logger: opts.Logger, OnStart: c.observeStart, NoReplan: opts.NoReplan,
 			OnTaskEnded: func(s model.TaskState) { m.TaskEnded(string(s)) }, OnContinuation: m.Continuation})
 	}
 	return c, nil

@@ -155,9 +155,16 @@ func newStillSimWorld(t *testing.T, speed float64, systems [][2]string) *simWorl
 	return buildSimWorld(t, speed, 7, cat, func(string) bool { return true })
 }
 
+// worldOption changes the core a simWorld is built with.
+type worldOption func(*Options)
+
+// withoutReplan turns replanning off, for tests of the overrun, drift and outage
+// triggers: with it on, a replan may move the job before the trigger under test fires.
+func withoutReplan(o *Options) { o.NoReplan = true }
+
 // buildSimWorld starts one simulator per catalog system (without background load where
 // quiet says so), a store and a core over them, all on one held worldClock.
-func buildSimWorld(t *testing.T, speed float64, seed int64, cat *site.Catalog, quiet func(system string) bool) *simWorld {
+func buildSimWorld(t *testing.T, speed float64, seed int64, cat *site.Catalog, quiet func(system string) bool, wopts ...worldOption) *simWorld {
 	t.Helper()
 	w := &simWorld{t: t, provs: map[string]*simprov.Provider{}, count: map[string]*countingProvider{}, clock: newWorldClock(true), speed: speed}
 	var provs []provider.Provider
@@ -183,7 +190,11 @@ func buildSimWorld(t *testing.T, speed float64, seed int64, cat *site.Catalog, q
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: 100 * time.Millisecond, Clock: w.clock.Now})
+	copts := Options{Catalog: cat, Store: st, Providers: provs, Tick: 100 * time.Millisecond, Clock: w.clock.Now}
+	for _, o := range wopts {
+		o(&copts)
+	}
+	c, err := New(copts)
 	if err != nil {
 		t.Fatal(err)
 	}

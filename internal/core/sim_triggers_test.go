@@ -50,7 +50,13 @@ const outageSites = `systems:
 // simulated time starts when the test drives the world (until), so the submission
 // sees both sites as they are at 0 whatever the machine's load.
 func newOutageWorld(t *testing.T) *simWorld {
-	w := newStillLoadedWorld(t, 600, outageSites, "Beta")
+	// Replanning is off: these tests are about the overrun, drift and outage triggers,
+	// and a replan (weighed every tenth of the expected wait) would move the job first.
+	cat, err := site.Parse("test-sites.yaml", []byte(outageSites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := buildSimWorld(t, 600, 11, cat, func(name string) bool { return name == "Beta" }, withoutReplan)
 	for i := 0; i < 16; i++ {
 		w.blockNode("Beta", "cpu", 128, 0, 18*time.Minute)
 	}
