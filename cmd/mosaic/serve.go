@@ -210,7 +210,11 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Log
 		// Lost the leader lease while alive: exit at once, like a crash, without
 		// stopping the jobs this process ran (the new leader adopts them by tag); a
 		// supervisor (systemd) starts a fresh process, which joins as a follower.
-		log.Error("exiting: this replica lost the leader lease; restart it to rejoin as a follower")
+		if c.Replicated() {
+			log.Error("exiting: this replica lost the leader lease; restart it to rejoin as a follower")
+		} else {
+			log.Error("exiting: this core lost its store's owner lease (another core may own the store now); start it again")
+		}
 		_ = hs.Close()
 		os.Exit(exitDeposed)
 	}
@@ -228,7 +232,8 @@ func busyPortError(addr string, err error) error {
 	return fmt.Errorf("listen on %s: %w", addr, err)
 }
 
-// exitDeposed is serve's exit status after losing the leader lease (EX_TEMPFAIL).
+// exitDeposed is serve's exit status after losing the leader lease or the store's
+// owner lease (EX_TEMPFAIL).
 const exitDeposed = 75
 
 // checkAdvertise validates --advertise: an absolute http(s) URL with a host.

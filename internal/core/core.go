@@ -84,6 +84,7 @@ type Core struct {
 	stopRun   context.CancelFunc // cancels Run's context (Close)
 	ownsStore bool
 	lease     store.Lease    // the store's owner lease (Open takes it, Close releases it); nil if none
+	leaseLost chan struct{}  // closed when the owner lease was lost under a running core (Deposed)
 	simTmp    string         // temporary sim work directory of an in-memory store (Close removes it)
 	camp      *campaignState // this core's exchange and campaigns directory (campaigns.go)
 	replica   *replica       // team-mode state (leader.go); nil in laptop mode

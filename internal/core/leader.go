@@ -142,11 +142,13 @@ func (c *Core) Replicated() bool { return c != nil && c.replica != nil }
 // while it holds the leader lease.
 func (c *Core) Leading() bool { return c == nil || c.replica == nil || c.replica.elector.Leading() }
 
-// Deposed is closed when this replica lost the lease while leading; the process
-// should then exit without stopping its jobs (serve does). Nil in laptop mode.
+// Deposed is closed when this replica lost the lease while leading, or a single core
+// lost its store's owner lease (its lock file replaced, its PostgreSQL session ended);
+// the process should then exit without stopping its jobs (serve does). Nil when there
+// is no lease to lose (an in-memory store).
 func (c *Core) Deposed() <-chan struct{} {
 	if c.replica == nil {
-		return nil
+		return c.leaseLost
 	}
 	return c.replica.deposed
 }

@@ -209,7 +209,15 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			lock = "PostgreSQL advisory lock"
 		}
 		log.Debug("store lease taken", "lock", lock, "generation", lease.Owner().Generation)
-		go watchLease(ctx, lease, log)
+		every := leaseCheckEvery
+		if pg {
+			// A PostgreSQL session ends on a server restart or a network cut, and the
+			// lock with it: check it often (one cheap query), so another core that
+			// takes the store meanwhile meets this one stopped within seconds.
+			every = pgLeaseCheckEvery
+		}
+		c.leaseLost = make(chan struct{})
+		go watchLease(ctx, lease, log, every, func() { close(c.leaseLost) })
 	}
 	ok = true
 	return c, nil
@@ -247,13 +255,19 @@ func simWorkDir(cfg *config.Config) (dir string, tmp bool, err error) {
 	return filepath.Clean(cfg.DBPath) + ".sim", false, nil
 }
 
-// leaseCheckEvery is how often a running core confirms it still owns its store.
-const leaseCheckEvery = 30 * time.Second
+// leaseCheckEvery is how often a running core confirms it still owns its store
+// (a lock file); pgLeaseCheckEvery for a PostgreSQL advisory lock.
+var (
+	leaseCheckEvery   = 30 * time.Second
+	pgLeaseCheckEvery = 5 * time.Second
+)
 
-// watchLease renews the lease until ctx ends or the lease is released, and says
-// loudly when it was lost (the lock file removed or replaced under a running core).
-func watchLease(ctx context.Context, l store.Lease, log *slog.Logger) {
-	t := time.NewTicker(leaseCheckEvery)
+// watchLease renews the lease until ctx ends or the lease is released. When it was
+// lost (the lock file removed or replaced under a running core, the PostgreSQL session
+// holding the lock ended), it says so loudly and calls lost: the core is then Deposed,
+// and `mosaic serve` exits rather than act on a store another core may own.
+func watchLease(ctx context.Context, l store.Lease, log *slog.Logger, every time.Duration, lost func()) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -262,7 +276,8 @@ func watchLease(ctx context.Context, l store.Lease, log *slog.Logger) {
 		case <-t.C:
 			if err := l.Renew(ctx); err != nil {
 				if ctx.Err() == nil && !errors.Is(err, store.ErrLeaseReleased) {
-					log.Error("this core may no longer own its store; stop it and start one core per store", "err", err)
+					log.Error("this core no longer owns its store; it stops, so that two cores never act on one store: start it again", "err", err)
+					lost()
 				}
 				return
 			}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/store"
@@ -136,4 +138,52 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+// TestPGLeaseLossDeposesTheCore: the PostgreSQL session holding a core's advisory lock
+// ends under it (a server restart, a network cut, an operator's pg_terminate_backend):
+// the lock is gone, so another core may take the store. The running core must stop
+// (Deposed closes; `mosaic serve` exits 75), not go on acting beside the new owner.
+func TestPGLeaseLossDeposesTheCore(t *testing.T) {
+	old := pgLeaseCheckEvery
+	pgLeaseCheckEvery = 100 * time.Millisecond
+	t.Cleanup(func() { pgLeaseCheckEvery = old })
+	dir := t.TempDir()
+	t.Chdir(t.TempDir())
+	db := pgtest.New(t)
+	cfg := &config.Config{DBPath: db, StateDir: filepath.Join(dir, "state"), Tick: 200 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := Open(ctx, OpenOptions{Config: cfg, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deposed := c.Deposed()
+	if deposed == nil {
+		t.Fatal("a core on PostgreSQL has no Deposed channel")
+	}
+	select {
+	case <-deposed:
+		t.Fatal("deposed while it holds its lease")
+	case <-time.After(500 * time.Millisecond):
+	}
+	// End the lease's session from outside, as the server would (the owner lock is
+	// advisory key 0x6d6f736169630002: classid and objid are its halves).
+	pc, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close(ctx)
+	var n int
+	if err := pc.QueryRow(ctx, `SELECT COUNT(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+		uint32(0x6d6f7361), uint32(0x69630002)).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("terminate the lease session: %d %v", n, err)
+	}
+	select {
+	case <-deposed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the core lost its advisory lock but was not deposed within 10s")
+	}
 }
