@@ -124,10 +124,21 @@ finish() {
 
 # owner_pid FILE: whether the PID on FILE's first line is a live postgres of this data
 # directory (not gone, not a zombie nobody reaped, not a reused PID).
+# A postmaster's working directory is its data directory (it chdirs there at start),
+# whatever its command line says: `pg_ctl restart -o …` starts one without -D, so the
+# command line alone would call a live server stale.
 owner_pid() {
-  local pid
+  local pid cwd
   pid="$(as_owner sed -n 1p "$1" 2>/dev/null)" || return 1
-  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$DATA"
+  [ -n "$pid" ] && [ -r "/proc/$pid/status" ] || return 1
+  [ "$(awk '/^State:/{print $2}' "/proc/$pid/status" 2>/dev/null)" != Z ] || return 1
+  [ "$(tr -d '\0' <"/proc/$pid/comm" 2>/dev/null)" = postgres ] || return 1
+  cwd="$(readlink "/proc/$pid/cwd" 2>/dev/null || as_owner readlink "/proc/$pid/cwd" 2>/dev/null || true)"
+  if [ -n "$cwd" ]; then
+    [ "$cwd" = "$(readlink -f "$DATA")" ]
+    return
+  fi
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$DATA"
 }
 
 if as_owner "$BIN/pg_ctl" status -D "$DATA" >/dev/null 2>&1 && owner_pid "$DATA/postmaster.pid"; then
