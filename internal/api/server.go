@@ -8,8 +8,10 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -272,10 +274,21 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					writeProblem(w, http.StatusForbidden, "cookie-authenticated "+r.Method+" without a valid "+session.CSRFHeader+" header from this origin refused (CSRF protection); reload the page")
 					return
 				}
-				// Browser sessions are opened with the laptop token (the one-time login
-				// URL `mosaic serve` prints, or the token pasted into /login): they act
-				// for the implicit local admin.
-				r = withCaller(r, model.LocalCaller())
+				// A browser session acts for whoever opened it (the login link's minter
+				// or the pasted token), checked again on every request.
+				caller, err := s.sessionCaller(r.Context(), sess.Owner)
+				if err != nil {
+					if id, _, ok := s.sessions.FromRequest(r); ok {
+						s.sessions.Close(id) // the token or its user was revoked: the session ends
+					}
+					session.ClearCookie(w, r)
+					s.opts.Logger.Debug("session refused", "err", err, "remote", r.RemoteAddr)
+					w.Header().Set("WWW-Authenticate", `Bearer realm="mosaic"`)
+					writeProblem(w, http.StatusUnauthorized, "the token that opened this browser session was revoked (or its user was): "+
+						"sign in again with a valid token at /login")
+					return
+				}
+				r = withCaller(r, caller)
 			}
 			// The Globus sign-in decides whose Globus identity the whole core uses: an
 			// admin's decision, not any user's.
@@ -326,19 +339,69 @@ func (s *Server) authorized(r *http.Request) (model.Caller, bool) {
 	if !ok {
 		return model.Caller{}, false
 	}
-	if s.tokenOK(tok) {
-		return model.LocalCaller(), true
-	}
-	if !strings.HasPrefix(tok, userTokenPrefix) {
-		return model.Caller{}, false
-	}
-	caller, err := s.core.Authenticate(r.Context(), tok)
+	caller, err := s.logins().Login(r.Context(), tok)
 	if err != nil {
+		if s.opts.Logger == nil { // a bare Server (the guard's unit tests)
+			return model.Caller{}, false
+		}
 		// The error names the token's display id only, never the token.
 		s.opts.Logger.Debug("token refused", "err", err, "remote", r.RemoteAddr)
 		return model.Caller{}, false
 	}
 	return caller, true
+}
+
+// sessionCaller is who a browser session acts for: the laptop token's holder (the
+// local admin) or the user whose token opened it, looked up again by the token's id
+// so a revoked token or user ends the session at once.
+func (s *Server) sessionCaller(ctx context.Context, o session.Owner) (model.Caller, error) {
+	if o.TokenID == "" {
+		if o.User != "" && o.User != model.LocalUser {
+			return model.Caller{}, fmt.Errorf("session of %s names no token: %w", o.User, core.ErrUnauthenticated)
+		}
+		return model.LocalCaller(), nil
+	}
+	caller, err := s.core.CallerByTokenID(ctx, o.TokenID)
+	if err != nil {
+		return model.Caller{}, err
+	}
+	if caller.Name != o.User {
+		return model.Caller{}, fmt.Errorf("session of %s names token %s of %s: %w", o.User, o.TokenID, caller.Name, core.ErrUnauthenticated)
+	}
+	return caller, nil
+}
+
+func (s *Server) logins() Logins { return Logins{core: s.core, token: s.opts.Token} }
+
+// Logins authenticates the tokens a surface is handed (the web UI's paste-the-token
+// login) exactly as the API's guard does, and records the surface's audit entries.
+type Logins struct {
+	core  *core.Core
+	token string
+}
+
+// NewLogins returns the logins of core c whose laptop token is token.
+func NewLogins(c *core.Core, token string) Logins { return Logins{core: c, token: token} }
+
+// Login returns who tok stands for: the laptop token (the implicit local admin,
+// compared in constant time) or a user token (mos_…, looked up by its hash in the store
+// on every call, so a revocation holds from the next request on). Errors never
+// repeat the token.
+func (l Logins) Login(ctx context.Context, tok string) (model.Caller, error) {
+	if TokenChecker(l.token)(tok) {
+		return model.LocalCaller(), nil
+	}
+	if !strings.HasPrefix(tok, userTokenPrefix) || l.core == nil {
+		return model.Caller{}, fmt.Errorf("not this core's laptop token nor a user token (mos_…): %w", core.ErrUnauthenticated)
+	}
+	return l.core.Authenticate(ctx, tok)
+}
+
+// Audit records an action of the caller of ctx in the audit log.
+func (l Logins) Audit(ctx context.Context, action, target, detail string) {
+	if l.core != nil { // a server without a core (the guard's tests) has no audit log
+		l.core.RecordAudit(ctx, action, target, detail)
+	}
 }
 
 // userTokenPrefix starts every user token (store.TokenPrefix).

@@ -28,6 +28,34 @@ func (c *Core) Authenticate(ctx context.Context, tok string) (model.Caller, erro
 	return caller, nil
 }
 
+// Recheck confirms that the caller of ctx may still act: a caller that came in with
+// a user token (TokenID set) is looked up again by that token, so a revoked token or
+// user ends a browser session or a long stream (event stream, wait_task) at its next
+// request or poll. The laptop token's caller and in-process callers (no TokenID)
+// pass. It returns the fresh caller (admin rights may have changed too).
+func (c *Core) Recheck(ctx context.Context) (model.Caller, error) {
+	caller := model.CallerOf(ctx)
+	if caller.TokenID == "" {
+		return caller, nil
+	}
+	fresh, err := c.CallerByTokenID(ctx, caller.TokenID)
+	if err != nil {
+		return model.Caller{}, err
+	}
+	fresh.Remote = caller.Remote
+	return fresh, nil
+}
+
+// CallerByTokenID returns the caller a user token stands for by its display id
+// (mos_xxxxxxxx), refusing a revoked token or user (ErrUnauthenticated).
+func (c *Core) CallerByTokenID(ctx context.Context, id string) (model.Caller, error) {
+	caller, err := c.store.CallerByTokenID(ctx, id)
+	if err != nil {
+		return model.Caller{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	}
+	return caller, nil
+}
+
 // noIdentity lists the systems where owner has no site identity (their catalog
 // entry lists users:, owner is not among them, and default_identity lends them no
 // shared one): placement leaves them out, so the user's tasks go where they may run.
@@ -72,6 +100,12 @@ func (c *Core) audit(ctx context.Context, action, target, detail string) {
 		Remote: caller.Remote, Detail: detail}); err != nil {
 		c.log.Error("audit", "action", action, "target", target, "err", err)
 	}
+}
+
+// RecordAudit records an action of the caller of ctx that a surface performs itself
+// (minting a browser login link, signing in to the web UI).
+func (c *Core) RecordAudit(ctx context.Context, action, target, detail string) {
+	c.audit(ctx, action, target, detail)
 }
 
 func auditEntry(ctx context.Context, action, target string) *store.AuditEntry {
