@@ -39,6 +39,9 @@ func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (
 	if err := campaign.ValidateRunID(req.RunID); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	if err := c.claimRun(ctx, req.RunID, true); err != nil {
+		return "", err
+	}
 	spec := req.Spec
 	if spec.Tag == "" || spec.Partition == "" || spec.Walltime <= 0 || (spec.Command == "" && spec.Script == "") {
 		return "", fmt.Errorf("campaign job of site %s: tag, partition, walltime and command are required: %w", req.Site, ErrInvalid)

@@ -184,7 +184,7 @@ func follow(ctx context.Context, read func(ctx context.Context, after int64) ([]
 }
 
 func (b coreBackend) CampaignRuns(ctx context.Context) ([]v1.CampaignRunSummary, error) {
-	rs, err := b.c.CampaignRuns()
+	rs, err := b.c.CampaignRuns(ctx)
 	if err != nil {
 		return nil, fail(ctx, err)
 	}

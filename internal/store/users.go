@@ -407,3 +407,24 @@ func (s *Store) owners(ctx context.Context, q string, args []any, keys []string)
 	}
 	return out, nil
 }
+
+// RunOwners returns the owner of each campaign run that has tasks (its submit-mode
+// jobs): the user whose token submitted them.
+func (s *Store) RunOwners(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT campaign_run, owner FROM tasks WHERE campaign_run <> ''`)
+	if err != nil {
+		return nil, fmt.Errorf("store: read campaign run owners: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var run, owner string
+		if err := rows.Scan(&run, &owner); err != nil {
+			return nil, fmt.Errorf("store: read campaign run owners: %w", err)
+		}
+		if _, ok := out[run]; !ok {
+			out[run] = owner
+		}
+	}
+	return out, rows.Err()
+}
