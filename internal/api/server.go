@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"reflect"
@@ -56,6 +57,10 @@ type Options struct {
 	// MaxUnauth bounds requests without a valid credential in progress at once; more
 	// are answered 503 with Retry-After. 0 = DefaultMaxUnauth.
 	MaxUnauth int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For the audit log
+	// believes: a request from one of them is recorded with the client the header
+	// names. None by default (the header is ignored).
+	TrustedProxies []netip.Prefix
 }
 
 // Limits of the HTTP server. Requests without a valid credential (the login page and
@@ -262,7 +267,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					writeProblem(w, http.StatusUnauthorized, "missing, wrong or revoked token: send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`, or one an admin made with `mosaic token create`)")
 					return
 				}
-				r = withCaller(r, caller)
+				r = s.withCaller(r, caller)
 			default:
 				_, sess, ok := s.sessions.FromRequest(r)
 				if !ok {
@@ -288,13 +293,16 @@ func (s *Server) guard(next http.Handler) http.Handler {
 						"sign in again with a valid token at /login")
 					return
 				}
-				r = withCaller(r, caller)
+				r = s.withCaller(r, caller)
 			}
 			// The Globus sign-in decides whose Globus identity the whole core uses: an
 			// admin's decision, not any user's.
 			if strings.HasPrefix(r.URL.Path, "/auth/") && !model.CallerOf(r.Context()).Admin {
 				writeProblem(w, http.StatusForbidden, "the Globus sign-in sets the identity the whole core uses, so it needs an admin; ask one (`mosaic users list` shows who is)")
 				return
+			}
+			if (r.URL.Path == "/auth/login" || r.URL.Path == "/auth/logout") && s.core != nil {
+				s.core.RecordAudit(r.Context(), "globus."+strings.TrimPrefix(r.URL.Path, "/auth/"), "", "the core's Globus identity")
 			}
 			if r.URL.Path == "/api/status" && r.URL.Query().Get("format") == "text" {
 				s.statusText(w, r)
@@ -409,9 +417,43 @@ const userTokenPrefix = "mos_"
 
 // withCaller puts the authenticated caller, with the client's address, in the
 // request's context: the core's ownership checks and the audit log read it there.
-func withCaller(r *http.Request, c model.Caller) *http.Request {
-	c.Remote = r.RemoteAddr
+func (s *Server) withCaller(r *http.Request, c model.Caller) *http.Request {
+	c.Remote = ClientAddr(r, s.opts.TrustedProxies)
 	return r.WithContext(model.WithCaller(r.Context(), c))
+}
+
+// ClientAddr is the client of a request for the audit log: its peer address, or, when
+// the peer is one of the trusted reverse proxies, the nearest address in
+// X-Forwarded-For that is not a trusted proxy (recorded as "ADDR via PEER"). A header
+// from any other peer is ignored, so it cannot be forged.
+func ClientAddr(r *http.Request, trusted []netip.Prefix) string {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil || len(trusted) == 0 || !inPrefixes(peer.Addr().Unmap(), trusted) {
+		return r.RemoteAddr
+	}
+	var hops []string
+	for _, h := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(h, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break // a malformed hop: believe nothing further left
+		}
+		if !inPrefixes(a.Unmap(), trusted) {
+			return a.String() + " via " + r.RemoteAddr
+		}
+	}
+	return r.RemoteAddr
+}
+
+func inPrefixes(a netip.Addr, ps []netip.Prefix) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // bearerToken extracts the token of an "Authorization: Bearer <token>" header value.
@@ -443,7 +485,7 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 				"(the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`, or one an admin made with `mosaic token create`)")
 			return
 		}
-		next.ServeHTTP(w, withCaller(r, caller))
+		next.ServeHTTP(w, s.withCaller(r, caller))
 	})
 }
 
