@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
 	"github.com/mosaic-hpc/mosaic/internal/transport/connect"
 )
@@ -67,47 +68,59 @@ func (p *Provider) forOwner(owner string) (*Provider, error) {
 }
 
 // groupByOwner splits keys (job ids or tags) by the provider of their owner; keys
-// whose owner is unknown (not Mosaic's, or older than users) go to p.
-func (p *Provider) groupByOwner(ctx context.Context, keys []string, owners map[string]string) (map[*Provider][]string, error) {
-	out := map[*Provider][]string{}
+// whose owner is unknown (not Mosaic's, or older than users) go to p. A key whose
+// owner has no identity here is left out with its error in failed, so one such job
+// does not stop the calls about everyone else's.
+func (p *Provider) groupByOwner(keys []string, owners map[string]string) (groups map[*Provider][]string, failed map[string]error) {
+	groups = map[*Provider][]string{}
 	for _, k := range keys {
 		q, err := p.forOwner(owners[k])
 		if err != nil {
-			return nil, err
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[k] = err
+			continue
 		}
-		out[q] = append(out[q], k)
+		groups[q] = append(groups[q], k)
 	}
-	return out, nil
+	return groups, failed
 }
 
-// byJobs groups job ids by the provider that acts for their owner.
-func (p *Provider) byJobs(ctx context.Context, ids []string) (map[*Provider][]string, error) {
+// byJobs groups job ids by the provider that acts for their owner; failed holds the
+// ids whose owner has no identity here.
+func (p *Provider) byJobs(ctx context.Context, ids []string) (map[*Provider][]string, map[string]error, error) {
 	if !p.perUser() {
-		return map[*Provider][]string{p: ids}, nil
+		return map[*Provider][]string{p: ids}, nil, nil
 	}
 	owners, err := p.owners.JobOwners(ctx, p.sys.Name, ids)
 	if err != nil {
-		return nil, fmt.Errorf("%s: whose jobs %s are: %w", p.sys.Name, strings.Join(ids, ","), err)
+		return nil, nil, fmt.Errorf("%s: whose jobs %s are: %w", p.sys.Name, strings.Join(ids, ","), err)
 	}
-	return p.groupByOwner(ctx, ids, owners)
+	g, failed := p.groupByOwner(ids, owners)
+	return g, failed, nil
 }
 
 // byTags groups tags by the provider that acts for their owner.
-func (p *Provider) byTags(ctx context.Context, tags []string) (map[*Provider][]string, error) {
+func (p *Provider) byTags(ctx context.Context, tags []string) (map[*Provider][]string, map[string]error, error) {
 	if !p.perUser() {
-		return map[*Provider][]string{p: tags}, nil
+		return map[*Provider][]string{p: tags}, nil, nil
 	}
 	owners, err := p.owners.TagOwners(ctx, tags)
 	if err != nil {
-		return nil, fmt.Errorf("%s: whose jobs %s are: %w", p.sys.Name, strings.Join(tags, ","), err)
+		return nil, nil, fmt.Errorf("%s: whose jobs %s are: %w", p.sys.Name, strings.Join(tags, ","), err)
 	}
-	return p.groupByOwner(ctx, tags, owners)
+	g, failed := p.groupByOwner(tags, owners)
+	return g, failed, nil
 }
 
 // forJob is the provider acting for one job's owner.
 func (p *Provider) forJob(ctx context.Context, id string) (*Provider, error) {
-	g, err := p.byJobs(ctx, []string{id})
+	g, failed, err := p.byJobs(ctx, []string{id})
 	if err != nil {
+		return nil, err
+	}
+	if err := failed[id]; err != nil {
 		return nil, err
 	}
 	for q := range g {
@@ -118,8 +131,11 @@ func (p *Provider) forJob(ctx context.Context, id string) (*Provider, error) {
 
 // forTag is the provider acting for the owner of the job tagged tag.
 func (p *Provider) forTag(ctx context.Context, tag string) (*Provider, error) {
-	g, err := p.byTags(ctx, []string{tag})
+	g, failed, err := p.byTags(ctx, []string{tag})
 	if err != nil {
+		return nil, err
+	}
+	if err := failed[tag]; err != nil {
 		return nil, err
 	}
 	for q := range g {
@@ -131,13 +147,14 @@ func (p *Provider) forTag(ctx context.Context, tag string) (*Provider, error) {
 // eachOwner calls fn once per owner's provider with that owner's keys (job ids, or
 // tags with byTags), when calls are routed by owner; routed is false otherwise (the
 // caller then acts as the system's own identity). fn must call the provider's
-// unrouted implementation.
-func (p *Provider) eachOwner(ctx context.Context, keys []string, group func(context.Context, []string) (map[*Provider][]string, error),
+// unrouted implementation. Keys whose owner has no identity here are not asked
+// about: err is then a *provider.PartialError naming them (after fn ran for the rest).
+func (p *Provider) eachOwner(ctx context.Context, keys []string, group func(context.Context, []string) (map[*Provider][]string, map[string]error, error),
 	fn func(q *Provider, keys []string) error) (routed bool, err error) {
 	if !p.perUser() {
 		return false, nil
 	}
-	groups, err := group(ctx, keys)
+	groups, failed, err := group(ctx, keys)
 	if err != nil {
 		return true, err
 	}
@@ -145,6 +162,9 @@ func (p *Provider) eachOwner(ctx context.Context, keys []string, group func(cont
 		if err := fn(q, ks); err != nil {
 			return true, err
 		}
+	}
+	if len(failed) > 0 {
+		return true, &provider.PartialError{System: p.sys.Name, Failed: failed}
 	}
 	return true, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
 )
@@ -144,5 +145,55 @@ func TestPerUserRoutingLocal(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "alice ") || !strings.HasSuffix(lines[0], " 1") ||
 		!strings.HasPrefix(lines[1], "shared ") || !strings.HasSuffix(lines[1], " 3") {
 		t.Fatalf("calls:\n%s", got)
+	}
+}
+
+// TestMixedOwnerBatch: one job whose owner has no identity does not stop the batch:
+// a cancel of alice's, bob's (no identity) and an unowned job cancels alice's and the
+// unowned one and reports bob's in a PartialError; a status query does the same.
+func TestMixedOwnerBatch(t *testing.T) {
+	bin := t.TempDir()
+	log := filepath.Join(bin, "calls")
+	script := "#!/bin/sh\necho \"$MOSAIC_AS $0 $*\" >> " + log + "\n"
+	for _, n := range []string{"sacct", "squeue", "scancel"} {
+		if err := os.WriteFile(filepath.Join(bin, n), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sys := site.System{Name: "loc", Kind: site.KindLocal, Dialect: site.DialectSlurm, Accounts: []string{"shared"},
+		Users: []site.UserIdentity{{Name: "alice", Account: "proj-a"}}}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	p, err := New(sys, WithOwners(owners{jobs: map[string]string{"1": "alice", "2": "bob"}}), WithLocalEnv("MOSAIC_AS=shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.ForOwner("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.tr.(*transport.Local).Env = append(slices.Clone(q.tr.(*transport.Local).Env), "MOSAIC_AS=alice")
+	err = p.Cancel(context.Background(), []string{"1", "2", "3"})
+	failed, partial := provider.Partial(err)
+	if !partial || len(failed) != 1 || !errors.Is(failed["2"], site.ErrNoIdentity) || !strings.Contains(err.Error(), "2") {
+		t.Fatalf("mixed cancel: %v, want a PartialError naming bob's job 2 only", err)
+	}
+	b, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	slices.Sort(lines)
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "alice ") || !strings.HasSuffix(lines[0], " 1") ||
+		!strings.HasPrefix(lines[1], "shared ") || !strings.HasSuffix(lines[1], " 3") {
+		t.Fatalf("calls:\n%s", b)
+	}
+	os.Remove(log)
+	res, err := p.Status(context.Background(), []string{"1", "2", "3"})
+	if failed, partial := provider.Partial(err); !partial || len(failed) != 1 || failed["2"] == nil || res == nil {
+		t.Fatalf("mixed status: %v %v, want an answer and a PartialError naming job 2", res, err)
+	}
+	b, _ = os.ReadFile(log)
+	if strings.Contains(string(b), ",2") || strings.Contains(string(b), " 2\n") {
+		t.Fatalf("bob's job was asked about under another identity:\n%s", b)
+	}
+	if !strings.Contains(string(b), "alice ") || !strings.Contains(string(b), "shared ") {
+		t.Fatalf("the routable jobs were not asked about:\n%s", b)
 	}
 }

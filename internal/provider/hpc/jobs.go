@@ -73,7 +73,9 @@ func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, erro
 }
 
 // Status reports many jobs with one remote call per MaxIDsPerCall ids (two on Slurm
-// sites without accounting).
+// sites without accounting). On a system with per-user identities, jobs whose owner
+// has none are not asked about: the answer holds the others, with a
+// *provider.PartialError naming them (Cancel, CancelPending and FindByTag alike).
 func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error) {
 	res := map[string]model.JobStatus{}
 	if routed, err := p.eachOwner(ctx, dedupe(jobIDs), p.byJobs, func(q *Provider, ids []string) error {
@@ -81,10 +83,10 @@ func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]mode
 		maps.Copy(res, got)
 		return err
 	}); routed {
-		if err != nil {
+		if _, partial := provider.Partial(err); err != nil && !partial {
 			return nil, err
 		}
-		return res, nil
+		return res, err // with a PartialError, res holds the jobs that were asked about
 	}
 	return p.statusAll(ctx, jobIDs)
 }
@@ -233,10 +235,10 @@ func (p *Provider) FindByTag(ctx context.Context, tags []string) (map[string]mod
 		merge(res, got)
 		return err
 	}); routed {
-		if err != nil {
+		if _, partial := provider.Partial(err); err != nil && !partial {
 			return nil, err
 		}
-		return res, nil
+		return res, err // with a PartialError, res holds the tags that were looked up
 	}
 	return p.findByTagAll(ctx, tags)
 }
