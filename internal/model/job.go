@@ -80,6 +80,9 @@ type JobSpec struct {
 	// NoSiteEnvScript: the command sources the site's env script itself (a campaign
 	// slice does, after redirecting into its log), so the dialect must not.
 	NoSiteEnvScript bool `json:"no_site_env_script,omitempty"`
+	// Owner is the Mosaic user whose task this is (placement sets it): a start estimate
+	// runs under their site identity and account, as their job would.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Validate checks the fields every provider needs.

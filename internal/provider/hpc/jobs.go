@@ -286,10 +286,21 @@ func merge(dst, src map[string]model.JobStatus) {
 
 // EstimateStart uploads the script for spec under a separate name and asks the
 // scheduler when it would start (sbatch --test-only); provider.ErrUnsupported when the
-// dialect cannot tell.
+// dialect cannot tell. It runs under the identity of spec.Owner (refused when they
+// have none here), as their job would.
 func (p *Provider) EstimateStart(ctx context.Context, spec model.JobSpec) (time.Time, error) {
 	if p.d.EstimateCommand("x") == nil {
 		return time.Time{}, fmt.Errorf("%s: start estimate with %s: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
+	}
+	if p.perUser() { // as the task's owner would submit it (identity.go)
+		q, err := p.forOwner(spec.Owner)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s: start estimate for %s: %w", p.sys.Name, spec.Owner, err)
+		}
+		if q != p {
+			spec.Account = q.userAccount(spec.Account)
+			return q.EstimateStart(ctx, spec)
+		}
 	}
 	spec.Tag = spec.Tag + "-estimate"
 	_, files, script, err := p.prepare(spec)
