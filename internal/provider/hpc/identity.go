@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,12 @@ func (p *Provider) forOwner(owner string) (*Provider, error) {
 	if sub, ok := p.subs[owner]; ok {
 		return sub, nil
 	}
+	if id.IdentityFile != "" {
+		if _, err := os.Stat(expandHome(id.IdentityFile)); err != nil {
+			return nil, fmt.Errorf("%s: the ssh key of %s (%s) cannot be read: %w; fix the identity of %s under users: in sites.yaml",
+				p.sys.Name, owner, id.IdentityFile, err, owner)
+		}
+	}
 	sys := p.sys.WithIdentity(id)
 	sub := &Provider{sys: sys, kind: p.kind, now: p.now, log: p.log.With("owner", owner), user: sys.User,
 		protected: p.protected, conn: p.conn, d: p.d, endpoint: connect.Endpoint(sys)}
@@ -58,6 +65,10 @@ func (p *Provider) forOwner(owner string) (*Provider, error) {
 		// A control master of its own: ssh's %C names the login, not the key, so two
 		// users mapped to one login would otherwise share the first one's connection.
 		s.ControlDir = filepath.Join(cmp.Or(s.ControlDir, transport.DefaultControlDir()), "u-"+owner)
+		if id.IdentityFile != "" {
+			// Only the user's key: never the agent's or the ssh config's (the service's).
+			s.IdentitiesOnly, s.NoAgent = true, true
+		}
 	}
 	sub.tr = tr
 	if p.subs == nil {
@@ -65,6 +76,16 @@ func (p *Provider) forOwner(owner string) (*Provider, error) {
 	}
 	p.subs[owner] = sub
 	return sub, nil
+}
+
+// expandHome resolves a leading ~/ as ssh does.
+func expandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return p
 }
 
 // groupByOwner splits keys (job ids or tags) by the provider of their owner; keys

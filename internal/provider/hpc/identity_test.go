@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/site"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
@@ -51,7 +53,13 @@ func TestPerUserSSHCommandLine(t *testing.T) {
 	if err := os.Chmod(ctl, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(usersSystem(), WithOwners(owners{}))
+	sys := usersSystem()
+	key := filepath.Join(t.TempDir(), "alice")
+	if err := os.WriteFile(key, []byte("key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sys.Users[0].Identity = key
+	p, err := New(sys, WithOwners(owners{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +80,10 @@ func TestPerUserSSHCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := strings.Join(qa, " ")
-	if !strings.Contains(line, "-i /keys/alice") || !strings.Contains(line, "-l al") || strings.Contains(line, "/keys/svc") {
+	if !strings.Contains(line, "-i "+key+" -o IdentitiesOnly=yes -o IdentityAgent=none") || !strings.Contains(line, "-l al") || strings.Contains(line, "/keys/svc") {
 		t.Fatalf("alice's ssh line: %s", line)
 	}
-	if !strings.Contains(strings.Join(pa, " "), "-i /keys/svc -l svc") {
+	if !strings.Contains(strings.Join(pa, " "), "-i /keys/svc -l svc") || strings.Contains(strings.Join(pa, " "), "IdentitiesOnly") {
 		t.Fatalf("shared ssh line: %v", pa)
 	}
 	if cp := controlPath(qa); cp == controlPath(pa) || !strings.Contains(cp, "u-alice") {
@@ -94,6 +102,15 @@ func TestPerUserSSHCommandLine(t *testing.T) {
 	}
 	if _, err := p.ForOwner("mallory"); !errors.Is(err, site.ErrNoIdentity) {
 		t.Fatalf("mallory: %v, want ErrNoIdentity", err)
+	}
+	// A per-user key that is not there is refused, naming it, not replaced by another.
+	sys.Users = append(sys.Users, site.UserIdentity{Name: "dan", User: "dan", Identity: filepath.Join(t.TempDir(), "gone")})
+	p2, err := New(sys, WithOwners(owners{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p2.ForOwner("dan"); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("dan's missing key: %v, want a refusal naming it", err)
 	}
 }
 
@@ -195,5 +212,55 @@ func TestMixedOwnerBatch(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "alice ") || !strings.Contains(string(b), "shared ") {
 		t.Fatalf("the routable jobs were not asked about:\n%s", b)
+	}
+}
+
+// TestEstimatesRunAsTheOwner: start estimates (sbatch --test-only) run under the task
+// owner's identity and charge their account, single or batched; an owner without an
+// identity is refused (that spec's error), never estimated under the shared login.
+func TestEstimatesRunAsTheOwner(t *testing.T) {
+	bin := t.TempDir()
+	log := filepath.Join(bin, "calls")
+	// A stand-in sbatch --test-only: records who ran it and the script's account.
+	script := "#!/bin/sh\nf=\"$2\"\nacct=$(grep -o 'account=[a-z-]*' \"$f\" | head -1)\necho \"$MOSAIC_AS $acct\" >> " + log +
+		"\necho 'sbatch: Job 4 to start at 2030-01-02T03:04:05 using 1 processors on nodes n1 in partition cpu' >&2\n"
+	if err := os.WriteFile(filepath.Join(bin, "sbatch"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sys := site.System{Name: "loc", Kind: site.KindLocal, Dialect: site.DialectSlurm, Accounts: []string{"shared"}, WorkDir: t.TempDir(),
+		Users: []site.UserIdentity{{Name: "alice", Account: "proj-a"}}}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	p, err := New(sys, WithOwners(owners{}), WithLocalEnv("MOSAIC_AS=shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.ForOwner("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.tr.(*transport.Local).Env = append(slices.Clone(q.tr.(*transport.Local).Env), "MOSAIC_AS=alice")
+	spec := func(owner string) model.JobSpec {
+		return model.JobSpec{Tag: "mosaic-t-1", Name: "t", System: "loc", Partition: "cpu", Account: "shared", Nodes: 1, NTasks: 1,
+			CPUsPerTask: 1, Walltime: model.Duration(time.Minute), Command: "true", Owner: owner}
+	}
+	if _, err := p.EstimateStart(context.Background(), spec("alice")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EstimateStart(context.Background(), spec("bob")); !errors.Is(err, site.ErrNoIdentity) {
+		t.Fatalf("bob's estimate: %v, want ErrNoIdentity", err)
+	}
+	res, err := p.EstimateStarts(context.Background(), []model.JobSpec{spec("alice"), spec("bob"), spec("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Err != nil || res[2].Err != nil || !errors.Is(res[1].Err, site.ErrNoIdentity) {
+		t.Fatalf("batched estimates: %+v, want alice's and the unowned one, bob's refused", res)
+	}
+	b, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	slices.Sort(lines)
+	want := []string{"alice account=proj-a", "alice account=proj-a", "shared account=shared"}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("estimates ran as:\n%s\nwant %v", b, want)
 	}
 }
