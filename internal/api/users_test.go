@@ -89,7 +89,7 @@ func TestOwnership403Matrix(t *testing.T) {
 		{"GET", "/api/events?task=" + id},
 	} {
 		st, b := call(t, hs, c.method, c.path, bob, nil)
-		if st != http.StatusForbidden || !strings.Contains(string(b), "belongs to another user") {
+		if st != http.StatusForbidden || !strings.Contains(string(b), "no task ") {
 			t.Errorf("bob %s %s: %d %s, want 403 naming the reason", c.method, c.path, st, b)
 		}
 	}
@@ -249,6 +249,34 @@ func TestTokensNeverLogged(t *testing.T) {
 	for _, b := range bodies {
 		if strings.Contains(b, secret) {
 			t.Fatalf("an answer repeats the token: %s", b)
+		}
+	}
+}
+
+// TestUnknownTaskIs403ForUsers: a non-admin asking about a task id that does not exist
+// gets the same 403 (same words) as for another user's task, so ids do not leak; an
+// admin gets 404.
+func TestUnknownTaskIs403ForUsers(t *testing.T) {
+	hs, _ := coreServer(t, Options{Token: "tok"})
+	alice := newUserToken(t, hs, "alice", false).Token
+	bob := newUserToken(t, hs, "bob", false).Token
+	var res v1.SubmitResult
+	mustCall(t, hs, "POST", "/api/tasks", alice, submitBody, http.StatusCreated, &res)
+	id := res.Task.ID
+	const unknown = "zzzzzzzz"
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/api/tasks/%s"}, {"POST", "/api/tasks/%s/cancel"}, {"GET", "/api/tasks/%s/logs"}, {"GET", "/api/events?task=%s"},
+	} {
+		stOther, bOther := call(t, hs, c.method, strings.Replace(c.path, "%s", id, 1), bob, nil)
+		stNone, bNone := call(t, hs, c.method, strings.Replace(c.path, "%s", unknown, 1), bob, nil)
+		if stOther != http.StatusForbidden || stNone != http.StatusForbidden {
+			t.Fatalf("%s %s: bob gets %d for alice's task and %d for an unknown id, want 403 for both", c.method, c.path, stOther, stNone)
+		}
+		if strings.ReplaceAll(string(bOther), id, "ID") != strings.ReplaceAll(string(bNone), unknown, "ID") {
+			t.Fatalf("%s %s: the answers differ:\n%s\n%s", c.method, c.path, bOther, bNone)
+		}
+		if st, b := call(t, hs, c.method, strings.Replace(c.path, "%s", unknown, 1), "tok", nil); st != http.StatusNotFound {
+			t.Fatalf("%s %s: the admin gets %d %s for an unknown id, want 404", c.method, c.path, st, b)
 		}
 	}
 }

@@ -74,12 +74,19 @@ func (c *Core) Whoami(ctx context.Context) model.Caller { return model.CallerOf(
 
 // checkOwner refuses a task the caller does not own (admins own everything).
 func checkOwner(ctx context.Context, id, owner string) error {
-	caller := model.CallerOf(ctx)
-	if caller.Owns(owner) {
+	if model.CallerOf(ctx).Owns(owner) {
 		return nil
 	}
-	return fmt.Errorf("task %s belongs to another user, and %s is not an admin: a user reads and acts on their own tasks only "+
-		"(`mosaic tasks` lists yours; ask an admin to act on it): %w", id, caller.Name, ErrForbidden)
+	return notYours(ctx, id)
+}
+
+// notYours is the refusal of a task id a non-admin caller does not own: the same
+// answer (403, same words) whether another user owns it or no task has that id, so a
+// user cannot learn which ids exist. Admins are told 404 for an unknown id.
+func notYours(ctx context.Context, id string) error {
+	caller := model.CallerOf(ctx)
+	return fmt.Errorf("no task %s of yours: a user reads and acts on their own tasks only, and %s is not an admin "+
+		"(`mosaic tasks` lists yours; ask an admin to act on another user's): %w", id, caller.Name, ErrForbidden)
 }
 
 // requireAdmin refuses a non-admin caller.
