@@ -2,16 +2,20 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
+	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // call makes one request with a bearer token and returns the status and body.
@@ -278,5 +282,25 @@ func TestUnknownTaskIs403ForUsers(t *testing.T) {
 		if st, b := call(t, hs, c.method, strings.Replace(c.path, "%s", unknown, 1), "tok", nil); st != http.StatusNotFound {
 			t.Fatalf("%s %s: the admin gets %d %s for an unknown id, want 404", c.method, c.path, st, b)
 		}
+	}
+}
+
+// TestAuditPagingAtMaxPage: a page of the largest size still says where the next one
+// starts when there are more entries (the store answers one more than the page).
+func TestAuditPagingAtMaxPage(t *testing.T) {
+	hs, c := coreServer(t, Options{Token: "tok"})
+	ctx := model.WithCaller(context.Background(), model.LocalCaller())
+	for i := range core.MaxAuditPage + 5 {
+		c.RecordAudit(ctx, "test.fill", strconv.Itoa(i), "")
+	}
+	var page v1.AuditPage
+	mustCall(t, hs, "GET", "/api/audit?limit="+strconv.Itoa(core.MaxAuditPage), "tok", nil, 200, &page)
+	if len(page.Entries) != core.MaxAuditPage || page.NextBefore == 0 {
+		t.Fatalf("a full page of %d: %d entries, next_before %d; want the page and a next_before", core.MaxAuditPage, len(page.Entries), page.NextBefore)
+	}
+	var rest v1.AuditPage
+	mustCall(t, hs, "GET", "/api/audit?limit="+strconv.Itoa(core.MaxAuditPage)+"&before="+strconv.FormatInt(page.NextBefore, 10), "tok", nil, 200, &rest)
+	if len(rest.Entries) != 5 || rest.NextBefore != 0 {
+		t.Fatalf("the last page: %d entries, next_before %d; want 5 and none", len(rest.Entries), rest.NextBefore)
 	}
 }

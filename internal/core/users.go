@@ -147,6 +147,9 @@ type AuditEntry = store.AuditEntry
 // AuditQuery filters the audit log.
 type AuditQuery = store.AuditQuery
 
+// MaxAuditPage is the largest page of the audit log (GET /api/audit?limit=).
+const MaxAuditPage = store.MaxAuditPage
+
 // EnsureLocalUser stores the implicit laptop admin (model.LocalUser) if missing, so
 // that it shows in `mosaic users list` and owns the tasks stored before users existed.
 func (c *Core) EnsureLocalUser(ctx context.Context) error {
