@@ -54,7 +54,7 @@ type Owner struct {
 type Sessions struct {
 	mu       sync.Mutex
 	codes    map[[32]byte]code     // hash(code) → expiry and owner
-	sessions map[[32]byte]*Session  // hash(session id) → session
+	sessions map[[32]byte]*Session // hash(session id) → session
 	now      func() time.Time
 }
 
