@@ -466,9 +466,6 @@ func bearerToken(h string) (string, bool) {
 	return tok, tok != ""
 }
 
-// tokenOK compares a presented token with the API token in constant time.
-func (s *Server) tokenOK(tok string) bool { return TokenChecker(s.opts.Token)(tok) }
-
 // TokenChecker returns a constant-time check of a presented token against token
 // (the web UI's paste-the-token login uses it).
 func TokenChecker(token string) func(string) bool {
