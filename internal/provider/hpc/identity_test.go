@@ -123,14 +123,13 @@ func controlPath(args []string) string {
 	return ""
 }
 
-// TestPerUserRoutingLocal: on a kind-local system each call about a job goes through
-// its owner's provider: a job of a user without an identity is refused, not queried
-// under the shared one; with no users: nothing is routed.
-func TestPerUserRoutingLocal(t *testing.T) {
+// localUsersProvider is a kind-local Slurm system whose users: list alice only, with
+// job 1 alice's and job 2 bob's, over stand-ins for the Slurm commands that record who
+// ran them in the returned log (MOSAIC_AS is in each provider's transport environment).
+func localUsersProvider(t *testing.T) (*Provider, string) {
+	t.Helper()
 	bin := t.TempDir()
 	log := filepath.Join(bin, "calls")
-	// Stand-ins for the Slurm commands that record who ran them: MOSAIC_AS is in
-	// each provider's transport environment.
 	script := "#!/bin/sh\necho \"$MOSAIC_AS $0 $*\" >> " + log + "\n"
 	for _, n := range []string{"sacct", "squeue", "scancel"} {
 		if err := os.WriteFile(filepath.Join(bin, n), []byte(script), 0o755); err != nil {
@@ -149,6 +148,14 @@ func TestPerUserRoutingLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.tr.(*transport.Local).Env = append(slices.Clone(q.tr.(*transport.Local).Env), "MOSAIC_AS=alice")
+	return p, log
+}
+
+// TestPerUserRoutingLocal: on a kind-local system each call about a job goes through
+// its owner's provider: a job of a user without an identity is refused, not queried
+// under the shared one; with no users: nothing is routed.
+func TestPerUserRoutingLocal(t *testing.T) {
+	p, log := localUsersProvider(t)
 	if err := p.Cancel(context.Background(), []string{"1", "3"}); err != nil {
 		t.Fatal(err)
 	}
@@ -169,27 +176,8 @@ func TestPerUserRoutingLocal(t *testing.T) {
 // a cancel of alice's, bob's (no identity) and an unowned job cancels alice's and the
 // unowned one and reports bob's in a PartialError; a status query does the same.
 func TestMixedOwnerBatch(t *testing.T) {
-	bin := t.TempDir()
-	log := filepath.Join(bin, "calls")
-	script := "#!/bin/sh\necho \"$MOSAIC_AS $0 $*\" >> " + log + "\n"
-	for _, n := range []string{"sacct", "squeue", "scancel"} {
-		if err := os.WriteFile(filepath.Join(bin, n), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sys := site.System{Name: "loc", Kind: site.KindLocal, Dialect: site.DialectSlurm, Accounts: []string{"shared"},
-		Users: []site.UserIdentity{{Name: "alice", Account: "proj-a"}}}
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	p, err := New(sys, WithOwners(owners{jobs: map[string]string{"1": "alice", "2": "bob"}}), WithLocalEnv("MOSAIC_AS=shared"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := p.ForOwner("alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.tr.(*transport.Local).Env = append(slices.Clone(q.tr.(*transport.Local).Env), "MOSAIC_AS=alice")
-	err = p.Cancel(context.Background(), []string{"1", "2", "3"})
+	p, log := localUsersProvider(t)
+	err := p.Cancel(context.Background(), []string{"1", "2", "3"})
 	failed, partial := provider.Partial(err)
 	if !partial || len(failed) != 1 || !errors.Is(failed["2"], site.ErrNoIdentity) || !strings.Contains(err.Error(), "2") {
 		t.Fatalf("mixed cancel: %v, want a PartialError naming bob's job 2 only", err)
