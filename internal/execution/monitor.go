@@ -250,8 +250,12 @@ func (e *Engine) noteUnroutable(ctx context.Context, a *model.Attempt, why error
 		return
 	}
 	e.o.Logger.Warn("job status not readable: its owner has no site identity", "tag", a.Tag, "job", a.JobID, "err", why)
+	what := "job " + a.JobID
+	if a.JobID == "" {
+		what = "the job tagged " + a.Tag
+	}
 	if err := e.o.Store.AppendEventsErr(ctx, ev(a.TaskID, a.N, a.System, "transition",
-		"job "+a.JobID+" cannot be monitored on "+a.System+": its owner has no site identity there",
+		what+" cannot be monitored on "+a.System+": its owner has no site identity there",
 		why.Error()+"; give the owner an entry under the system's users: in sites.yaml (or default_identity: shared) to follow it again",
 		model.ActorSystem)); err != nil {
 		e.o.Logger.Error("recording an unmonitorable job", "tag", a.Tag, "err", err)

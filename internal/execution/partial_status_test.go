@@ -103,3 +103,73 @@ func TestUnroutableJobDoesNotStopMonitoring(t *testing.T) {
 		t.Fatalf("the blocked task became %s without its site's word", tr.State)
 	}
 }
+
+// FindByTag looks up every tag but the blocked ones, reported in a PartialError.
+func (u *unroutableSite) FindByTag(ctx context.Context, tags []string) (map[string]model.JobStatus, error) {
+	u.mu.Lock()
+	var ask []string
+	failed := map[string]error{}
+	for _, tag := range tags {
+		if u.blocked[tag] {
+			failed[tag] = errors.New("no site identity for this user")
+		} else {
+			ask = append(ask, tag)
+		}
+	}
+	u.mu.Unlock()
+	res, err := u.Provider.FindByTag(ctx, ask)
+	if err != nil {
+		return nil, err
+	}
+	if len(failed) > 0 {
+		return res, &provider.PartialError{System: "A", Failed: failed}
+	}
+	return res, nil
+}
+
+// TestUnroutableOrphanDoesNotStopRecovery: after a restart, a submit of unknown outcome
+// whose owner has no identity is left as it is (with an event), and the others on the
+// same system are settled.
+func TestUnroutableOrphanDoesNotStopRecovery(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	site := &unroutableSite{Provider: newSimSite(t, "A"), blocked: map[string]bool{model.JobTag("oblk", 1): true}}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, task := range []string{"ook", "oblk"} {
+		newTask(t, st, task, "echo hi")
+		spec := specFor(&model.Task{Command: "echo hi"})
+		spec.Tag, spec.System, spec.Partition, spec.Account, spec.Name = model.JobTag(task, 1), "A", "cpu", "acct", task
+		if err := st.CreateAttempt(ctx, &model.Attempt{TaskID: task, N: 1, Tag: spec.Tag, System: "A", Partition: "cpu", Account: "acct",
+			Spec: spec, State: model.JobSubmitting, CreatedAt: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	e := New(Options{Store: st, Providers: provMap{"A": site}, Placer: fixedPlacer{"A"}})
+	if err := e.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ok, _ := st.Attempts(ctx, "ook")
+	if len(ok) != 1 || ok[0].State == model.JobSubmitting {
+		t.Fatalf("the routable orphan was not settled: %+v", ok)
+	}
+	blk, _ := st.Attempts(ctx, "oblk")
+	if len(blk) != 1 || blk[0].State != model.JobSubmitting {
+		t.Fatalf("the unroutable orphan changed without its site's word: %+v", blk)
+	}
+	evs, err := st.Events(ctx, store.EventQuery{TaskID: "oblk", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said bool
+	for _, ev := range evs {
+		said = said || strings.Contains(ev.Message, "cannot be monitored")
+	}
+	if !said {
+		t.Fatalf("no event says why the unroutable orphan is left: %+v", evs)
+	}
+}
