@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -28,7 +29,7 @@ func newServeCmd() *cobra.Command {
 	var sites, addr string
 	var tick time.Duration
 	var speed float64
-	var allowHosts []string
+	var allowHosts, trustedProxies []string
 	var headless bool
 	var unauthTimeout time.Duration
 	var logFormat string
@@ -89,7 +90,16 @@ the CLI reads it from there.`,
 			if err != nil {
 				return err
 			}
-			return serve(cmd, cfg, env, log, headless, unauthTimeout)
+			if !f.Changed("trusted-proxy") {
+				if v, ok := env("MOSAIC_TRUSTED_PROXIES"); ok && strings.TrimSpace(v) != "" {
+					trustedProxies = strings.Split(v, ",")
+				}
+			}
+			proxies, err := parseTrustedProxies(trustedProxies)
+			if err != nil {
+				return err
+			}
+			return serve(cmd, cfg, env, log, headless, unauthTimeout, proxies)
 		},
 	}
 	f := cmd.Flags()
@@ -99,6 +109,7 @@ the CLI reads it from there.`,
 	f.Float64Var(&speed, "speed", 0, "simulated seconds per real second (default 60; env MOSAIC_SIM_SPEED)")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "accept requests for this Host name besides loopback names (repeatable)")
 	f.BoolVar(&headless, "headless", false, "serve the API only, without the web UI")
+	f.StringSliceVar(&trustedProxies, "trusted-proxy", nil, "a reverse proxy (CIDR or address) whose X-Forwarded-For the audit log believes (repeatable; env MOSAIC_TRUSTED_PROXIES, comma-separated; default none)")
 	f.StringVar(&logFormat, "log-format", "text", "log format on stderr: text (logfmt) or json (one object a line); env MOSAIC_LOG_FORMAT")
 	// How long a request without a valid credential may take to send its headers and
 	// body (and to read its answer); hidden: tests shorten it.
@@ -129,7 +140,28 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Logger, headless bool, unauthTimeout time.Duration) error {
+// parseTrustedProxies reads --trusted-proxy values: CIDRs or single addresses.
+func parseTrustedProxies(vs []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range vs {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxy %q: want a CIDR (10.0.0.0/8) or an address (127.0.0.1)", v)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}
+
+func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Logger, headless bool, unauthTimeout time.Duration, proxies []netip.Prefix) error {
 	// Claim the port first: a busy port must fail before anything else starts.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -167,7 +199,8 @@ func serve(cmd *cobra.Command, cfg *config.Config, env config.Env, log *slog.Log
 	defer c.Close()
 	c.SetCampaignsRoot(campaign.CampaignsRoot(cfg.StateDir))
 	// The HTTP server: the API with the web UI and /mcp (over this core, in process).
-	opts := server.Options{Options: api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, UnauthTimeout: unauthTimeout},
+	opts := server.Options{Options: api.Options{Token: token, AllowHosts: cfg.AllowHosts, Logger: log, UnauthTimeout: unauthTimeout,
+		TrustedProxies: proxies},
 		Headless: headless}
 	if w := auth.NewWebSignIn(g.Resolver); w != nil {
 		opts.SignIn = w // Globus web sign-in (GLOBUS_CLIENT_ID/SECRET configured)

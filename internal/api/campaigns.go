@@ -52,7 +52,7 @@ func (s *Server) registerCampaigns() {
 		Errors:      apiErrors(),
 		Description: "Runs launched from this machine (the campaigns directory), newest first: run id, campaign name, sites, launch time and state.",
 	}, func(ctx context.Context, _ *struct{}) (*campaignRunsOut, error) {
-		runs, err := s.core.CampaignRuns()
+		runs, err := s.core.CampaignRuns(ctx)
 		if err != nil {
 			return nil, toHTTP(ctx, err)
 		}

@@ -8,12 +8,15 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"reflect"
@@ -54,6 +57,10 @@ type Options struct {
 	// MaxUnauth bounds requests without a valid credential in progress at once; more
 	// are answered 503 with Retry-After. 0 = DefaultMaxUnauth.
 	MaxUnauth int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For the audit log
+	// believes: a request from one of them is recorded with the client the header
+	// names. None by default (the header is ignored).
+	TrustedProxies []netip.Prefix
 }
 
 // Limits of the HTTP server. Requests without a valid credential (the login page and
@@ -261,7 +268,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					writeProblem(w, http.StatusUnauthorized, "missing, wrong or revoked token: send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`, or one an admin made with `mosaic token create`)")
 					return
 				}
-				r = withCaller(r, caller)
+				r = s.withCaller(r, caller)
 			default:
 				_, sess, ok := s.sessions.FromRequest(r)
 				if !ok {
@@ -273,16 +280,30 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					writeProblem(w, http.StatusForbidden, "cookie-authenticated "+r.Method+" without a valid "+session.CSRFHeader+" header from this origin refused (CSRF protection); reload the page")
 					return
 				}
-				// Browser sessions are opened with the laptop token (the one-time login
-				// URL `mosaic serve` prints, or the token pasted into /login): they act
-				// for the implicit local admin.
-				r = withCaller(r, model.LocalCaller())
+				// A browser session acts for whoever opened it (the login link's minter
+				// or the pasted token), checked again on every request.
+				caller, err := s.sessionCaller(r.Context(), sess.Owner)
+				if err != nil {
+					if id, _, ok := s.sessions.FromRequest(r); ok {
+						s.sessions.Close(id) // the token or its user was revoked: the session ends
+					}
+					session.ClearCookie(w, r)
+					s.opts.Logger.Debug("session refused", "err", err, "remote", r.RemoteAddr)
+					w.Header().Set("WWW-Authenticate", `Bearer realm="mosaic"`)
+					writeProblem(w, http.StatusUnauthorized, "the token that opened this browser session was revoked (or its user was): "+
+						"sign in again with a valid token at /login")
+					return
+				}
+				r = s.withCaller(r, caller)
 			}
 			// The Globus sign-in decides whose Globus identity the whole core uses: an
 			// admin's decision, not any user's.
 			if strings.HasPrefix(r.URL.Path, "/auth/") && !model.CallerOf(r.Context()).Admin {
 				writeProblem(w, http.StatusForbidden, "the Globus sign-in sets the identity the whole core uses, so it needs an admin; ask one (`mosaic users list` shows who is)")
 				return
+			}
+			if (r.URL.Path == "/auth/login" || r.URL.Path == "/auth/logout") && s.core != nil {
+				s.core.RecordAudit(r.Context(), "globus."+strings.TrimPrefix(r.URL.Path, "/auth/"), "", "the core's Globus identity")
 			}
 			if r.URL.Path == "/api/status" && r.URL.Query().Get("format") == "text" && s.core.Leading() { // a follower forwards it
 				s.statusText(w, r)
@@ -327,14 +348,11 @@ func (s *Server) authorized(r *http.Request) (model.Caller, bool) {
 	if !ok {
 		return model.Caller{}, false
 	}
-	if s.tokenOK(tok) {
-		return model.LocalCaller(), true
-	}
-	if !strings.HasPrefix(tok, userTokenPrefix) {
-		return model.Caller{}, false
-	}
-	caller, err := s.core.Authenticate(r.Context(), tok)
+	caller, err := s.logins().Login(r.Context(), tok)
 	if err != nil {
+		if s.opts.Logger == nil { // a bare Server (the guard's unit tests)
+			return model.Caller{}, false
+		}
 		// The error names the token's display id only, never the token.
 		s.opts.Logger.Debug("token refused", "err", err, "remote", r.RemoteAddr)
 		return model.Caller{}, false
@@ -342,14 +360,101 @@ func (s *Server) authorized(r *http.Request) (model.Caller, bool) {
 	return caller, true
 }
 
+// sessionCaller is who a browser session acts for: the laptop token's holder (the
+// local admin) or the user whose token opened it, looked up again by the token's id
+// so a revoked token or user ends the session at once.
+func (s *Server) sessionCaller(ctx context.Context, o session.Owner) (model.Caller, error) {
+	if o.TokenID == "" {
+		if o.User != "" && o.User != model.LocalUser {
+			return model.Caller{}, fmt.Errorf("session of %s names no token: %w", o.User, core.ErrUnauthenticated)
+		}
+		return model.LocalCaller(), nil
+	}
+	caller, err := s.core.CallerByTokenID(ctx, o.TokenID)
+	if err != nil {
+		return model.Caller{}, err
+	}
+	if caller.Name != o.User {
+		return model.Caller{}, fmt.Errorf("session of %s names token %s of %s: %w", o.User, o.TokenID, caller.Name, core.ErrUnauthenticated)
+	}
+	return caller, nil
+}
+
+func (s *Server) logins() Logins { return Logins{core: s.core, token: s.opts.Token} }
+
+// Logins authenticates the tokens a surface is handed (the web UI's paste-the-token
+// login) exactly as the API's guard does, and records the surface's audit entries.
+type Logins struct {
+	core  *core.Core
+	token string
+}
+
+// NewLogins returns the logins of core c whose laptop token is token.
+func NewLogins(c *core.Core, token string) Logins { return Logins{core: c, token: token} }
+
+// Login returns who tok stands for: the laptop token (the implicit local admin,
+// compared in constant time) or a user token (mos_…, looked up by its hash in the store
+// on every call, so a revocation holds from the next request on). Errors never
+// repeat the token.
+func (l Logins) Login(ctx context.Context, tok string) (model.Caller, error) {
+	if TokenChecker(l.token)(tok) {
+		return model.LocalCaller(), nil
+	}
+	if !strings.HasPrefix(tok, userTokenPrefix) || l.core == nil {
+		return model.Caller{}, fmt.Errorf("not this core's laptop token nor a user token (mos_…): %w", core.ErrUnauthenticated)
+	}
+	return l.core.Authenticate(ctx, tok)
+}
+
+// Audit records an action of the caller of ctx in the audit log.
+func (l Logins) Audit(ctx context.Context, action, target, detail string) {
+	if l.core != nil { // a server without a core (the guard's tests) has no audit log
+		l.core.RecordAudit(ctx, action, target, detail)
+	}
+}
+
 // userTokenPrefix starts every user token (store.TokenPrefix).
 const userTokenPrefix = "mos_"
 
 // withCaller puts the authenticated caller, with the client's address, in the
 // request's context: the core's ownership checks and the audit log read it there.
-func withCaller(r *http.Request, c model.Caller) *http.Request {
-	c.Remote = r.RemoteAddr
+func (s *Server) withCaller(r *http.Request, c model.Caller) *http.Request {
+	c.Remote = ClientAddr(r, s.opts.TrustedProxies)
 	return r.WithContext(model.WithCaller(r.Context(), c))
+}
+
+// ClientAddr is the client of a request for the audit log: its peer address, or, when
+// the peer is one of the trusted reverse proxies, the nearest address in
+// X-Forwarded-For that is not a trusted proxy (recorded as "ADDR via PEER"). A header
+// from any other peer is ignored, so it cannot be forged.
+func ClientAddr(r *http.Request, trusted []netip.Prefix) string {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil || len(trusted) == 0 || !inPrefixes(peer.Addr().Unmap(), trusted) {
+		return r.RemoteAddr
+	}
+	var hops []string
+	for _, h := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(h, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break // a malformed hop: believe nothing further left
+		}
+		if !inPrefixes(a.Unmap(), trusted) {
+			return a.String() + " via " + r.RemoteAddr
+		}
+	}
+	return r.RemoteAddr
+}
+
+func inPrefixes(a netip.Addr, ps []netip.Prefix) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // bearerToken extracts the token of an "Authorization: Bearer <token>" header value.
@@ -361,9 +466,6 @@ func bearerToken(h string) (string, bool) {
 	tok := strings.TrimSpace(rest)
 	return tok, tok != ""
 }
-
-// tokenOK compares a presented token with the API token in constant time.
-func (s *Server) tokenOK(tok string) bool { return TokenChecker(s.opts.Token)(tok) }
 
 // TokenChecker returns a constant-time check of a presented token against token
 // (the web UI's paste-the-token login uses it).
@@ -381,7 +483,7 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 				"(the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`, or one an admin made with `mosaic token create`)")
 			return
 		}
-		next.ServeHTTP(w, withCaller(r, caller))
+		next.ServeHTTP(w, s.withCaller(r, caller))
 	})
 }
 

@@ -285,6 +285,12 @@ func (s *Server) streamEvents(ctx context.Context, task string, after int64, rep
 	defer poll.Stop()
 	lastSent := time.Now()
 	for {
+		// The caller was authenticated when the stream opened; a token or user revoked
+		// since ends the stream at its next poll.
+		if _, err := s.core.Recheck(ctx); err != nil {
+			send.Data(streamError{Error: "the token of this stream was revoked (or its user was); the stream ends: sign in again with a valid token"})
+			return
+		}
 		evs, err := s.core.Events(ctx, core.EventQuery{TaskID: task, AfterID: after, Limit: 500})
 		if err != nil {
 			send.Data(streamError{Error: err.Error()})

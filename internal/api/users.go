@@ -158,6 +158,7 @@ func (s *Server) registerUsers() {
 		if limit <= 0 {
 			limit = 200
 		}
+		limit = min(limit, core.MaxAuditPage) // one more is asked for below: the store allows it
 		es, err := s.core.Audit(ctx, core.AuditQuery{User: in.User, BeforeID: in.Before, Limit: limit + 1})
 		if err != nil {
 			return nil, toHTTP(ctx, err)

@@ -2,16 +2,20 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
+	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // call makes one request with a bearer token and returns the status and body.
@@ -89,7 +93,7 @@ func TestOwnership403Matrix(t *testing.T) {
 		{"GET", "/api/events?task=" + id},
 	} {
 		st, b := call(t, hs, c.method, c.path, bob, nil)
-		if st != http.StatusForbidden || !strings.Contains(string(b), "belongs to another user") {
+		if st != http.StatusForbidden || !strings.Contains(string(b), "no task ") {
 			t.Errorf("bob %s %s: %d %s, want 403 naming the reason", c.method, c.path, st, b)
 		}
 	}
@@ -250,5 +254,53 @@ func TestTokensNeverLogged(t *testing.T) {
 		if strings.Contains(b, secret) {
 			t.Fatalf("an answer repeats the token: %s", b)
 		}
+	}
+}
+
+// TestUnknownTaskIs403ForUsers: a non-admin asking about a task id that does not exist
+// gets the same 403 (same words) as for another user's task, so ids do not leak; an
+// admin gets 404.
+func TestUnknownTaskIs403ForUsers(t *testing.T) {
+	hs, _ := coreServer(t, Options{Token: "tok"})
+	alice := newUserToken(t, hs, "alice", false).Token
+	bob := newUserToken(t, hs, "bob", false).Token
+	var res v1.SubmitResult
+	mustCall(t, hs, "POST", "/api/tasks", alice, submitBody, http.StatusCreated, &res)
+	id := res.Task.ID
+	const unknown = "zzzzzzzz"
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/api/tasks/%s"}, {"POST", "/api/tasks/%s/cancel"}, {"GET", "/api/tasks/%s/logs"}, {"GET", "/api/events?task=%s"},
+	} {
+		stOther, bOther := call(t, hs, c.method, strings.Replace(c.path, "%s", id, 1), bob, nil)
+		stNone, bNone := call(t, hs, c.method, strings.Replace(c.path, "%s", unknown, 1), bob, nil)
+		if stOther != http.StatusForbidden || stNone != http.StatusForbidden {
+			t.Fatalf("%s %s: bob gets %d for alice's task and %d for an unknown id, want 403 for both", c.method, c.path, stOther, stNone)
+		}
+		if strings.ReplaceAll(string(bOther), id, "ID") != strings.ReplaceAll(string(bNone), unknown, "ID") {
+			t.Fatalf("%s %s: the answers differ:\n%s\n%s", c.method, c.path, bOther, bNone)
+		}
+		if st, b := call(t, hs, c.method, strings.Replace(c.path, "%s", unknown, 1), "tok", nil); st != http.StatusNotFound {
+			t.Fatalf("%s %s: the admin gets %d %s for an unknown id, want 404", c.method, c.path, st, b)
+		}
+	}
+}
+
+// TestAuditPagingAtMaxPage: a page of the largest size still says where the next one
+// starts when there are more entries (the store answers one more than the page).
+func TestAuditPagingAtMaxPage(t *testing.T) {
+	hs, c := coreServer(t, Options{Token: "tok"})
+	ctx := model.WithCaller(context.Background(), model.LocalCaller())
+	for i := range core.MaxAuditPage + 5 {
+		c.RecordAudit(ctx, "test.fill", strconv.Itoa(i), "")
+	}
+	var page v1.AuditPage
+	mustCall(t, hs, "GET", "/api/audit?limit="+strconv.Itoa(core.MaxAuditPage), "tok", nil, 200, &page)
+	if len(page.Entries) != core.MaxAuditPage || page.NextBefore == 0 {
+		t.Fatalf("a full page of %d: %d entries, next_before %d; want the page and a next_before", core.MaxAuditPage, len(page.Entries), page.NextBefore)
+	}
+	var rest v1.AuditPage
+	mustCall(t, hs, "GET", "/api/audit?limit="+strconv.Itoa(core.MaxAuditPage)+"&before="+strconv.FormatInt(page.NextBefore, 10), "tok", nil, 200, &rest)
+	if len(rest.Entries) != 5 || rest.NextBefore != 0 {
+		t.Fatalf("the last page: %d entries, next_before %d; want 5 and none", len(rest.Entries), rest.NextBefore)
 	}
 }

@@ -39,6 +39,9 @@ func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (
 	if err := campaign.ValidateRunID(req.RunID); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	if err := c.claimRun(ctx, req.RunID, true); err != nil {
+		return "", err
+	}
 	spec := req.Spec
 	if spec.Tag == "" || spec.Partition == "" || spec.Walltime <= 0 || (spec.Command == "" && spec.Script == "") {
 		return "", fmt.Errorf("campaign job of site %s: tag, partition, walltime and command are required: %w", req.Site, ErrInvalid)
@@ -92,6 +95,7 @@ func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (
 	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
 		return "", fmt.Errorf("store the campaign job of site %s: %w", req.Site, err)
 	}
+	c.audit(ctx, "task.submit", task.ID, fmt.Sprintf("campaign run %s, site %s, on %s:%s", req.RunID, req.Site, target.System, target.Partition))
 	if req.Stored != nil {
 		req.Stored(task.ID)
 	}
@@ -157,6 +161,7 @@ func (c *Core) CancelCampaignJob(ctx context.Context, taskID, why string) error 
 		}
 		return nil
 	}
+	c.audit(ctx, "task.cancel", taskID, "campaign job: "+why)
 	if err := c.engine.CancelDelivered(ctx, taskID, why); err != nil {
 		if errors.Is(err, execution.ErrCancelPending) {
 			return cancelPending{err}

@@ -22,6 +22,79 @@ type campaignState struct {
 	srv  *exchange.Server
 	mu   sync.Mutex
 	root string
+	// owners records who claimed each run through this core (its run token and
+	// policy); runs with submit-mode jobs are also owned by their tasks' owner.
+	owners map[string]string
+}
+
+// runOwner is the owner of run: whoever claimed it here (CampaignToken), else the
+// owner of its submit-mode jobs, else (known=false) nobody yet.
+func (c *Core) runOwner(ctx context.Context, run string) (owner string, known bool, err error) {
+	cs := c.campaigns()
+	cs.mu.Lock()
+	owner, known = cs.owners[run]
+	cs.mu.Unlock()
+	if known || c.store == nil {
+		return owner, known, nil
+	}
+	owners, err := c.store.RunOwners(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	owner, known = owners[run]
+	return owner, known, nil
+}
+
+// checkRun refuses a run the caller does not own (admins own all). A run directory
+// nobody claimed through this core is the laptop user's (a launch from the CLI).
+func (c *Core) checkRun(ctx context.Context, run string) error {
+	owner, known, err := c.runOwner(ctx, run)
+	if err != nil {
+		return err
+	}
+	if !known {
+		owner = model.LocalUser
+	}
+	return checkRunOwner(ctx, run, owner)
+}
+
+func checkRunOwner(ctx context.Context, run, owner string) error {
+	caller := model.CallerOf(ctx)
+	if caller.Owns(owner) {
+		return nil
+	}
+	return fmt.Errorf("campaign run %s belongs to another user, and %s is not an admin: a user reads and steers their own runs only "+
+		"(`mosaic campaign runs` lists yours; launch under a new run id): %w", run, caller.Name, ErrForbidden)
+}
+
+// claimRun makes the caller run's owner unless someone else already owns it (403 then,
+// unless the caller is an admin; the owner stays). A run directory nobody claimed
+// is the laptop user's, unless dirClaimable (a launcher's first submit-mode job:
+// the launcher writes the run directory before it submits).
+func (c *Core) claimRun(ctx context.Context, run string, dirClaimable bool) error {
+	owner, known, err := c.runOwner(ctx, run)
+	if err != nil {
+		return err
+	}
+	if !known && !dirClaimable {
+		if _, derr := c.openRun(run); derr == nil {
+			owner, known = model.LocalUser, true
+		}
+	}
+	if known {
+		return checkRunOwner(ctx, run, owner)
+	}
+	cs := c.campaigns()
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.owners == nil {
+		cs.owners = map[string]string{}
+	}
+	if o, ok := cs.owners[run]; ok { // claimed meanwhile
+		return checkRunOwner(ctx, run, o)
+	}
+	cs.owners[run] = model.CallerOf(ctx).Name
+	return nil
 }
 
 func (c *Core) campaigns() *campaignState { return c.camp }
@@ -71,8 +144,8 @@ type CampaignRunSummary struct {
 	Updated  time.Time `json:"updated"`
 }
 
-// CampaignRuns lists launched runs, newest first.
-func (c *Core) CampaignRuns() ([]CampaignRunSummary, error) {
+// CampaignRuns lists the launched runs the caller owns (all for an admin), newest first.
+func (c *Core) CampaignRuns(ctx context.Context) ([]CampaignRunSummary, error) {
 	root, err := c.campaignsRoot()
 	if err != nil {
 		return nil, err
@@ -83,6 +156,9 @@ func (c *Core) CampaignRuns() ([]CampaignRunSummary, error) {
 	}
 	out := make([]CampaignRunSummary, 0, len(runs))
 	for _, r := range runs {
+		if c.checkRun(ctx, r.RunID) != nil {
+			continue
+		}
 		s := CampaignRunSummary{RunID: r.RunID, Campaign: r.CampaignName, State: r.State, Created: r.Created, Updated: r.Updated, Sites: []string{}}
 		for _, st := range r.Sites {
 			s.Sites = append(s.Sites, st.Name)
@@ -135,6 +211,12 @@ func (c *Core) openRun(run string) (*campaign.RunDir, error) {
 
 // CampaignRun returns one run's status from its run directory.
 func (c *Core) CampaignRun(ctx context.Context, run string) (*CampaignRunDetail, error) {
+	if err := campaign.ValidateRunID(run); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.checkRun(ctx, run); err != nil {
+		return nil, err
+	}
 	d, err := c.openRun(run)
 	if err != nil {
 		return nil, err
@@ -186,6 +268,9 @@ const (
 func (c *Core) CampaignTimeline(ctx context.Context, run string) (*CampaignTimeline, error) {
 	if err := campaign.ValidateRunID(run); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.checkRun(ctx, run); err != nil {
+		return nil, err
 	}
 	out := &CampaignTimeline{RunID: run, Messages: []TimelineEntry{}, Counts: []exchange.SiteCount{}}
 	recs, err := c.Exchange().TimelineContext(ctx, run)
@@ -248,15 +333,20 @@ func countRecords(recs []exchange.MessageRecord) []exchange.SiteCount {
 // CampaignToken issues the run (operator) token of this core's exchange for
 // run and, when camp is given, enforces the campaign for the run: each declared
 // agent then has its own token, derived from the run token (agent.AgentToken),
-// that opens only its own mailbox.
+// that opens only its own mailbox. The first caller owns the run; another user's
+// run is refused (403) unless the caller is an admin. Policy changes are audited.
 func (c *Core) CampaignToken(ctx context.Context, run string, camp *model.Campaign) (string, error) {
 	if err := campaign.ValidateRunID(run); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.claimRun(ctx, run, false); err != nil {
+		return "", err
 	}
 	if camp != nil {
 		if err := c.Exchange().RegisterCampaign(ctx, run, *camp); err != nil {
 			return "", err
 		}
+		c.audit(ctx, "campaign.policy", run, fmt.Sprintf("campaign %s, %d agents", camp.Name, len(camp.Agents)))
 	}
 	tok, err := c.Exchange().IssueToken(ctx, run)
 	if err == nil {

@@ -63,6 +63,7 @@ func (c *Core) SystemEnv(ctx context.Context, system string) (*SiteEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.audit(ctx, "site.env", name, "")
 	env, err := la.Env(ctx)
 	if err != nil {
 		return nil, siteErr(ctx, name, err)
@@ -83,6 +84,7 @@ func (c *Core) Exec(ctx context.Context, system, command string) (*ExecResult, e
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("%w: refused: empty command; give one, e.g. \"sinfo -s\"", ErrInvalid)
 	}
+	c.audit(ctx, "site.exec", name, clipDetail(strings.Join(argv, " ")))
 	res, err := la.Exec(ctx, argv)
 	if err != nil {
 		if errors.Is(err, hpc.ErrRefused) {
@@ -103,6 +105,7 @@ func (c *Core) PutFile(ctx context.Context, system, name string, data []byte) (s
 		return "", fmt.Errorf("%w: %w", ErrInvalid, &RefusedError{Kind: RefusedTooLarge,
 			Reason: fmt.Sprintf("%d bytes is over the 2 MiB limit for put-file; stage large files with the site's transfer tools", len(data))})
 	}
+	c.audit(ctx, "site.put-file", sysName, clipDetail(fmt.Sprintf("%s (%d bytes)", name, len(data))))
 	p, err := la.PutFile(ctx, name, data)
 	if err != nil {
 		// Refusals by Mosaic's checks and by the site's (symlinks out of the workdir,
@@ -128,4 +131,12 @@ func siteErr(ctx context.Context, system string, err error) error {
 		return fmt.Errorf("%s: %w", system, err)
 	}
 	return fmt.Errorf("%s: %w (%w; check it with `mosaic status` and `mosaic env %s`)", system, err, ErrSiteFailed, system)
+}
+
+// clipDetail bounds an audit detail taken from a request to 300 characters of valid UTF-8.
+func clipDetail(s string) string {
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
 }

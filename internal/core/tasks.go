@@ -338,6 +338,9 @@ func (c *Core) Task(ctx context.Context, id string) (*TaskDetail, error) {
 	row, err := c.store.Task(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
+			if !model.CallerOf(ctx).Admin {
+				return nil, notYours(ctx, id) // as for another user's task: ids do not leak
+			}
 			return nil, fmt.Errorf("task %q: %w", id, ErrNotFound)
 		}
 		return nil, err

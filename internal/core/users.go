@@ -28,6 +28,34 @@ func (c *Core) Authenticate(ctx context.Context, tok string) (model.Caller, erro
 	return caller, nil
 }
 
+// Recheck confirms that the caller of ctx may still act: a caller that came in with
+// a user token (TokenID set) is looked up again by that token, so a revoked token or
+// user ends a browser session or a long stream (event stream, wait_task) at its next
+// request or poll. The laptop token's caller and in-process callers (no TokenID)
+// pass. It returns the fresh caller (admin rights may have changed too).
+func (c *Core) Recheck(ctx context.Context) (model.Caller, error) {
+	caller := model.CallerOf(ctx)
+	if caller.TokenID == "" {
+		return caller, nil
+	}
+	fresh, err := c.CallerByTokenID(ctx, caller.TokenID)
+	if err != nil {
+		return model.Caller{}, err
+	}
+	fresh.Remote = caller.Remote
+	return fresh, nil
+}
+
+// CallerByTokenID returns the caller a user token stands for by its display id
+// (mos_xxxxxxxx), refusing a revoked token or user (ErrUnauthenticated).
+func (c *Core) CallerByTokenID(ctx context.Context, id string) (model.Caller, error) {
+	caller, err := c.store.CallerByTokenID(ctx, id)
+	if err != nil {
+		return model.Caller{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	}
+	return caller, nil
+}
+
 // noIdentity lists the systems where owner has no site identity (their catalog
 // entry lists users:, owner is not among them, and default_identity lends them no
 // shared one): placement leaves them out, so the user's tasks go where they may run.
@@ -46,12 +74,19 @@ func (c *Core) Whoami(ctx context.Context) model.Caller { return model.CallerOf(
 
 // checkOwner refuses a task the caller does not own (admins own everything).
 func checkOwner(ctx context.Context, id, owner string) error {
-	caller := model.CallerOf(ctx)
-	if caller.Owns(owner) {
+	if model.CallerOf(ctx).Owns(owner) {
 		return nil
 	}
-	return fmt.Errorf("task %s belongs to another user, and %s is not an admin: a user reads and acts on their own tasks only "+
-		"(`mosaic tasks` lists yours; ask an admin to act on it): %w", id, caller.Name, ErrForbidden)
+	return notYours(ctx, id)
+}
+
+// notYours is the refusal of a task id a non-admin caller does not own: the same
+// answer (403, same words) whether another user owns it or no task has that id, so a
+// user cannot learn which ids exist. Admins are told 404 for an unknown id.
+func notYours(ctx context.Context, id string) error {
+	caller := model.CallerOf(ctx)
+	return fmt.Errorf("no task %s of yours: a user reads and acts on their own tasks only, and %s is not an admin "+
+		"(`mosaic tasks` lists yours; ask an admin to act on another user's): %w", id, caller.Name, ErrForbidden)
 }
 
 // requireAdmin refuses a non-admin caller.
@@ -72,6 +107,12 @@ func (c *Core) audit(ctx context.Context, action, target, detail string) {
 		Remote: caller.Remote, Detail: detail}); err != nil {
 		c.log.Error("audit", "action", action, "target", target, "err", err)
 	}
+}
+
+// RecordAudit records an action of the caller of ctx that a surface performs itself
+// (minting a browser login link, signing in to the web UI).
+func (c *Core) RecordAudit(ctx context.Context, action, target, detail string) {
+	c.audit(ctx, action, target, detail)
 }
 
 func auditEntry(ctx context.Context, action, target string) *store.AuditEntry {
@@ -105,6 +146,9 @@ type AuditEntry = store.AuditEntry
 
 // AuditQuery filters the audit log.
 type AuditQuery = store.AuditQuery
+
+// MaxAuditPage is the largest page of the audit log (GET /api/audit?limit=).
+const MaxAuditPage = store.MaxAuditPage
 
 // EnsureLocalUser stores the implicit laptop admin (model.LocalUser) if missing, so
 // that it shows in `mosaic users list` and owns the tasks stored before users existed.

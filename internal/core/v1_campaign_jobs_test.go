@@ -29,7 +29,8 @@ func TestV1CampaignJobs(t *testing.T) {
 	}
 
 	req := filled[campaign.JobRequest]()
-	req.Stored = nil // a callback, not data
+	req.Stored = nil    // a callback, not data
+	req.Spec.Owner = "" // in memory only (placement's), never on the wire
 	if len(req.Spec.Env) == 0 || len(req.Agents) == 0 || req.Spec.Container == nil {
 		t.Fatalf("the filler left fields empty: %+v", req)
 	}

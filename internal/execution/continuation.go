@@ -219,6 +219,11 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 		// Its job was given values the store does not keep: a new attempt would run without them.
 		return e.fail(ctx, t, a, act.Rationale+"; but it cannot be submitted again: its forwarded variables are not stored")
 	}
+	if act.Kind == ActRetry || act.Kind == ActResize || act.Kind == ActMigrate {
+		if why := e.ownerRevoked(ctx, t); why != "" {
+			return e.fail(ctx, t, a, act.Rationale+"; but "+why)
+		}
+	}
 	next := len(atts) + 1
 	switch act.Kind {
 	case ActRetry, ActResize:
@@ -259,6 +264,20 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 		return nil
 	}
 	return e.fail(ctx, t, a, act.Rationale)
+}
+
+// ownerRevoked says why no new attempt of t may be submitted when its owner's user
+// was revoked ("" while they are active, or unknown to the store: tasks of a store
+// without users): a revoked user's work is not continued under their identity.
+func (e *Engine) ownerRevoked(ctx context.Context, t *store.TaskRow) string {
+	if t.Owner == "" || t.Owner == model.LocalUser {
+		return ""
+	}
+	u, err := e.o.Store.User(ctx, t.Owner)
+	if err != nil || u.RevokedAt.IsZero() {
+		return ""
+	}
+	return "owner revoked: user " + t.Owner + " was revoked, so no new attempt is submitted under their identity (an admin may resubmit the work)"
 }
 
 // excluded lists systems to avoid when migrating: the one that just failed, plus any

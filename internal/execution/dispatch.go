@@ -32,6 +32,11 @@ func (e *Engine) Dispatch(ctx context.Context, taskID string, pl *Placement, why
 // stores the job id as soon as it is known. It returns the attempt. A submit failure is
 // recorded on the attempt and handed to the continuation policy.
 func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Placement, why string) (*model.Attempt, error) {
+	if n > 1 { // a continuation or a move: never for a revoked owner (continueAfter fails the task)
+		if why := e.ownerRevoked(ctx, t); why != "" {
+			return nil, errors.New(why)
+		}
+	}
 	spec := pl.Spec
 	spec.Tag = model.JobTag(t.ID, n)
 	spec.Name = t.Name

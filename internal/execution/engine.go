@@ -131,6 +131,9 @@ type Engine struct {
 	estimated map[string]reestimate
 	// replans is replanning's memory per attempt tag (when weighed, hysteresis).
 	replans map[string]replanNote
+	// unroutable marks the attempt tags already reported as unmonitorable (their
+	// owner has no site identity).
+	unroutable map[string]bool
 }
 
 // New makes an engine.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
@@ -179,6 +180,22 @@ func (e *Engine) siteRound(ctx context.Context, wg *sync.WaitGroup, snap *model.
 	statuses, err := p.Status(ctx, ids)
 	var items []item
 	var recancel []string
+	if failed, partial := provider.Partial(err); partial {
+		// Some jobs could not be asked about (their owner has no site identity here):
+		// the others' answers stand; these stay as they are, with an event saying why.
+		var asked []*model.Attempt
+		for _, a := range atts {
+			if why, ok := failed[a.JobID]; ok {
+				e.noteUnroutable(ctx, a, why)
+				if t, cur, ok := e.current(ctx, a); ok {
+					items = append(items, item{cur, t})
+				}
+				continue
+			}
+			asked = append(asked, a)
+		}
+		atts, err = asked, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -217,6 +234,32 @@ func (e *Engine) siteRound(ctx context.Context, wg *sync.WaitGroup, snap *model.
 		e.reestimate(ctx, p, sys, items)
 	}
 	e.triggers(ctx, wg, snap, sys, items)
+}
+
+// noteUnroutable records, once per job, that its status cannot be read because its
+// owner has no site identity on its system (the job is left as it is).
+func (e *Engine) noteUnroutable(ctx context.Context, a *model.Attempt, why error) {
+	e.mu.Lock()
+	if e.unroutable == nil {
+		e.unroutable = map[string]bool{}
+	}
+	seen := e.unroutable[a.Tag]
+	e.unroutable[a.Tag] = true
+	e.mu.Unlock()
+	if seen {
+		return
+	}
+	e.o.Logger.Warn("job status not readable: its owner has no site identity", "tag", a.Tag, "job", a.JobID, "err", why)
+	what := "job " + a.JobID
+	if a.JobID == "" {
+		what = "the job tagged " + a.Tag
+	}
+	if err := e.o.Store.AppendEventsErr(ctx, ev(a.TaskID, a.N, a.System, "transition",
+		what+" cannot be monitored on "+a.System+": its owner has no site identity there",
+		why.Error()+"; give the owner an entry under the system's users: in sites.yaml (or default_identity: shared) to follow it again",
+		model.ActorSystem)); err != nil {
+		e.o.Logger.Error("recording an unmonitorable job", "tag", a.Tag, "err", err)
+	}
 }
 
 // current re-reads an attempt and its task without waiting for a busy task (false if

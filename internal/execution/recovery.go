@@ -109,10 +109,16 @@ func (e *Engine) reconcileSystem(ctx context.Context, sys string, atts []*model.
 		tags[i] = a.Tag
 	}
 	found, err := tf.FindByTag(ctx, tags)
-	if err != nil {
+	failed, partial := provider.Partial(err)
+	if err != nil && !partial {
 		return fmt.Errorf("recovery: looking up %d job tags on %s: %w (will retry)", len(tags), sys, err)
 	}
 	for _, seen := range atts {
+		if why, ok := failed[seen.Tag]; ok {
+			// Not looked up (its owner has no site identity here): left as it is, said once.
+			e.noteUnroutable(ctx, seen, why)
+			continue
+		}
 		unlock, a, ok := e.lockOrphan(ctx, seen, try)
 		if !ok {
 			continue

@@ -133,9 +133,14 @@ func (b coreBackend) EventsPage(ctx context.Context, f v1.EventQuery) (*v1.Event
 }
 
 // FollowTask reads the store's new events every followPoll, in bounded batches, until
-// ctx ends or fn fails, as the HTTP event stream does for the client.
+// ctx ends or fn fails, as the HTTP event stream does for the client; each poll checks
+// the caller's token again (a revoked one ends it with the core's 401).
 func (b coreBackend) FollowTask(ctx context.Context, task string, afterID int64, reconnectFor time.Duration, fn func(v1.Event) error) error {
 	return follow(ctx, func(ctx context.Context, after int64) ([]model.Event, error) {
+		// A token or user revoked while the tool waits ends the wait at the next poll.
+		if _, err := b.c.Recheck(ctx); err != nil {
+			return nil, err
+		}
 		return b.c.Events(ctx, core.EventQuery{TaskID: task, AfterID: after, Limit: 500})
 	}, afterID, reconnectFor, fn)
 }
@@ -185,7 +190,7 @@ func follow(ctx context.Context, read func(ctx context.Context, after int64) ([]
 }
 
 func (b coreBackend) CampaignRuns(ctx context.Context) ([]v1.CampaignRunSummary, error) {
-	rs, err := b.c.CampaignRuns()
+	rs, err := b.c.CampaignRuns(ctx)
 	if err != nil {
 		return nil, fail(ctx, err)
 	}

@@ -80,6 +80,10 @@ type JobSpec struct {
 	// NoSiteEnvScript: the command sources the site's env script itself (a campaign
 	// slice does, after redirecting into its log), so the dialect must not.
 	NoSiteEnvScript bool `json:"no_site_env_script,omitempty"`
+	// Owner is the Mosaic user whose task this is (placement sets it): a start estimate
+	// runs under their site identity and account, as their job would. In memory only:
+	// not part of the spec's wire form (the task carries its owner).
+	Owner string `json:"-"`
 }
 
 // Validate checks the fields every provider needs.

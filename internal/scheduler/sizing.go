@@ -80,7 +80,7 @@ func sizingOf(s *model.JobSpec) sizing {
 // out is usually freshly zeroed slab memory, and copying a whole struct (Tag, Env,
 // WorkDir, ...) costs a bulk write barrier over every pointer field while the GC marks.
 func (z *sizing) specInto(r *Request, rec *model.ResourceRecord, out *model.JobSpec) {
-	out.Name, out.Command, out.Script = r.Task.Name, r.Task.Command, r.Task.Script
+	out.Name, out.Command, out.Script, out.Owner = r.Task.Name, r.Task.Command, r.Task.Script, r.Task.Owner
 	out.System, out.Partition, out.Account = rec.System, rec.Partition, rec.Account
 	out.Nodes, out.NTasks, out.CPUsPerTask = int(z.nodes), int(z.nodes), int(z.cores)
 	out.GPUs, out.GPUsPerNode, out.MemoryGB, out.Walltime = z.gpus(), int(z.gpn), int(z.mem), z.wall

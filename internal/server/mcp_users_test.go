@@ -87,7 +87,7 @@ func TestMCPActsAsTheTokensUser(t *testing.T) {
 		t.Fatalf("bob's list_tasks: %v %s", isErr, out)
 	}
 	for _, tool := range []string{"get_task", "cancel_task"} {
-		if out, isErr := call(bs, tool, map[string]any{"id": sub.Task.ID}); !isErr || !strings.Contains(out, "belongs to another user") {
+		if out, isErr := call(bs, tool, map[string]any{"id": sub.Task.ID}); !isErr || !strings.Contains(out, "no task ") {
 			t.Errorf("bob %s: error=%v %s", tool, isErr, out)
 		}
 	}

@@ -39,7 +39,7 @@ func New(c *core.Core, o Options) (*Server, error) {
 		o.Sessions = session.NewSessions(nil)
 	}
 	if !o.Headless {
-		ui := web.New(o.Sessions, api.TokenChecker(o.Token))
+		ui := web.New(o.Sessions, api.NewLogins(c, o.Token))
 		o.Routes = append(o.Routes, ui.Register)
 	}
 	routes := make(map[string]http.Handler, len(o.TokenRoutes)+1)

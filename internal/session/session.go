@@ -33,6 +33,17 @@ const (
 type Session struct {
 	CSRF    string    `json:"csrf_token"`
 	Expires time.Time `json:"expires"`
+	// Owner is who opened the session; the API's guard acts for them.
+	Owner Owner `json:"-"`
+}
+
+// Owner is who opened a session (or minted the login code it came from): the holder of
+// the laptop token (the zero Owner: `mosaic serve`'s printed link, the laptop token
+// pasted into /login) or a user, by the display id of the token they used. The guard
+// looks the token up again on every request, so revoking it ends the session.
+type Owner struct {
+	User    string
+	TokenID string
 }
 
 // Sessions issues one-time login codes (printed by `mosaic serve` as a login URL) and
@@ -42,8 +53,8 @@ type Session struct {
 // for concurrent use; everything lives in memory and ends with the process.
 type Sessions struct {
 	mu       sync.Mutex
-	codes    map[[32]byte]time.Time // hash(code) → expiry
-	sessions map[[32]byte]*Session  // hash(session id) → session
+	codes    map[[32]byte]code     // hash(code) → expiry and owner
+	sessions map[[32]byte]*Session // hash(session id) → session
 	now      func() time.Time
 }
 
@@ -52,7 +63,7 @@ func NewSessions(now func() time.Time) *Sessions {
 	if now == nil {
 		now = time.Now
 	}
-	return &Sessions{codes: map[[32]byte]time.Time{}, sessions: map[[32]byte]*Session{}, now: now}
+	return &Sessions{codes: map[[32]byte]code{}, sessions: map[[32]byte]*Session{}, now: now}
 }
 
 func randomToken() string {
@@ -63,9 +74,17 @@ func randomToken() string {
 
 func hash(s string) [32]byte { return sha256.Sum256([]byte(s)) }
 
-// NewCode mints a one-time login code valid for CodeTTL.
-func (s *Sessions) NewCode() string {
-	code := randomToken()
+type code struct {
+	expires time.Time
+	owner   Owner
+}
+
+// NewCode mints a one-time login code valid for CodeTTL, for the laptop token's holder.
+func (s *Sessions) NewCode() string { return s.NewCodeFor(Owner{}) }
+
+// NewCodeFor mints a one-time login code whose session acts for o.
+func (s *Sessions) NewCodeFor(o Owner) string {
+	c := randomToken()
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,13 +92,16 @@ func (s *Sessions) NewCode() string {
 	if len(s.codes) >= maxCodes {
 		evictOldest(s.codes)
 	}
-	s.codes[hash(code)] = now.Add(CodeTTL)
-	return code
+	s.codes[hash(c)] = code{expires: now.Add(CodeTTL), owner: o}
+	return c
 }
 
-// LoginURL returns base + "/login?code=<fresh one-time code>".
-func (s *Sessions) LoginURL(base string) string {
-	return strings.TrimRight(base, "/") + "/login?code=" + s.NewCode()
+// LoginURL returns base + "/login?code=<fresh one-time code>", for the laptop token's holder.
+func (s *Sessions) LoginURL(base string) string { return s.LoginURLFor(base, Owner{}) }
+
+// LoginURLFor returns a one-time login URL whose session acts for o.
+func (s *Sessions) LoginURLFor(base string, o Owner) string {
+	return strings.TrimRight(base, "/") + "/login?code=" + s.NewCodeFor(o)
 }
 
 // Redeem consumes a login code and, if it was valid, opens a session and returns its id.
@@ -90,17 +112,21 @@ func (s *Sessions) Redeem(code string) (id string, ok bool) {
 	now := s.now()
 	h := hash(code)
 	s.mu.Lock()
-	exp, found := s.codes[h]
+	c, found := s.codes[h]
 	delete(s.codes, h)
 	s.mu.Unlock()
-	if !found || now.After(exp) {
+	if !found || now.After(c.expires) {
 		return "", false
 	}
-	return s.Open(), true
+	return s.OpenFor(c.owner), true
 }
 
-// Open starts a new session and returns its id (the cookie value).
-func (s *Sessions) Open() string {
+// Open starts a new session for the laptop token's holder and returns its id (the
+// cookie value).
+func (s *Sessions) Open() string { return s.OpenFor(Owner{}) }
+
+// OpenFor starts a new session acting for o and returns its id.
+func (s *Sessions) OpenFor(o Owner) string {
 	id := randomToken()
 	now := s.now()
 	s.mu.Lock()
@@ -116,7 +142,7 @@ func (s *Sessions) Open() string {
 		}
 		delete(s.sessions, oldest)
 	}
-	s.sessions[hash(id)] = &Session{CSRF: randomToken(), Expires: now.Add(SessionTTL)}
+	s.sessions[hash(id)] = &Session{CSRF: randomToken(), Expires: now.Add(SessionTTL), Owner: o}
 	return id
 }
 
@@ -143,8 +169,8 @@ func (s *Sessions) Close(id string) {
 }
 
 func (s *Sessions) pruneLocked(now time.Time) {
-	for k, exp := range s.codes {
-		if now.After(exp) {
+	for k, c := range s.codes {
+		if now.After(c.expires) {
 			delete(s.codes, k)
 		}
 	}
@@ -155,13 +181,13 @@ func (s *Sessions) pruneLocked(now time.Time) {
 	}
 }
 
-func evictOldest(m map[[32]byte]time.Time) {
+func evictOldest(m map[[32]byte]code) {
 	var oldest [32]byte
 	var t time.Time
 	first := true
 	for k, v := range m {
-		if first || v.Before(t) {
-			oldest, t, first = k, v, false
+		if first || v.expires.Before(t) {
+			oldest, t, first = k, v.expires, false
 		}
 	}
 	delete(m, oldest)

@@ -42,15 +42,18 @@ func (s *Store) AppendAudit(ctx context.Context, a AuditEntry) error {
 type AuditQuery struct {
 	User     string // only this user's entries
 	BeforeID int64  // only entries with a smaller id (page back); 0 = no bound
-	Limit    int    // default 200, max 10000
+	Limit    int    // default 200, max MaxAuditPage+1 (a caller asks one more to learn whether a next page exists)
 }
+
+// MaxAuditPage is the largest page of the audit log a caller may ask for.
+const MaxAuditPage = 10000
 
 // Audit returns audit entries, newest first.
 func (s *Store) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
 	if q.Limit <= 0 {
 		q.Limit = 200
 	}
-	q.Limit = min(q.Limit, 10000)
+	q.Limit = min(q.Limit, MaxAuditPage+1)
 	sqlq := `SELECT id, time, user_name, action, target, remote, detail FROM audit WHERE 1=1`
 	var args []any
 	if q.User != "" {

@@ -336,10 +336,22 @@ func (s *Store) Authenticate(ctx context.Context, tok string) (model.Caller, err
 	if err != nil {
 		return model.Caller{}, err
 	}
+	return s.tokenCaller(ctx, `t.hash = ? AND t.id = ?`, TokenHash(tok), id)
+}
+
+// CallerByTokenID returns the caller a token stands for, by its display id, checking
+// again that neither the token nor its user is revoked: a browser session or a long
+// stream opened with the token re-checks it with this on every request or poll.
+func (s *Store) CallerByTokenID(ctx context.Context, id string) (model.Caller, error) {
+	return s.tokenCaller(ctx, `t.id = ?`, id)
+}
+
+func (s *Store) tokenCaller(ctx context.Context, where string, args ...any) (model.Caller, error) {
+	id := args[len(args)-1].(string)
 	var user string
 	var admin, trev, urev int64
-	err = s.db.QueryRowContext(ctx, `SELECT t.user_name, u.admin, t.revoked_at, u.revoked_at FROM api_tokens t
-		JOIN users u ON u.name = t.user_name WHERE t.hash = ? AND t.id = ?`, TokenHash(tok), id).Scan(&user, &admin, &trev, &urev)
+	err := s.db.QueryRowContext(ctx, `SELECT t.user_name, u.admin, t.revoked_at, u.revoked_at FROM api_tokens t
+		JOIN users u ON u.name = t.user_name WHERE `+where, args...).Scan(&user, &admin, &trev, &urev)
 	if errors.Is(err, sql.ErrNoRows) {
 		return model.Caller{}, fmt.Errorf("token %s: %w", id, ErrNotFound)
 	}
@@ -394,4 +406,25 @@ func (s *Store) owners(ctx context.Context, q string, args []any, keys []string)
 		}
 	}
 	return out, nil
+}
+
+// RunOwners returns the owner of each campaign run that has tasks (its submit-mode
+// jobs): the user whose token submitted them.
+func (s *Store) RunOwners(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT campaign_run, owner FROM tasks WHERE campaign_run <> ''`)
+	if err != nil {
+		return nil, fmt.Errorf("store: read campaign run owners: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var run, owner string
+		if err := rows.Scan(&run, &owner); err != nil {
+			return nil, fmt.Errorf("store: read campaign run owners: %w", err)
+		}
+		if _, ok := out[run]; !ok {
+			out[run] = owner
+		}
+	}
+	return out, rows.Err()
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,149 +10,143 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
-func openUsersStore(t *testing.T) *Store {
-	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 // TestTokenStoredHashed: a created token authenticates its user, and the database
 // holds only its SHA-256, nowhere the token or its secret.
 func TestTokenStoredHashed(t *testing.T) {
-	ctx := context.Background()
-	s := openUsersStore(t)
-	if _, err := s.AddUser(ctx, "alice", false, &AuditEntry{User: "local", Action: "user.add", Target: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	tok, info, err := s.CreateToken(ctx, "alice", "laptop", &AuditEntry{User: "local", Action: "token.create"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(tok, info.ID+"_") || len(tok) != TokenLen {
-		t.Fatalf("token %q does not start with its id %s or has the wrong length", tok, info.ID)
-	}
-	c, err := s.Authenticate(ctx, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Name != "alice" || c.Admin || c.TokenID != info.ID {
-		t.Fatalf("caller %+v", c)
-	}
-	secret := tok[len(info.ID)+1:]
-	// Every text column of every table: no token, no secret.
-	rows, err := s.db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type='table'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		rows.Scan(&n)
-		tables = append(tables, n)
-	}
-	rows.Close()
-	var hashes int
-	for _, tb := range tables {
-		rs, err := s.db.QueryContext(ctx, `SELECT * FROM `+tb)
+	forEachBackend(t, func(t *testing.T, db string) {
+		ctx := context.Background()
+		s := openT(t, db)
+		if _, err := s.AddUser(ctx, "alice", false, &AuditEntry{User: "local", Action: "user.add", Target: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		tok, info, err := s.CreateToken(ctx, "alice", "laptop", &AuditEntry{User: "local", Action: "token.create"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cols, _ := rs.Columns()
-		for rs.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rs.Scan(ptrs...); err != nil {
+		if !strings.HasPrefix(tok, info.ID+"_") || len(tok) != TokenLen {
+			t.Fatalf("token %q does not start with its id %s or has the wrong length", tok, info.ID)
+		}
+		c, err := s.Authenticate(ctx, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Name != "alice" || c.Admin || c.TokenID != info.ID {
+			t.Fatalf("caller %+v", c)
+		}
+		secret := tok[len(info.ID)+1:]
+		// Every text column of every table: no token, no secret.
+		rows, err := s.db.QueryContext(ctx, tableListing(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tables []string
+		for rows.Next() {
+			var n string
+			rows.Scan(&n)
+			tables = append(tables, n)
+		}
+		rows.Close()
+		var hashes int
+		for _, tb := range tables {
+			rs, err := s.db.QueryContext(ctx, `SELECT * FROM `+tb)
+			if err != nil {
 				t.Fatal(err)
 			}
-			for i, v := range vals {
-				str, _ := v.(string)
-				if b, ok := v.([]byte); ok {
-					str = string(b)
+			cols, _ := rs.Columns()
+			for rs.Next() {
+				vals := make([]any, len(cols))
+				ptrs := make([]any, len(cols))
+				for i := range vals {
+					ptrs[i] = &vals[i]
 				}
-				if strings.Contains(str, secret) {
-					t.Errorf("table %s column %s holds the token's secret", tb, cols[i])
+				if err := rs.Scan(ptrs...); err != nil {
+					t.Fatal(err)
 				}
-				if str == TokenHash(tok) {
-					hashes++
+				for i, v := range vals {
+					str, _ := v.(string)
+					if b, ok := v.([]byte); ok {
+						str = string(b)
+					}
+					if strings.Contains(str, secret) {
+						t.Errorf("table %s column %s holds the token's secret", tb, cols[i])
+					}
+					if str == TokenHash(tok) {
+						hashes++
+					}
 				}
 			}
+			rs.Close()
 		}
-		rs.Close()
-	}
-	if hashes != 1 {
-		t.Errorf("the token's hash is stored %d times, want once (api_tokens.hash)", hashes)
-	}
-	audit, err := s.Audit(ctx, AuditQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(audit) != 2 || audit[0].Action != "token.create" || audit[0].Target != info.ID || audit[1].Action != "user.add" {
-		t.Fatalf("audit %+v", audit)
-	}
+		if hashes != 1 {
+			t.Errorf("the token's hash is stored %d times, want once (api_tokens.hash)", hashes)
+		}
+		audit, err := s.Audit(ctx, AuditQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(audit) != 2 || audit[0].Action != "token.create" || audit[0].Target != info.ID || audit[1].Action != "user.add" {
+			t.Fatalf("audit %+v", audit)
+		}
+	})
 }
 
 // TestRevokedTokenRefused: a revoked token, and every token of a revoked user, is
 // refused by the very next Authenticate; other tokens keep working.
 func TestRevokedTokenRefused(t *testing.T) {
-	ctx := context.Background()
-	s := openUsersStore(t)
-	for _, u := range []string{"alice", "bob"} {
-		if _, err := s.AddUser(ctx, u, false, nil); err != nil {
+	forEachBackend(t, func(t *testing.T, db string) {
+		ctx := context.Background()
+		s := openT(t, db)
+		for _, u := range []string{"alice", "bob"} {
+			if _, err := s.AddUser(ctx, u, false, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a1, i1, _ := s.CreateToken(ctx, "alice", "", nil)
+		a2, _, _ := s.CreateToken(ctx, "alice", "", nil)
+		b1, _, err := s.CreateToken(ctx, "bob", "", nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	a1, i1, _ := s.CreateToken(ctx, "alice", "", nil)
-	a2, _, _ := s.CreateToken(ctx, "alice", "", nil)
-	b1, _, err := s.CreateToken(ctx, "bob", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RevokeToken(ctx, i1.ID, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Authenticate(ctx, a1); !errors.Is(err, ErrRevoked) {
-		t.Fatalf("revoked token: %v, want ErrRevoked", err)
-	}
-	if _, err := s.Authenticate(ctx, a2); err != nil {
-		t.Fatalf("alice's other token: %v", err)
-	}
-	if err := s.RevokeUser(ctx, "alice", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Authenticate(ctx, a2); !errors.Is(err, ErrRevoked) {
-		t.Fatalf("token of a revoked user: %v, want ErrRevoked", err)
-	}
-	if _, err := s.Authenticate(ctx, b1); err != nil {
-		t.Fatalf("bob: %v", err)
-	}
-	if _, _, err := s.CreateToken(ctx, "alice", "", nil); !errors.Is(err, ErrRevoked) {
-		t.Fatalf("token for a revoked user: %v", err)
-	}
-	if _, _, err := s.CreateToken(ctx, "carol", "", nil); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("token for an unknown user: %v", err)
-	}
-	if err := s.RevokeToken(ctx, "mos_nothere", nil); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("revoke unknown token: %v", err)
-	}
-	if _, err := s.AddUser(ctx, "bob", true, nil); !errors.Is(err, ErrExists) {
-		t.Fatalf("second bob: %v", err)
-	}
-	// A well-formed token that was never issued.
-	fresh, _ := NewToken()
-	if _, err := s.Authenticate(ctx, fresh); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("unknown token: %v", err)
-	}
-	toks, err := s.Tokens(ctx, "alice")
-	if err != nil || len(toks) != 2 || toks[0].RevokedAt.IsZero() || toks[1].RevokedAt.IsZero() {
-		t.Fatalf("alice's tokens %+v %v", toks, err)
-	}
+		if err := s.RevokeToken(ctx, i1.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(ctx, a1); !errors.Is(err, ErrRevoked) {
+			t.Fatalf("revoked token: %v, want ErrRevoked", err)
+		}
+		if _, err := s.Authenticate(ctx, a2); err != nil {
+			t.Fatalf("alice's other token: %v", err)
+		}
+		if err := s.RevokeUser(ctx, "alice", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(ctx, a2); !errors.Is(err, ErrRevoked) {
+			t.Fatalf("token of a revoked user: %v, want ErrRevoked", err)
+		}
+		if _, err := s.Authenticate(ctx, b1); err != nil {
+			t.Fatalf("bob: %v", err)
+		}
+		if _, _, err := s.CreateToken(ctx, "alice", "", nil); !errors.Is(err, ErrRevoked) {
+			t.Fatalf("token for a revoked user: %v", err)
+		}
+		if _, _, err := s.CreateToken(ctx, "carol", "", nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("token for an unknown user: %v", err)
+		}
+		if err := s.RevokeToken(ctx, "mos_nothere", nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("revoke unknown token: %v", err)
+		}
+		if _, err := s.AddUser(ctx, "bob", true, nil); !errors.Is(err, ErrExists) {
+			t.Fatalf("second bob: %v", err)
+		}
+		// A well-formed token that was never issued.
+		fresh, _ := NewToken()
+		if _, err := s.Authenticate(ctx, fresh); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("unknown token: %v", err)
+		}
+		toks, err := s.Tokens(ctx, "alice")
+		if err != nil || len(toks) != 2 || toks[0].RevokedAt.IsZero() || toks[1].RevokedAt.IsZero() {
+			t.Fatalf("alice's tokens %+v %v", toks, err)
+		}
+	})
 }
 
 // TestParseTokenMalformed: what is not a user token is refused by its form, and the
@@ -236,67 +229,129 @@ func TestCheckUserName(t *testing.T) {
 // TestTaskOwnerFilter: tasks carry their owner; TasksOf and Events(Owner) keep a
 // user's own, and events of no task.
 func TestTaskOwnerFilter(t *testing.T) {
-	ctx := context.Background()
-	s := openUsersStore(t)
-	now := time.Now()
-	for i, o := range []string{"alice", "bob", ""} {
-		id := []string{"ta", "tb", "tl"}[i]
-		row := &TaskRow{Task: model.Task{ID: id, Name: id, State: model.TaskPending, Owner: o, CreatedAt: now, UpdatedAt: now}}
-		if err := s.CreateTask(ctx, row, model.Event{TaskID: id, Kind: "decision", Message: id, Actor: model.ActorRules}); err != nil {
+	forEachBackend(t, func(t *testing.T, db string) {
+		ctx := context.Background()
+		s := openT(t, db)
+		now := time.Now()
+		for i, o := range []string{"alice", "bob", ""} {
+			id := []string{"ta", "tb", "tl"}[i]
+			row := &TaskRow{Task: model.Task{ID: id, Name: id, State: model.TaskPending, Owner: o, CreatedAt: now, UpdatedAt: now}}
+			if err := s.CreateTask(ctx, row, model.Event{TaskID: id, Kind: "decision", Message: id, Actor: model.ActorRules}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.AppendEvents(ctx, model.Event{Kind: "probe", Message: "federation", Actor: model.ActorRules}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := s.AppendEvents(ctx, model.Event{Kind: "probe", Message: "federation", Actor: model.ActorRules}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.TasksOf(ctx, "alice", nil, 0)
-	if err != nil || len(got) != 1 || got[0].ID != "ta" || got[0].Owner != "alice" {
-		t.Fatalf("alice's tasks %+v %v", got, err)
-	}
-	if r, _ := s.Task(ctx, "tl"); r.Owner != model.LocalUser {
-		t.Fatalf("a task without owner is owned by %q, want %q", r.Owner, model.LocalUser)
-	}
-	all, _ := s.Tasks(ctx, nil, 0)
-	if len(all) != 3 {
-		t.Fatalf("all tasks: %d", len(all))
-	}
-	evs, err := s.Events(ctx, EventQuery{Owner: "bob"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var msgs []string
-	for _, e := range evs {
-		msgs = append(msgs, e.Message)
-	}
-	if strings.Join(msgs, ",") != "tb,federation" {
-		t.Fatalf("bob's events: %v", msgs)
-	}
+		got, err := s.TasksOf(ctx, "alice", nil, 0)
+		if err != nil || len(got) != 1 || got[0].ID != "ta" || got[0].Owner != "alice" {
+			t.Fatalf("alice's tasks %+v %v", got, err)
+		}
+		if r, _ := s.Task(ctx, "tl"); r.Owner != model.LocalUser {
+			t.Fatalf("a task without owner is owned by %q, want %q", r.Owner, model.LocalUser)
+		}
+		all, _ := s.Tasks(ctx, nil, 0)
+		if len(all) != 3 {
+			t.Fatalf("all tasks: %d", len(all))
+		}
+		evs, err := s.Events(ctx, EventQuery{Owner: "bob"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []string
+		for _, e := range evs {
+			msgs = append(msgs, e.Message)
+		}
+		if strings.Join(msgs, ",") != "tb,federation" {
+			t.Fatalf("bob's events: %v", msgs)
+		}
+	})
 }
 
 // TestJobOwners: attempts' job ids (per system) and tags map to their task's owner.
 func TestJobOwners(t *testing.T) {
-	ctx := context.Background()
-	s := openUsersStore(t)
-	now := time.Now()
-	for i, o := range []string{"alice", "bob"} {
-		id := []string{"ta", "tb"}[i]
-		if err := s.CreateTask(ctx, &TaskRow{Task: model.Task{ID: id, Name: id, State: model.TaskPending, Owner: o, CreatedAt: now, UpdatedAt: now}}); err != nil {
+	forEachBackend(t, func(t *testing.T, db string) {
+		ctx := context.Background()
+		s := openT(t, db)
+		now := time.Now()
+		for i, o := range []string{"alice", "bob"} {
+			id := []string{"ta", "tb"}[i]
+			if err := s.CreateTask(ctx, &TaskRow{Task: model.Task{ID: id, Name: id, State: model.TaskPending, Owner: o, CreatedAt: now, UpdatedAt: now}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreateAttempt(ctx, &model.Attempt{TaskID: id, N: 1, Tag: "mosaic-" + id + "-1", System: "alpha", JobID: []string{"11", "12"}[i],
+				State: model.JobSubmitting, CreatedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.JobOwners(ctx, "alpha", []string{"11", "12", "13"})
+		if err != nil || len(got) != 2 || got["11"] != "alice" || got["12"] != "bob" {
+			t.Fatalf("job owners %v %v", got, err)
+		}
+		if got, _ := s.JobOwners(ctx, "beta", []string{"11"}); len(got) != 0 {
+			t.Fatalf("job 11 on another system: %v", got)
+		}
+		tags, err := s.TagOwners(ctx, []string{"mosaic-ta-1", "mosaic-tb-1", "mosaic-x-1"})
+		if err != nil || tags["mosaic-ta-1"] != "alice" || tags["mosaic-tb-1"] != "bob" || len(tags) != 2 {
+			t.Fatalf("tag owners %v %v", tags, err)
+		}
+	})
+}
+
+// tableListing is a query of the names of the store's tables, on either backend.
+func tableListing(s *Store) string {
+	if s.db.d == dialectPostgres {
+		return `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`
+	}
+	return `SELECT name FROM sqlite_master WHERE type='table'`
+}
+
+// TestCallerByTokenIDAndRunOwners: a token's id finds its user until the token or the
+// user is revoked; campaign runs are owned by their tasks' owner.
+func TestCallerByTokenIDAndRunOwners(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db string) {
+		ctx := context.Background()
+		s := openT(t, db)
+		for _, u := range []string{"alice", "bob"} {
+			if _, err := s.AddUser(ctx, u, false, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, ta, err := s.CreateToken(ctx, "alice", "", nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CreateAttempt(ctx, &model.Attempt{TaskID: id, N: 1, Tag: "mosaic-" + id + "-1", System: "alpha", JobID: []string{"11", "12"}[i],
-			State: model.JobSubmitting, CreatedAt: now}); err != nil {
+		_, tb, err := s.CreateToken(ctx, "bob", "", nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	got, err := s.JobOwners(ctx, "alpha", []string{"11", "12", "13"})
-	if err != nil || len(got) != 2 || got["11"] != "alice" || got["12"] != "bob" {
-		t.Fatalf("job owners %v %v", got, err)
-	}
-	if got, _ := s.JobOwners(ctx, "beta", []string{"11"}); len(got) != 0 {
-		t.Fatalf("job 11 on another system: %v", got)
-	}
-	tags, err := s.TagOwners(ctx, []string{"mosaic-ta-1", "mosaic-tb-1", "mosaic-x-1"})
-	if err != nil || tags["mosaic-ta-1"] != "alice" || tags["mosaic-tb-1"] != "bob" || len(tags) != 2 {
-		t.Fatalf("tag owners %v %v", tags, err)
-	}
+		if c, err := s.CallerByTokenID(ctx, ta.ID); err != nil || c.Name != "alice" || c.TokenID != ta.ID {
+			t.Fatalf("alice's token id: %+v %v", c, err)
+		}
+		if _, err := s.CallerByTokenID(ctx, "mos_nothere"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("unknown id: %v, want ErrNotFound", err)
+		}
+		if err := s.RevokeToken(ctx, ta.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RevokeUser(ctx, "bob", nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{ta.ID, tb.ID} {
+			if _, err := s.CallerByTokenID(ctx, id); !errors.Is(err, ErrRevoked) {
+				t.Fatalf("revoked %s: %v, want ErrRevoked", id, err)
+			}
+		}
+		now := time.Now()
+		for _, r := range []struct{ id, run, owner string }{{"t1", "r1", "alice"}, {"t2", "r1", "alice"}, {"t3", "r2", "bob"}, {"t4", "", "bob"}} {
+			row := &TaskRow{Task: model.Task{ID: r.id, Name: r.id, State: model.TaskPending, Owner: r.owner, CreatedAt: now, UpdatedAt: now}, CampaignRun: r.run}
+			if err := s.CreateTask(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.RunOwners(ctx)
+		if err != nil || len(got) != 2 || got["r1"] != "alice" || got["r2"] != "bob" {
+			t.Fatalf("run owners %v %v", got, err)
+		}
+	})
 }

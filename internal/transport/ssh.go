@@ -31,6 +31,12 @@ type SSH struct {
 	Port int
 	// IdentityFile, if set, is passed as -i.
 	IdentityFile string
+	// IdentitiesOnly offers only IdentityFile (-o IdentitiesOnly=yes), none of the
+	// agent's keys or the ssh config's IdentityFiles: a per-user identity must not log
+	// in with the service's key. NoAgent also stops asking the agent at all
+	// (-o IdentityAgent=none), unless Options names an IdentityAgent.
+	IdentitiesOnly bool
+	NoAgent        bool
 	// ProxyJump, if set, is passed as -J.
 	ProxyJump string
 	// ConfigFile, if set, is passed as -F (replacing ~/.ssh/config).
@@ -146,6 +152,12 @@ func (s *SSH) options(extra []string, session ...string) ([]string, error) {
 	}
 	if s.IdentityFile != "" {
 		a = append(a, "-i", s.IdentityFile)
+		if s.IdentitiesOnly {
+			a = append(a, "-o", "IdentitiesOnly=yes")
+		}
+		if s.NoAgent && !hasOption(s.Options, "IdentityAgent") {
+			a = append(a, "-o", "IdentityAgent=none")
+		}
 	}
 	if s.ProxyJump != "" {
 		a = append(a, "-J", s.ProxyJump)
@@ -160,6 +172,17 @@ func (s *SSH) options(extra []string, session ...string) ([]string, error) {
 		a = append(a, "-o", o)
 	}
 	return a, nil
+}
+
+// hasOption reports whether opts (Key=Value) set key (case-insensitive, as ssh reads it).
+func hasOption(opts []string, key string) bool {
+	for _, o := range opts {
+		k, _, _ := strings.Cut(o, "=")
+		if strings.EqualFold(strings.TrimSpace(k), key) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *SSH) binary() string {

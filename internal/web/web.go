@@ -8,6 +8,7 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"html/template"
@@ -16,6 +17,7 @@ import (
 	"strings"
 
 	v1 "github.com/mosaic-hpc/mosaic/api/v1"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/session"
 )
 
@@ -27,18 +29,28 @@ var files embed.FS
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
+// Auth authenticates the token pasted into /login and records the UI's audit entries
+// (api.Logins is the core's).
+type Auth interface {
+	// Login returns who tok stands for: the laptop token's local admin or a user
+	// token's user; it must compare the laptop token in constant time.
+	Login(ctx context.Context, tok string) (model.Caller, error)
+	// Audit records an action of the caller of ctx.
+	Audit(ctx context.Context, action, target, detail string)
+}
+
 // UI serves the workbench and its login endpoints.
 type UI struct {
 	sessions *session.Sessions
-	tokenOK  func(string) bool
+	auth     Auth
 	static   fs.FS
 	index    []byte
 	login    *template.Template
 }
 
-// New returns the UI. tokenOK checks a pasted API token (the fallback login when the
-// one-time URL is lost); it must compare in constant time.
-func New(s *session.Sessions, tokenOK func(string) bool) *UI {
+// New returns the UI. auth checks a pasted API token (the fallback login when the
+// one-time URL is lost) and records the audit entries of logins.
+func New(s *session.Sessions, auth Auth) *UI {
 	sub, err := fs.Sub(files, "static")
 	if err != nil {
 		panic(err) // the embed directive guarantees the directory
@@ -48,7 +60,7 @@ func New(s *session.Sessions, tokenOK func(string) bool) *UI {
 		panic(err)
 	}
 	lt := template.Must(template.ParseFS(sub, "login.html"))
-	return &UI{sessions: s, tokenOK: tokenOK, static: sub, index: index, login: lt}
+	return &UI{sessions: s, auth: auth, static: sub, index: index, login: lt}
 }
 
 // Register mounts the UI on mux: the page at /, assets under /ui/, the login flow at
@@ -129,7 +141,8 @@ func (u *UI) loginGet(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// loginPost accepts the API token from the form (the fallback when the login URL is lost).
+// loginPost accepts an API token from the form (the fallback when the login URL is
+// lost): the laptop token, or a user's token, whose session then acts for that user.
 func (u *UI) loginPost(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	if err := r.ParseForm(); err != nil {
@@ -137,12 +150,19 @@ func (u *UI) loginPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := strings.TrimSpace(r.PostForm.Get("token"))
-	if tok == "" || !u.tokenOK(tok) {
+	var caller model.Caller
+	var err error
+	if tok != "" {
+		caller, err = u.auth.Login(r.Context(), tok)
+	}
+	if tok == "" || err != nil {
 		u.renderLogin(w, http.StatusUnauthorized, loginPage{Error: true,
-			Message: "That is not this core's API token. It is in $XDG_CONFIG_HOME/mosaic/token (usually ~/.config/mosaic/token)."})
+			Message: "That is not a valid token of this core: paste the laptop token ($XDG_CONFIG_HOME/mosaic/token, usually ~/.config/mosaic/token) or your own (mos_…, from `mosaic token create`; a revoked one is refused)."})
 		return
 	}
-	session.SetCookie(w, r, u.sessions.Open())
+	caller.Remote = r.RemoteAddr
+	u.auth.Audit(model.WithCaller(r.Context(), caller), "session.login", caller.TokenID, "token pasted into /login")
+	session.SetCookie(w, r, u.sessions.OpenFor(session.Owner{User: caller.Name, TokenID: caller.TokenID}))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -172,11 +192,19 @@ func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 // newLoginURL mints a one-time login URL for this host (for `mosaic ui` or a second
-// browser).
+// browser). Its session acts for the caller that minted it (the guard put it in the
+// context), never for more; the minting is audited.
 func (u *UI) newLoginURL(w http.ResponseWriter, r *http.Request) {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	writeJSON(w, http.StatusOK, v1.LoginURL{URL: u.sessions.LoginURL(scheme + "://" + r.Host), ExpiresIn: session.CodeTTL.String()})
+	caller, ok := model.CallerFrom(r.Context())
+	if !ok {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"detail": "not signed in"}) // the guard protects this route; never reached behind it
+		return
+	}
+	u.auth.Audit(r.Context(), "session.login-url", caller.TokenID, "one-time browser login link")
+	url := u.sessions.LoginURLFor(scheme+"://"+r.Host, session.Owner{User: caller.Name, TokenID: caller.TokenID})
+	writeJSON(w, http.StatusOK, v1.LoginURL{URL: url, ExpiresIn: session.CodeTTL.String()})
 }

@@ -66,12 +66,12 @@ func TestUsersTwoUsersCLI(t *testing.T) {
 	}
 	id := sub.Task.ID
 	for _, args := range [][]string{{"task", id}, {"cancel", id}, {"replan", id}, {"logs", id}} {
-		if _, errOut, rc := e.runAs(bob, args...); rc == 0 || !strings.Contains(errOut, "belongs to another user") {
-			t.Errorf("bob %v: rc=%d %s, want a refusal naming the owner rule", args, rc, errOut)
+		if _, errOut, rc := e.runAs(bob, args...); rc == 0 || !strings.Contains(errOut, "no task ") {
+			t.Errorf("bob %v: rc=%d %s, want the refusal \"no task … of yours\"", args, rc, errOut)
 		}
 	}
-	if out, _, _ := e.runAs(bob, "tasks", "--json"); strings.Contains(out, id) {
-		t.Errorf("bob lists alice's task: %s", out)
+	if out, errOut, rc := e.runAs(bob, "tasks", "--json"); rc != 0 || strings.Contains(out, id) || !strings.HasPrefix(strings.TrimSpace(out), "[") {
+		t.Errorf("bob tasks --json: rc=%d, want 0 and a list without alice's task: %s %s", rc, out, errOut)
 	}
 	if _, errOut, rc := e.runAs(bob, "users", "list"); rc == 0 || !strings.Contains(errOut, "needs an admin") {
 		t.Errorf("bob users list: rc=%d %s", rc, errOut)

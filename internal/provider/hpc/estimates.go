@@ -44,7 +44,9 @@ done
 // EstimateStarts implements provider.BatchEstimator: one remote command per batch of
 // up to MaxEstimateBatch specs uploads their scripts and runs the dialect's estimate
 // (sbatch --test-only) on each, over one connection. A spec that cannot be rendered,
-// or that the site refuses, has its own error.
+// or that the site refuses, has its own error. Each spec is estimated under its
+// owner's site identity and account (model.JobSpec.Owner), as their job would run;
+// an owner without an identity here gets that refusal as the spec's error.
 func (p *Provider) EstimateStarts(ctx context.Context, specs []model.JobSpec) ([]provider.Estimate, error) {
 	const placeholder = "\x00mosaic-estimate-path\x00"
 	cmd := p.d.EstimateCommand(placeholder)
@@ -64,6 +66,55 @@ func (p *Provider) EstimateStarts(ctx context.Context, specs []model.JobSpec) ([
 		return nil, fmt.Errorf("%s: the %s estimate command does not take a script path: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
 	}
 	script := fmt.Sprintf(estimateScript, strings.Join(parts, " "))
+	if p.perUser() {
+		return p.estimateByOwner(ctx, script, specs)
+	}
+	return p.estimateAll(ctx, script, specs)
+}
+
+// estimateByOwner runs each owner's specs under that owner's identity and account
+// (as their jobs would be submitted); the specs of an owner without an identity here
+// get that refusal as their error.
+func (p *Provider) estimateByOwner(ctx context.Context, script string, specs []model.JobSpec) ([]provider.Estimate, error) {
+	out := make([]provider.Estimate, len(specs))
+	byOwner := map[string][]int{}
+	var order []string
+	for i := range specs {
+		o := specs[i].Owner
+		if _, ok := byOwner[o]; !ok {
+			order = append(order, o)
+		}
+		byOwner[o] = append(byOwner[o], i)
+	}
+	for _, o := range order {
+		idx := byOwner[o]
+		q, err := p.forOwner(o)
+		if err != nil {
+			for _, i := range idx {
+				out[i].Err = fmt.Errorf("%s: start estimate for %s: %w", p.sys.Name, o, err)
+			}
+			continue
+		}
+		sub := make([]model.JobSpec, len(idx))
+		for j, i := range idx {
+			sub[j] = specs[i]
+			if q != p {
+				sub[j].Account = q.userAccount(sub[j].Account)
+			}
+		}
+		res, err := q.estimateAll(ctx, script, sub)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			out[i] = res[j]
+		}
+	}
+	return out, nil
+}
+
+// estimateAll is EstimateStarts as this provider's identity.
+func (p *Provider) estimateAll(ctx context.Context, script string, specs []model.JobSpec) ([]provider.Estimate, error) {
 	out := make([]provider.Estimate, len(specs))
 	for lo := 0; lo < len(specs); lo += MaxEstimateBatch {
 		hi := min(lo+MaxEstimateBatch, len(specs))

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/transport"
 	"github.com/mosaic-hpc/mosaic/internal/transport/connect"
 )
@@ -46,6 +48,12 @@ func (p *Provider) forOwner(owner string) (*Provider, error) {
 	if sub, ok := p.subs[owner]; ok {
 		return sub, nil
 	}
+	if id.IdentityFile != "" {
+		if _, err := os.Stat(expandHome(id.IdentityFile)); err != nil {
+			return nil, fmt.Errorf("%s: the ssh key of %s (%s) cannot be read: %w; fix the identity of %s under users: in sites.yaml",
+				p.sys.Name, owner, id.IdentityFile, err, owner)
+		}
+	}
 	sys := p.sys.WithIdentity(id)
 	sub := &Provider{sys: sys, kind: p.kind, now: p.now, log: p.log.With("owner", owner), user: sys.User,
 		protected: p.protected, conn: p.conn, d: p.d, endpoint: connect.Endpoint(sys)}
@@ -57,6 +65,10 @@ func (p *Provider) forOwner(owner string) (*Provider, error) {
 		// A control master of its own: ssh's %C names the login, not the key, so two
 		// users mapped to one login would otherwise share the first one's connection.
 		s.ControlDir = filepath.Join(cmp.Or(s.ControlDir, transport.DefaultControlDir()), "u-"+owner)
+		if id.IdentityFile != "" {
+			// Only the user's key: never the agent's or the ssh config's (the service's).
+			s.IdentitiesOnly, s.NoAgent = true, true
+		}
 	}
 	sub.tr = tr
 	if p.subs == nil {
@@ -66,48 +78,70 @@ func (p *Provider) forOwner(owner string) (*Provider, error) {
 	return sub, nil
 }
 
+// expandHome resolves a leading ~/ as ssh does.
+func expandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return p
+}
+
 // groupByOwner splits keys (job ids or tags) by the provider of their owner; keys
-// whose owner is unknown (not Mosaic's, or older than users) go to p.
-func (p *Provider) groupByOwner(ctx context.Context, keys []string, owners map[string]string) (map[*Provider][]string, error) {
-	out := map[*Provider][]string{}
+// whose owner is unknown (not Mosaic's, or older than users) go to p. A key whose
+// owner has no identity here is left out with its error in failed, so one such job
+// does not stop the calls about everyone else's.
+func (p *Provider) groupByOwner(keys []string, owners map[string]string) (groups map[*Provider][]string, failed map[string]error) {
+	groups = map[*Provider][]string{}
 	for _, k := range keys {
 		q, err := p.forOwner(owners[k])
 		if err != nil {
-			return nil, err
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[k] = err
+			continue
 		}
-		out[q] = append(out[q], k)
+		groups[q] = append(groups[q], k)
 	}
-	return out, nil
+	return groups, failed
 }
 
-// byJobs groups job ids by the provider that acts for their owner.
-func (p *Provider) byJobs(ctx context.Context, ids []string) (map[*Provider][]string, error) {
+// byJobs groups job ids by the provider that acts for their owner; failed holds the
+// ids whose owner has no identity here.
+func (p *Provider) byJobs(ctx context.Context, ids []string) (map[*Provider][]string, map[string]error, error) {
 	if !p.perUser() {
-		return map[*Provider][]string{p: ids}, nil
+		return map[*Provider][]string{p: ids}, nil, nil
 	}
 	owners, err := p.owners.JobOwners(ctx, p.sys.Name, ids)
 	if err != nil {
-		return nil, fmt.Errorf("%s: whose jobs %s are: %w", p.sys.Name, strings.Join(ids, ","), err)
+		return nil, nil, fmt.Errorf("%s: whose jobs %s are: %w", p.sys.Name, strings.Join(ids, ","), err)
 	}
-	return p.groupByOwner(ctx, ids, owners)
+	g, failed := p.groupByOwner(ids, owners)
+	return g, failed, nil
 }
 
 // byTags groups tags by the provider that acts for their owner.
-func (p *Provider) byTags(ctx context.Context, tags []string) (map[*Provider][]string, error) {
+func (p *Provider) byTags(ctx context.Context, tags []string) (map[*Provider][]string, map[string]error, error) {
 	if !p.perUser() {
-		return map[*Provider][]string{p: tags}, nil
+		return map[*Provider][]string{p: tags}, nil, nil
 	}
 	owners, err := p.owners.TagOwners(ctx, tags)
 	if err != nil {
-		return nil, fmt.Errorf("%s: whose jobs %s are: %w", p.sys.Name, strings.Join(tags, ","), err)
+		return nil, nil, fmt.Errorf("%s: whose jobs %s are: %w", p.sys.Name, strings.Join(tags, ","), err)
 	}
-	return p.groupByOwner(ctx, tags, owners)
+	g, failed := p.groupByOwner(tags, owners)
+	return g, failed, nil
 }
 
 // forJob is the provider acting for one job's owner.
 func (p *Provider) forJob(ctx context.Context, id string) (*Provider, error) {
-	g, err := p.byJobs(ctx, []string{id})
+	g, failed, err := p.byJobs(ctx, []string{id})
 	if err != nil {
+		return nil, err
+	}
+	if err := failed[id]; err != nil {
 		return nil, err
 	}
 	for q := range g {
@@ -118,8 +152,11 @@ func (p *Provider) forJob(ctx context.Context, id string) (*Provider, error) {
 
 // forTag is the provider acting for the owner of the job tagged tag.
 func (p *Provider) forTag(ctx context.Context, tag string) (*Provider, error) {
-	g, err := p.byTags(ctx, []string{tag})
+	g, failed, err := p.byTags(ctx, []string{tag})
 	if err != nil {
+		return nil, err
+	}
+	if err := failed[tag]; err != nil {
 		return nil, err
 	}
 	for q := range g {
@@ -131,13 +168,14 @@ func (p *Provider) forTag(ctx context.Context, tag string) (*Provider, error) {
 // eachOwner calls fn once per owner's provider with that owner's keys (job ids, or
 // tags with byTags), when calls are routed by owner; routed is false otherwise (the
 // caller then acts as the system's own identity). fn must call the provider's
-// unrouted implementation.
-func (p *Provider) eachOwner(ctx context.Context, keys []string, group func(context.Context, []string) (map[*Provider][]string, error),
+// unrouted implementation. Keys whose owner has no identity here are not asked
+// about: err is then a *provider.PartialError naming them (after fn ran for the rest).
+func (p *Provider) eachOwner(ctx context.Context, keys []string, group func(context.Context, []string) (map[*Provider][]string, map[string]error, error),
 	fn func(q *Provider, keys []string) error) (routed bool, err error) {
 	if !p.perUser() {
 		return false, nil
 	}
-	groups, err := group(ctx, keys)
+	groups, failed, err := group(ctx, keys)
 	if err != nil {
 		return true, err
 	}
@@ -145,6 +183,9 @@ func (p *Provider) eachOwner(ctx context.Context, keys []string, group func(cont
 		if err := fn(q, ks); err != nil {
 			return true, err
 		}
+	}
+	if len(failed) > 0 {
+		return true, &provider.PartialError{System: p.sys.Name, Failed: failed}
 	}
 	return true, nil
 }

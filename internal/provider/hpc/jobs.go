@@ -73,7 +73,9 @@ func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, erro
 }
 
 // Status reports many jobs with one remote call per MaxIDsPerCall ids (two on Slurm
-// sites without accounting).
+// sites without accounting). On a system with per-user identities, jobs whose owner
+// has none are not asked about: the answer holds the others, with a
+// *provider.PartialError naming them (Cancel, CancelPending and FindByTag alike).
 func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error) {
 	res := map[string]model.JobStatus{}
 	if routed, err := p.eachOwner(ctx, dedupe(jobIDs), p.byJobs, func(q *Provider, ids []string) error {
@@ -81,10 +83,10 @@ func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]mode
 		maps.Copy(res, got)
 		return err
 	}); routed {
-		if err != nil {
+		if _, partial := provider.Partial(err); err != nil && !partial {
 			return nil, err
 		}
-		return res, nil
+		return res, err // with a PartialError, res holds the jobs that were asked about
 	}
 	return p.statusAll(ctx, jobIDs)
 }
@@ -233,10 +235,10 @@ func (p *Provider) FindByTag(ctx context.Context, tags []string) (map[string]mod
 		merge(res, got)
 		return err
 	}); routed {
-		if err != nil {
+		if _, partial := provider.Partial(err); err != nil && !partial {
 			return nil, err
 		}
-		return res, nil
+		return res, err // with a PartialError, res holds the tags that were looked up
 	}
 	return p.findByTagAll(ctx, tags)
 }
@@ -284,10 +286,21 @@ func merge(dst, src map[string]model.JobStatus) {
 
 // EstimateStart uploads the script for spec under a separate name and asks the
 // scheduler when it would start (sbatch --test-only); provider.ErrUnsupported when the
-// dialect cannot tell.
+// dialect cannot tell. It runs under the identity of spec.Owner (refused when they
+// have none here), as their job would.
 func (p *Provider) EstimateStart(ctx context.Context, spec model.JobSpec) (time.Time, error) {
 	if p.d.EstimateCommand("x") == nil {
 		return time.Time{}, fmt.Errorf("%s: start estimate with %s: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
+	}
+	if p.perUser() { // as the task's owner would submit it (identity.go)
+		q, err := p.forOwner(spec.Owner)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s: start estimate for %s: %w", p.sys.Name, spec.Owner, err)
+		}
+		if q != p {
+			spec.Account = q.userAccount(spec.Account)
+			return q.EstimateStart(ctx, spec)
+		}
 	}
 	spec.Tag = spec.Tag + "-estimate"
 	_, files, script, err := p.prepare(spec)

@@ -41,7 +41,7 @@ func TestRigPerUserIdentity(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "known_hosts"), known, 0o600)
 	cfg := filepath.Join(dir, "ssh_config")
 	os.WriteFile(cfg, []byte("Host rig-alpha\n  HostName 127.0.0.1\n  Port "+env.Get(t, "RIG_SSH_PORT_ALPHA")+
-		"\nHost *\n  IdentitiesOnly yes\n  UserKnownHostsFile "+filepath.Join(dir, "known_hosts")+
+		"\nHost *\n  UserKnownHostsFile "+filepath.Join(dir, "known_hosts")+
 		"\n  StrictHostKeyChecking accept-new\n  BatchMode yes\n  LogLevel ERROR\n"), 0o600)
 
 	sys := site.System{Name: "alpha@rig", Kind: site.KindSSH, Host: "rig-alpha", User: "root", Dialect: site.DialectSlurm,
