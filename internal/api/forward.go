@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -29,6 +30,21 @@ const ForwardedHeader = "X-Mosaic-Forwarded-By"
 // forwardRetryAfter is the Retry-After (seconds) of a 503 for want of a leader: a
 // takeover takes at most two probe ticks.
 const forwardRetryAfter = 2
+
+// sessionKey marks, in a request's context, that the guard accepted it on this
+// replica's browser session (no Authorization header).
+type sessionKey struct{}
+
+// withAcceptedSession records that the guard accepted r on a browser session.
+func withAcceptedSession(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), sessionKey{}, true))
+}
+
+// acceptedSession reports whether the guard accepted r on a browser session.
+func acceptedSession(r *http.Request) bool {
+	ok, _ := r.Context().Value(sessionKey{}).(bool)
+	return ok
+}
 
 // localOnFollower reports whether a follower answers the request itself.
 func localOnFollower(r *http.Request) bool {
@@ -90,7 +106,7 @@ func (s *Server) forward(next http.Handler) http.Handler {
 			writeProblem(w, http.StatusServiceUnavailable, "the leader advertises an unusable address "+quoteHeader(leader)+"; fix its --advertise URL")
 			return
 		}
-		bearer := r.Header.Get("Authorization") != ""
+		session := acceptedSession(r)
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(target)
@@ -99,9 +115,12 @@ func (s *Server) forward(next http.Handler) http.Handler {
 				pr.Out.Host = pr.In.Host
 				pr.SetXForwarded()
 				pr.Out.Header.Set(ForwardedHeader, me)
-				if !bearer {
+				if session {
 					// The guard accepted this replica's browser session; the leader does
 					// not know it, so the forward carries the API token it stands for.
+					// Only then: a request the guard did not judge (/mcp, /exchange/*,
+					// /auth/callback, judged by the leader's own handlers) is forwarded
+					// exactly as received, never with a token it did not carry.
 					pr.Out.Header.Del("Cookie")
 					pr.Out.Header.Set("Authorization", "Bearer "+s.opts.Token)
 				}

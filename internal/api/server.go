@@ -276,7 +276,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				// Browser sessions are opened with the laptop token (the one-time login
 				// URL `mosaic serve` prints, or the token pasted into /login): they act
 				// for the implicit local admin.
-				r = withCaller(r, model.LocalCaller())
+				r = withAcceptedSession(withCaller(r, model.LocalCaller()))
 			}
 			// The Globus sign-in decides whose Globus identity the whole core uses: an
 			// admin's decision, not any user's.

@@ -1,0 +1,63 @@
+package api
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/mosaic-hpc/mosaic/internal/core"
+	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// mcpReplica runs a team-mode replica whose /mcp (a token route, as in serve) echoes
+// the caller it was served as.
+func mcpReplica(t *testing.T, db string) (*httptest.Server, *core.Core) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	c := coretest.Start(t, coretest.Options{SimSpeed: 60, DBPath: db, Replica: true, Advertise: url})
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cl := model.CallerOf(r.Context())
+		json.NewEncoder(w).Encode(map[string]any{"caller": cl.Name, "admin": cl.Admin, "served_by": c.Leadership().Replica})
+	})
+	srv, err := New(c, Options{Token: "tok", TokenRoutes: map[string]http.Handler{"/mcp": echo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(srv)
+	hs.Listener.Close()
+	hs.Listener = ln
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return hs, c
+}
+
+// TestFollowerForwardsUnauthenticatedAsReceived: a request without any credential to
+// a path the guard does not protect itself (/mcp, /exchange/*, /auth/callback) is
+// forwarded exactly as received; the follower never adds the laptop token to it, so
+// the leader refuses it (401) as it would refuse it directly.
+func TestFollowerForwardsUnauthenticatedAsReceived(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "mosaic.db")
+	lhs, leader := mcpReplica(t, db)
+	waitRole(t, leader, "leader")
+	fhs, follower := mcpReplica(t, db)
+	waitRole(t, follower, "follower")
+	if code, _, b := fwCall(t, "POST", lhs.URL+"/mcp", map[string]string{"Authorization": ""}, "{}"); code != http.StatusUnauthorized {
+		t.Fatalf("leader, no credential: %d %s, want 401", code, b)
+	}
+	code, _, b := fwCall(t, "POST", fhs.URL+"/mcp", map[string]string{"Authorization": ""}, "{}")
+	if code != http.StatusUnauthorized {
+		t.Errorf("follower, no credential: %d %s, want the leader's 401 (the follower must not add a token)", code, b)
+	}
+	// With the token it still works through the follower.
+	if code, _, b := fwCall(t, "POST", fhs.URL+"/mcp", nil, "{}"); code != http.StatusOK {
+		t.Errorf("follower, with the token: %d %s, want 200", code, b)
+	}
+}
