@@ -177,6 +177,11 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 			if t, err := e.o.Store.Task(ctx, a.TaskID); err == nil && e.now().Sub(a.CreatedAt) < policyOf(t).LostGrace.D() {
 				return nil
 			}
+			// Team mode: the previous leader's claimed submit may land until the claim
+			// grace after the takeover (so the wait is the longer of the two).
+			if wait, err := e.claimInFlight(ctx, a); err != nil || wait {
+				return err
+			}
 			return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
 				ev(a.TaskID, a.N, sys, "transition", "attempt cancelled: no job "+a.Tag+" at "+sys, "the submit whose outcome was unknown never reached the site", model.ActorSystem))
 		}
