@@ -17,35 +17,13 @@ import (
 // cancelling, and when a's late job appears b finds it by its tag and cancels it.
 func TestCancelDuringClaimGraceCancelsLateJob(t *testing.T) {
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "m.db")
-	stA, err := store.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stA.Close() })
-	stB, err := store.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stB.Close() })
-	clk := &handClock{t: time.Now().UTC()}
-	const ttl = 3 * time.Second
-	elA, _ := stA.NewElector(store.LeaderConfig{Name: store.LeaderName, Holder: "a", TTL: ttl, Clock: clk.now})
-	elB, _ := stB.NewElector(store.LeaderConfig{Name: store.LeaderName, Holder: "b", TTL: ttl, Clock: clk.now})
-	if _, ok, err := elA.Step(ctx); !ok || err != nil {
-		t.Fatal(ok, err)
-	}
+	stA, stB, clk, elB := deposedLeader(t)
 	newTask(t, stA, "tk", "true")
-	a1 := &model.Attempt{TaskID: "tk", N: 1, Tag: model.JobTag("tk", 1), System: "A", Partition: "cpu", Account: "acct",
-		Spec: specFor(&model.Task{Command: "true"}), State: model.JobSubmitting, CreatedAt: clk.now()}
-	a1.Spec.Tag, a1.Spec.System, a1.Spec.Partition, a1.Spec.Account = a1.Tag, "A", "cpu", "acct"
+	a1 := claimedAttempt(clk, "tk", 1)
 	if err := stA.CreateAttempt(ctx, a1); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(ttl)
-	if _, ok, err := elB.Step(ctx); !ok || err != nil {
-		t.Fatal(ok, err)
-	}
+	takeOver(t, clk, elB)
 	site := &lostAnswerSite{Provider: newSimSite(t, "A")}
 	eB := New(Options{Store: stB, Providers: provMap{"A": site}, Placer: fixedPlacer{"A"}, Clock: clk.now, SubmitBackoff: time.Millisecond})
 	eB.SetLeadership(elB.Leading, 10*time.Minute)
@@ -71,5 +49,99 @@ func TestCancelDuringClaimGraceCancelsLateJob(t *testing.T) {
 	}
 	if n := site.count(); n != 0 {
 		t.Fatalf("b submitted %d times, want 0", n)
+	}
+}
+
+// deposedLeader opens two stores on one SQLite file, a leading (token 1) and b ready to
+// take over on the hand clock.
+func deposedLeader(t *testing.T) (stA, stB *store.Store, clk *handClock, elB *store.Elector) {
+	t.Helper()
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "m.db")
+	var err error
+	if stA, err = store.Open(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stA.Close() })
+	if stB, err = store.Open(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stB.Close() })
+	clk = &handClock{t: time.Now().UTC()}
+	elA, err := stA.NewElector(store.LeaderConfig{Name: store.LeaderName, Holder: "a", TTL: graceTTL, Clock: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elB, err = stB.NewElector(store.LeaderConfig{Name: store.LeaderName, Holder: "b", TTL: graceTTL, Clock: clk.now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := elA.Step(ctx); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	return stA, stB, clk, elB
+}
+
+const graceTTL = 3 * time.Second
+
+// takeOver lets a's lease run out and b take it.
+func takeOver(t *testing.T, clk *handClock, elB *store.Elector) {
+	t.Helper()
+	clk.add(graceTTL)
+	if _, ok, err := elB.Step(context.Background()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+}
+
+// claimedAttempt is attempt n of task id on A, claimed (submitting, no job yet).
+func claimedAttempt(clk *handClock, id string, n int) *model.Attempt {
+	a := &model.Attempt{TaskID: id, N: n, Tag: model.JobTag(id, n), System: "A", Partition: "cpu", Account: "acct",
+		Spec: specFor(&model.Task{Command: "true"}), State: model.JobSubmitting, CreatedAt: clk.now()}
+	a.Spec.Tag, a.Spec.System, a.Spec.Partition, a.Spec.Account = a.Tag, "A", "cpu", "acct"
+	return a
+}
+
+// TestMoveInClaimGraceNotAbandoned: team mode. Leader a moved a job (attempt 1 keeps
+// its place; attempt 2 claimed) and died with attempt 2's submit in flight. Within
+// the claim grace b does not abandon attempt 2 as a "move cut short" (its job may
+// still land); when it lands b adopts it.
+func TestMoveInClaimGraceNotAbandoned(t *testing.T) {
+	ctx := context.Background()
+	stA, stB, clk, elB := deposedLeader(t)
+	newTask(t, stA, "tk", "true")
+	site := &lostAnswerSite{Provider: newSimSite(t, "A")}
+	a1 := claimedAttempt(clk, "tk", 1)
+	id1, err := site.Provider.Submit(ctx, a1.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1.JobID, a1.State = id1, model.JobPending
+	if err := stA.CreateAttempt(ctx, a1); err != nil {
+		t.Fatal(err)
+	}
+	a2 := claimedAttempt(clk, "tk", 2)
+	if err := stA.CreateAttempt(ctx, a2); err != nil {
+		t.Fatal(err)
+	}
+	takeOver(t, clk, elB)
+	eB := New(Options{Store: stB, Providers: provMap{"A": site}, Placer: fixedPlacer{"A"}, Clock: clk.now, SubmitBackoff: time.Millisecond})
+	eB.SetLeadership(elB.Leading, 10*time.Minute)
+	eB.TakeOver(elB.Token())
+	if err := eB.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	atts, _ := stB.Attempts(ctx, "tk")
+	if len(atts) != 2 || atts[1].State != model.JobSubmitting {
+		t.Fatalf("attempt 2 within the claim grace: %s (%s), want still submitting", atts[len(atts)-1].State, atts[len(atts)-1].Reason)
+	}
+	id2, err := site.Provider.Submit(ctx, a2.Spec) // a's submit lands late
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eB.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	atts, _ = stB.Attempts(ctx, "tk")
+	if atts[1].JobID != id2 {
+		t.Fatalf("attempt 2 after its job landed: job %q state %s, want %s adopted", atts[1].JobID, atts[1].State, id2)
 	}
 }

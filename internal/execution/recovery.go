@@ -219,6 +219,10 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 	if err != nil {
 		return err
 	}
+	if wait, err := e.claimInFlight(ctx, a); err != nil || wait {
+		return err // another leader's submit may still land: look again later (before
+		// anything else: a move cut short may still be completing)
+	}
 	prev, err := livePredecessor(ctx, e.o.Store, a)
 	if err != nil {
 		return err
@@ -231,9 +235,6 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 		why := fmt.Sprintf("move cut short by a restart: job %s on %s (attempt %d) keeps its place; no job %s reached %s, and the move is weighed again rather than made late", prev.JobID, prev.System, prev.N, a.Tag, sys)
 		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Reason: &why, Ended: ptr(e.now())},
 			ev(a.TaskID, a.N, sys, "recovery", "attempt abandoned: move cut short by a restart", why, model.ActorSystem))
-	}
-	if wait, err := e.claimInFlight(ctx, a); err != nil || wait {
-		return err // another leader's submit may still land: look again later
 	}
 	if t.UnstoredEnv {
 		why := "cannot resubmit: forwarded variables are not stored. No job " + a.Tag + " is at " + sys + " (the submit's answer was lost before the job arrived); relaunch the campaign"
