@@ -145,3 +145,53 @@ func TestMoveInClaimGraceNotAbandoned(t *testing.T) {
 		t.Fatalf("attempt 2 after its job landed: job %q state %s, want %s adopted", atts[1].JobID, atts[1].State, id2)
 	}
 }
+
+// TestDeposedEngineCancelsAndWritesNothing: team mode. Leader a submitted a job, then
+// b took over. a's engine (no longer leading, its store's token stale) asked to
+// cancel the task neither cancels the job at the site nor writes the attempt or the
+// task; a direct write with the stale token is refused with ErrFenced.
+func TestDeposedEngineCancelsAndWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	stA, stB, clk, elB := deposedLeader(t)
+	newTask(t, stA, "tk", "true")
+	site := &lostAnswerSite{Provider: newSimSite(t, "A")}
+	a1 := claimedAttempt(clk, "tk", 1)
+	id, err := site.Provider.Submit(ctx, a1.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1.JobID, a1.State = id, model.JobPending
+	if err := stA.CreateAttempt(ctx, a1); err != nil {
+		t.Fatal(err)
+	}
+	takeOver(t, clk, elB)
+	for _, leading := range []bool{true, false} { // stale token alone; and deposed too
+		eA := New(Options{Store: stA, Providers: provMap{"A": site}, Placer: fixedPlacer{"A"}, Clock: clk.now})
+		eA.SetLeadership(func() bool { return leading }, time.Minute)
+		if err := eA.Cancel(ctx, "tk", "user"); err == nil {
+			t.Errorf("leading()=%v: the deposed engine's cancel succeeded", leading)
+		}
+		found, err := site.Provider.FindByTag(ctx, []string{a1.Tag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := found[a1.Tag].State; st.Final() || st == model.JobCancelling {
+			t.Fatalf("leading()=%v: the deposed engine cancelled job %s at the site (%s)", leading, id, st)
+		}
+		atts, _ := stB.Attempts(ctx, "tk")
+		tk, _ := stB.Task(ctx, "tk")
+		if atts[0].State != model.JobPending || tk.State.Final() {
+			t.Fatalf("leading()=%v: the deposed engine wrote attempt %s, task %s", leading, atts[0].State, tk.State)
+		}
+	}
+	if err := stA.UpdateAttempt(ctx, "tk", 1, store.AttemptUpdate{State: ptr(model.JobFailed)}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("UpdateAttempt with a stale token: %v, want ErrFenced", err)
+	}
+	if err := stA.UpdateTask(ctx, "tk", store.TaskUpdate{State: ptr(model.TaskFailed)}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("UpdateTask with a stale token: %v, want ErrFenced", err)
+	}
+	// The leader b still writes.
+	if err := stB.UpdateAttempt(ctx, "tk", 1, store.AttemptUpdate{Reason: ptr("b")}); err != nil {
+		t.Fatalf("UpdateAttempt by the leader: %v", err)
+	}
+}

@@ -305,6 +305,9 @@ func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string
 
 // cancelJob is cancelAttempt, reporting whether the cancel is still pending.
 func (e *Engine) cancelJob(ctx context.Context, a *model.Attempt, why string) (pending bool, err error) {
+	if err := e.mayAct(ctx); err != nil {
+		return true, err // a deposed leader neither asks the site nor writes
+	}
 	p, perr := e.provider(a.System)
 	var adopted *string
 	if a.JobID == "" {

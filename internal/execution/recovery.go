@@ -192,6 +192,9 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 			ev(a.TaskID, a.N, sys, "transition", fmt.Sprintf("found job %s by its tag %s; cancelling it", id, a.Tag), a.Reason, model.ActorSystem)); err != nil {
 			return err
 		}
+		if err := e.mayAct(ctx); err != nil {
+			return err
+		}
 		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
 		err := p.Cancel(cctx, []string{id})
 		cancel()

@@ -155,6 +155,9 @@ type TaskUpdate struct {
 // UpdateTask applies an update and appends events in one transaction.
 func (s *Store) UpdateTask(ctx context.Context, id string, u TaskUpdate, evs ...model.Event) error {
 	return s.tx(ctx, func(tx *txn) error {
+		if _, err := s.fence(ctx, tx); err != nil {
+			return err // team mode: a deposed replica writes nothing (see UpdateAttempt)
+		}
 		now := nanos(time.Now())
 		if u.State != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET state=?, updated_at=? WHERE id=?`, string(*u.State), now, id); err != nil {
@@ -333,8 +336,14 @@ type AttemptUpdate struct {
 }
 
 // UpdateAttempt applies an update and appends events in one transaction.
+//
+// In team mode it is fenced like a claim: a replica whose lease token is stale
+// (deposed) writes nothing and gets ErrFenced.
 func (s *Store) UpdateAttempt(ctx context.Context, taskID string, n int, u AttemptUpdate, evs ...model.Event) error {
 	return s.tx(ctx, func(tx *txn) error {
+		if _, err := s.fence(ctx, tx); err != nil {
+			return err
+		}
 		set := func(col string, v any) error {
 			_, err := tx.ExecContext(ctx, `UPDATE attempts SET `+col+`=? WHERE task_id=? AND n=?`, v, taskID, n)
 			if err != nil {
