@@ -9,7 +9,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 
 	"github.com/mosaic-hpc/mosaic/internal/core"
 )
@@ -88,21 +91,21 @@ func (s *Server) forward(next http.Handler) http.Handler {
 			return
 		}
 		if by := r.Header.Get(ForwardedHeader); by != "" {
-			w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
+			noLeader(w)
 			writeProblem(w, http.StatusServiceUnavailable, "this replica is not the leader and the request was already forwarded once (by replica "+
 				quoteHeader(by)+"): the leader changed while it was on its way; retry in a few seconds")
 			return
 		}
 		leader := s.core.Leadership().Leader
 		if leader == "" {
-			w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
+			noLeader(w)
 			writeProblem(w, http.StatusServiceUnavailable, "no replica is the leader right now (the last leader's lease ran out and another takes over within two probe ticks); "+
 				"this follower cannot act on its own: retry in a few seconds")
 			return
 		}
 		target, err := url.Parse(leader)
 		if err != nil || target.Host == "" {
-			w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
+			noLeader(w)
 			writeProblem(w, http.StatusServiceUnavailable, "the leader advertises an unusable address "+quoteHeader(leader)+"; fix its --advertise URL")
 			return
 		}
@@ -133,12 +136,33 @@ func (s *Server) forward(next http.Handler) http.Handler {
 				}
 				s.opts.Logger.Warn("forwarding to the leader failed", "leader", target.Host, "path", r.URL.Path, "err", err)
 				w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
-				writeProblem(w, http.StatusServiceUnavailable, "this follower could not reach the leader at "+target.Host+
-					" (it may have just died; another replica takes over within two probe ticks): retry in a few seconds")
+				if !connectFailed(err) {
+					// Sent, and no answer came: the leader may have carried it out.
+					writeProblem(w, http.StatusBadGateway, "this follower forwarded the request to the leader at "+target.Host+
+						" and got no answer (it may have died while working on it): whether it was carried out is unknown; check (e.g. `mosaic tasks`) before repeating it")
+					return
+				}
+				noLeader(w)
+				writeProblem(w, http.StatusServiceUnavailable, "this follower could not connect to the leader at "+target.Host+
+					" (it may have just died; another replica takes over within two probe ticks); nothing was sent: retry in a few seconds")
 			},
 		}
 		rp.ServeHTTP(w, r)
 	})
+}
+
+// noLeader marks a 503 for want of a leader: the request was not carried out, so a
+// client may send it to another replica whatever its method (v1.NoLeaderHeader).
+func noLeader(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
+	w.Header().Set(v1.NoLeaderHeader, "1")
+}
+
+// connectFailed reports whether a forward failed before anything was sent: the
+// leader's address refused the connection or could not be dialled.
+func connectFailed(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial")
 }
 
 // addLeadership puts a replica's role into /healthz: role (single, leader or

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 	"github.com/mosaic-hpc/mosaic/internal/session"
@@ -173,9 +174,10 @@ func TestFollowerForwardsToLeaderWithCallersCredential(t *testing.T) {
 	if code, _, b := fwCall(t, "GET", followerHS.URL+"/api/tasks", nil, ""); code != 200 || !bytes.Contains(b, []byte(other.Task.ID)) {
 		t.Fatalf("task list on the follower: %d %.200s", code, b)
 	}
-	// What it must forward fails with 503 and Retry-After, saying why.
+	// What it must forward fails with 503 and Retry-After, saying why, marked as not
+	// carried out (the connection was refused).
 	code, hdr, b = fwCall(t, "POST", followerHS.URL+"/api/tasks", map[string]string{"Idempotency-Key": "fw-key-3"}, fwSubmitBody)
-	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || !bytes.Contains(b, []byte("could not reach the leader")) {
+	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || hdr.Get(v1.NoLeaderHeader) != "1" || !bytes.Contains(b, []byte("could not connect to the leader")) {
 		t.Fatalf("submit with the leader unreachable: %d %q %s", code, hdr.Get("Retry-After"), b)
 	}
 	// /healthz says who is who.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mosaic-hpc/mosaic/internal/core"
@@ -59,5 +60,37 @@ func TestFollowerForwardsUnauthenticatedAsReceived(t *testing.T) {
 	// With the token it still works through the follower.
 	if code, _, b := fwCall(t, "POST", fhs.URL+"/mcp", nil, "{}"); code != http.StatusOK {
 		t.Errorf("follower, with the token: %d %s, want 200", code, b)
+	}
+}
+
+// TestForwardErrorKinds: a forward whose leader refuses the connection was not sent
+// (connectFailed: the follower answers 503 with the no-leader marker, safe to retry
+// anywhere); one the leader took and dropped without an answer was sent (a 502, never
+// retried blindly).
+func TestForwardErrorKinds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("POST", down+"/api/tasks", strings.NewReader("{}"))
+	_, err = tr.RoundTrip(req)
+	if err == nil || !connectFailed(err) {
+		t.Errorf("connection refused: %v, connectFailed false", err)
+	}
+	drop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			c.Close() // took the request, died before answering
+		}
+	}))
+	defer drop.Close()
+	req, _ = http.NewRequest("POST", drop.URL+"/api/tasks", strings.NewReader("{}"))
+	_, err = tr.RoundTrip(req)
+	if err == nil || connectFailed(err) {
+		t.Errorf("dropped after the request was sent: %v, connectFailed true", err)
 	}
 }
