@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
@@ -287,5 +289,14 @@ func (c *Core) replayed(ctx context.Context, key string) (*SubmitResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &SubmitResult{Task: d, Replayed: true}, nil
+	res := &SubmitResult{Task: d, Replayed: true}
+	if len(row.Decision) > 0 {
+		// The first answer's decision, from the trace stored with the task.
+		var dec scheduler.Decision
+		if err := json.Unmarshal(row.Decision, &dec); err != nil {
+			return nil, fmt.Errorf("task %s: its stored placement decision does not decode (%w); look at it with `mosaic tasks show %s`", row.ID, err, row.ID)
+		}
+		res.Decision = &dec
+	}
+	return res, nil
 }
