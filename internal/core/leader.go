@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -275,15 +276,29 @@ func (c *Core) runReplica(ctx context.Context) {
 	}
 }
 
+// requestHash is the hash stored with an Idempotency-Key: of the request as decoded
+// (so a retry's byte-level differences, key order or spacing, do not matter).
+func requestHash(req SubmitRequest) string {
+	req.DryRun = false
+	b, _ := json.Marshal(req)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 // replayed returns the task an earlier submission with this idempotency key created,
-// or nil if there is none.
-func (c *Core) replayed(ctx context.Context, key string) (*SubmitResult, error) {
+// or nil if there is none; an error (ErrInvalid) if that submission was another
+// request (hash, see requestHash, differs).
+func (c *Core) replayed(ctx context.Context, key, hash string) (*SubmitResult, error) {
 	row, err := c.store.TaskByIdempotencyKey(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if row.IdempotencyHash != "" && row.IdempotencyHash != hash {
+		return nil, fmt.Errorf("%w: this Idempotency-Key was already used for a different submission (task %s): "+
+			"a retry must send the same request; use a new key for a new task", ErrInvalid, row.ID)
 	}
 	d, err := c.Task(ctx, row.ID)
 	if err != nil {

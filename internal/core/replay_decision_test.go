@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,5 +39,25 @@ func TestReplayedSubmitHasDecision(t *testing.T) {
 	if out.Decision.Chosen != want.Decision.Chosen || out.Decision.Rationale != want.Decision.Rationale || out.Decision.Mode != want.Decision.Mode ||
 		len(out.Decision.Candidates) != len(want.Decision.Candidates) {
 		t.Fatalf("replayed decision %+v, want the first's %+v", out.Decision, want.Decision)
+	}
+}
+
+// TestIdempotencyKeyWithAnotherRequestRefused: a second submission with the same key
+// and a different request is refused (ErrInvalid, 422 on the API) with advice, not
+// answered with the first task; the same request still replays.
+func TestIdempotencyKeyWithAnotherRequestRefused(t *testing.T) {
+	c := coretest.Start(t, coretest.Options{SimSpeed: 60})
+	env := model.Envelope{CPUCores: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(10 * time.Minute), Max: model.Duration(10 * time.Minute)}}
+	alice := model.WithCaller(context.Background(), model.Caller{Name: "alice"})
+	first, err := c.SubmitTaskIdempotent(alice, core.SubmitRequest{Name: "idem", Command: "true", Envelope: &env}, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.SubmitTaskIdempotent(alice, core.SubmitRequest{Name: "other", Command: "rm -rf x", Envelope: &env}, "k1")
+	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "different submission") || !strings.Contains(err.Error(), first.Task.ID) {
+		t.Fatalf("same key, another request: %+v, %v; want ErrInvalid naming task %s", again, err, first.Task.ID)
+	}
+	if res, err := c.SubmitTaskIdempotent(alice, core.SubmitRequest{Name: "idem", Command: "true", Envelope: &env}, "k1"); err != nil || res.Task.ID != first.Task.ID {
+		t.Fatalf("same key, same request: %v, want task %s replayed", err, first.Task.ID)
 	}
 }
