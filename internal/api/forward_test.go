@@ -29,19 +29,29 @@ func replicaServer(t *testing.T, db string) (*httptest.Server, *core.Core) {
 
 func replicaServerSessions(t *testing.T, db string) (*httptest.Server, *core.Core, *session.Sessions) {
 	t.Helper()
+	sessions := session.NewSessions(nil)
+	hs, c := replicaWith(t, db, func(c *core.Core) Options {
+		return Options{Token: "tok", Sessions: sessions, Routes: []func(*http.ServeMux){func(mux *http.ServeMux) {
+			mux.HandleFunc("GET /api/test-echo", func(w http.ResponseWriter, r *http.Request) {
+				json.NewEncoder(w).Encode(map[string]string{"auth": r.Header.Get("Authorization"), "cookie": r.Header.Get("Cookie"),
+					"forwarded_by": r.Header.Get(ForwardedHeader), "served_by": c.Leadership().Replica})
+			})
+		}}}
+	})
+	return hs, c, sessions
+}
+
+// replicaWith runs a team-mode replica on the store file db behind the real API (with
+// the options opts makes for its core) on its own listener, its advertised URL.
+func replicaWith(t *testing.T, db string, opts func(*core.Core) Options) (*httptest.Server, *core.Core) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	url := "http://" + ln.Addr().String()
 	c := coretest.Start(t, coretest.Options{SimSpeed: 60, DBPath: db, Replica: true, Advertise: url})
-	sessions := session.NewSessions(nil)
-	srv, err := New(c, Options{Token: "tok", Sessions: sessions, Routes: []func(*http.ServeMux){func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/test-echo", func(w http.ResponseWriter, r *http.Request) {
-			json.NewEncoder(w).Encode(map[string]string{"auth": r.Header.Get("Authorization"), "cookie": r.Header.Get("Cookie"),
-				"forwarded_by": r.Header.Get(ForwardedHeader), "served_by": c.Leadership().Replica})
-		})
-	}}})
+	srv, err := New(c, opts(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +60,7 @@ func replicaServerSessions(t *testing.T, db string) (*httptest.Server, *core.Cor
 	hs.Listener = ln
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return hs, c, sessions
+	return hs, c
 }
 
 func waitRole(t *testing.T, c *core.Core, role string) {

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/mosaic-hpc/mosaic/internal/core"
-	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -18,26 +17,13 @@ import (
 // the caller it was served as.
 func mcpReplica(t *testing.T, db string) (*httptest.Server, *core.Core) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String()
-	c := coretest.Start(t, coretest.Options{SimSpeed: 60, DBPath: db, Replica: true, Advertise: url})
-	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cl := model.CallerOf(r.Context())
-		json.NewEncoder(w).Encode(map[string]any{"caller": cl.Name, "admin": cl.Admin, "served_by": c.Leadership().Replica})
+	return replicaWith(t, db, func(c *core.Core) Options {
+		echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			cl := model.CallerOf(r.Context())
+			json.NewEncoder(w).Encode(map[string]any{"caller": cl.Name, "admin": cl.Admin, "served_by": c.Leadership().Replica})
+		})
+		return Options{Token: "tok", TokenRoutes: map[string]http.Handler{"/mcp": echo}}
 	})
-	srv, err := New(c, Options{Token: "tok", TokenRoutes: map[string]http.Handler{"/mcp": echo}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewUnstartedServer(srv)
-	hs.Listener.Close()
-	hs.Listener = ln
-	hs.Start()
-	t.Cleanup(hs.Close)
-	return hs, c
 }
 
 // TestFollowerForwardsUnauthenticatedAsReceived: a request without any credential to

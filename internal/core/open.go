@@ -294,16 +294,11 @@ func watchLease(ctx context.Context, l store.Lease, log *slog.Logger, every time
 // acquireLease takes the lease of the store at dbPath (none for ":memory:"): a lock
 // file for SQLite, an advisory lock for PostgreSQL (store.NewLeaser).
 func acquireLease(ctx context.Context, dbPath, addr string) (store.Lease, error) {
-	if dbPath == "" || dbPath == ":memory:" {
-		return nil, nil
+	me, err := leaseOwner(dbPath, addr)
+	if me == nil || err != nil {
+		return nil, err
 	}
-	if !store.IsPostgres(dbPath) {
-		if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
-			return nil, fmt.Errorf("store %s: create its directory: %w (set MOSAIC_DB to use another file)", dbPath, err)
-		}
-	}
-	host, _ := os.Hostname()
-	return store.NewLeaser(dbPath).Acquire(ctx, store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()})
+	return store.NewLeaser(dbPath).Acquire(ctx, *me)
 }
 
 // replicasLead refuses a single core on a store whose leader lease is live.
@@ -328,6 +323,16 @@ func replicasRun(ctx context.Context, db string) error {
 
 // acquireShared is acquireLease for a team-mode replica: the owner lock, shared.
 func acquireShared(ctx context.Context, dbPath, addr string) (*store.SharedLease, error) {
+	me, err := leaseOwner(dbPath, addr)
+	if me == nil || err != nil {
+		return nil, err
+	}
+	return store.AcquireShared(ctx, dbPath, *me)
+}
+
+// leaseOwner is this process as the holder of store dbPath's owner lock, after
+// making the SQLite file's directory; nil for a memory store (no lock).
+func leaseOwner(dbPath, addr string) (*store.Owner, error) {
 	if dbPath == "" || dbPath == ":memory:" {
 		return nil, nil
 	}
@@ -337,7 +342,7 @@ func acquireShared(ctx context.Context, dbPath, addr string) (*store.SharedLease
 		}
 	}
 	host, _ := os.Hostname()
-	return store.AcquireShared(ctx, dbPath, store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()})
+	return &store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()}, nil
 }
 
 func allSim(cat *site.Catalog) bool {
