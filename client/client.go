@@ -52,8 +52,9 @@ const RequestTimeout = 3 * time.Minute
 
 // Client talks to one core, or to the replicas of a team-mode deployment
 // (docs/TEAM.md): New accepts several base URLs separated by commas, and a request
-// that finds a replica down, or answered 503 (a follower with no leader to forward
-// to during a takeover), is tried on the next one, boundedly.
+// that finds a replica down, or answered 503 marked v1.NoLeaderHeader (a follower
+// with no leader to forward to during a takeover), is tried on the next one,
+// boundedly; other 502/503 answers only when the request is idempotent.
 type Client struct {
 	base  *url.URL   // the first base URL (URL, event streams)
 	bases []*url.URL // every base URL, in the order given
@@ -96,8 +97,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 
 // doWith sends one request with extra headers. With several base URLs, a request is
 // tried again on the next replica when it was not carried out: the connection was
-// refused, or the answer was 503; and also after a broken connection when it is safe
-// to repeat (a GET, or a request with an Idempotency-Key).
+// refused, or the answer was a follower's 503 marked v1.NoLeaderHeader; and also
+// after a 502/503 or a broken connection when it is safe to repeat (a GET, or a
+// request with an Idempotency-Key). See failover.
 func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, body, out any, hdr http.Header) error {
 	var payload []byte
 	if body != nil {
@@ -108,7 +110,7 @@ func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, 
 		payload = b
 	}
 	if len(c.bases) == 1 {
-		return c.once(ctx, c.base, method, path, q, payload, out, hdr)
+		return plain(c.once(ctx, c.base, method, path, q, payload, out, hdr))
 	}
 	repeatable := method == http.MethodGet || method == http.MethodHead || hdr.Get("Idempotency-Key") != ""
 	c.mu.Lock()
@@ -125,7 +127,7 @@ func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, 
 				c.cur = idx
 				c.mu.Unlock()
 			}
-			return err
+			return plain(err)
 		}
 		last = err
 		if time.Now().After(deadline) || i >= 200 {
@@ -142,16 +144,35 @@ func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, 
 }
 
 // failover reports whether a request that failed with err should go to the next
-// replica.
+// replica: when it certainly was not carried out (the connection was refused, or a
+// follower's 503 says no leader could be reached, v1.NoLeaderHeader), or when it is
+// safe to repeat (a GET, or a request with an Idempotency-Key) and the answer was a
+// 502/503 or a broken connection. A POST without a key that got a 502 (a follower
+// forwarded it and got no answer) is never sent again: it may have been carried out.
 func failover(err error, repeatable bool) bool {
+	var nl *noLeaderError
+	if errors.As(err, &nl) || errors.Is(err, ErrNoCore) {
+		return true // nothing was carried out
+	}
 	var ae *APIError
 	if errors.As(err, &ae) {
-		return ae.Status == http.StatusServiceUnavailable || ae.Status == http.StatusBadGateway
-	}
-	if errors.Is(err, ErrNoCore) {
-		return true // refused: nothing was sent
+		return repeatable && (ae.Status == http.StatusServiceUnavailable || ae.Status == http.StatusBadGateway)
 	}
 	return repeatable && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// noLeaderError is an APIError marked with v1.NoLeaderHeader (see failover); callers
+// get the APIError itself (plain).
+type noLeaderError struct{ *APIError }
+
+func (e *noLeaderError) Unwrap() error { return e.APIError }
+
+// plain returns the APIError inside a noLeaderError, err otherwise.
+func plain(err error) error {
+	if nl, ok := err.(*noLeaderError); ok {
+		return nl.APIError
+	}
+	return err
 }
 
 func (c *Client) once(ctx context.Context, base *url.URL, method, path string, q url.Values, payload []byte, out any, hdr http.Header) error {
@@ -196,6 +217,9 @@ func (c *Client) once(ctx context.Context, base *url.URL, method, path string, q
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			ae.Detail = "the core refused the token: " + ae.Detail
+		}
+		if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(v1.NoLeaderHeader) == "1" {
+			return &noLeaderError{ae}
 		}
 		return ae
 	}

@@ -158,3 +158,62 @@ func TestOneBaseURLDoesNotRetry(t *testing.T) {
 		t.Fatalf("a 422 with two bases: %v after %d hits, want it at once", err, hits)
 	}
 }
+
+// TestFailoverOnlyWhenNotCarriedOut: with two replicas, a POST without an
+// Idempotency-Key goes to the second only when the first certainly did not carry it
+// out (a 503 marked Mosaic-No-Leader); a 502 (forwarded, no answer) or an unmarked 503
+// is reported as is. A GET is tried on the next replica after either.
+func TestFailoverOnlyWhenNotCarriedOut(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		method   string
+		status   int
+		marked   bool
+		failover bool
+	}{
+		{"POST 503 no leader", http.MethodPost, 503, true, true},
+		{"POST 503 unmarked", http.MethodPost, 503, false, false},
+		{"POST 502 sent, no answer", http.MethodPost, 502, false, false},
+		{"GET 502", http.MethodGet, 502, false, true},
+		{"GET 503 unmarked", http.MethodGet, 503, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			first, second := 0, 0
+			a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				first++
+				mu.Unlock()
+				if c.marked {
+					w.Header().Set("Mosaic-No-Leader", "1")
+				}
+				w.WriteHeader(c.status)
+			}))
+			defer a.Close()
+			b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				second++
+				mu.Unlock()
+				w.Write([]byte(`{}`))
+			}))
+			defer b.Close()
+			cl, err := New(a.URL+","+b.URL, "tok")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cl.doWith(context.Background(), c.method, "/api/x", nil, map[string]string{}, nil, nil)
+			mu.Lock()
+			defer mu.Unlock()
+			if c.failover {
+				if err != nil || second != 1 {
+					t.Fatalf("%v, second replica hit %d times; want the request sent there", err, second)
+				}
+				return
+			}
+			var ae *APIError
+			if !errors.As(err, &ae) || ae.Status != c.status || first != 1 || second != 0 {
+				t.Fatalf("%v (hits %d, %d); want the %d reported, never sent to the second replica", err, first, second, c.status)
+			}
+		})
+	}
+}

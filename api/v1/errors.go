@@ -83,3 +83,8 @@ func (e *Error) Temporary() bool {
 	}
 	return false
 }
+
+// NoLeaderHeader marks a team-mode follower's 503 that certainly did not carry the
+// request out (no leader was known, or the leader could not be connected to): a client
+// may send any request, even a non-idempotent one, to another replica. Its value is "1".
+const NoLeaderHeader = "Mosaic-No-Leader"

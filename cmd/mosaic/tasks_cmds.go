@@ -200,8 +200,12 @@ every system and partition, each rule's verdict, the sizing, scores and ranks.
 			}
 			t := res.Task
 			if !j.set {
-				fmt.Fprintf(out, "task %s placed on %s (%s, ranker %s)\n", t.ID, res.Decision.Chosen, res.Decision.Mode, res.Decision.Ranker)
-				fmt.Fprintf(out, "  why: %s\n", res.Decision.Rationale)
+				if d := res.Decision; d != nil {
+					fmt.Fprintf(out, "task %s placed on %s (%s, ranker %s)\n", t.ID, d.Chosen, d.Mode, d.Ranker)
+					fmt.Fprintf(out, "  why: %s\n", d.Rationale)
+				} else { // an older core's answer to a replayed submission carries none
+					fmt.Fprintf(out, "task %s (submitted before, under this idempotency key)\n", t.ID)
+				}
 				if t.DraftFallback != "" {
 					fmt.Fprintf(out, "  envelope drafted heuristically: %s\n", t.DraftFallback)
 				}

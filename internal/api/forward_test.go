@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/mosaic-hpc/mosaic/api/v1"
 	"github.com/mosaic-hpc/mosaic/internal/core"
 	"github.com/mosaic-hpc/mosaic/internal/core/coretest"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/session"
 )
 
@@ -28,19 +30,30 @@ func replicaServer(t *testing.T, db string) (*httptest.Server, *core.Core) {
 
 func replicaServerSessions(t *testing.T, db string) (*httptest.Server, *core.Core, *session.Sessions) {
 	t.Helper()
+	sessions := session.NewSessions(nil)
+	hs, c := replicaWith(t, db, func(c *core.Core) Options {
+		return Options{Token: "tok", Sessions: sessions, Routes: []func(*http.ServeMux){func(mux *http.ServeMux) {
+			mux.HandleFunc("GET /api/test-echo", func(w http.ResponseWriter, r *http.Request) {
+				json.NewEncoder(w).Encode(map[string]string{"auth": r.Header.Get("Authorization"), "cookie": r.Header.Get("Cookie"),
+					"forwarded_by": r.Header.Get(ForwardedHeader), "served_by": c.Leadership().Replica,
+					"caller": model.CallerOf(r.Context()).Name, "on_behalf": r.Header.Get(OnBehalfHeader)})
+			})
+		}}}
+	})
+	return hs, c, sessions
+}
+
+// replicaWith runs a team-mode replica on the store file db behind the real API (with
+// the options opts makes for its core) on its own listener, its advertised URL.
+func replicaWith(t *testing.T, db string, opts func(*core.Core) Options) (*httptest.Server, *core.Core) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	url := "http://" + ln.Addr().String()
 	c := coretest.Start(t, coretest.Options{SimSpeed: 60, DBPath: db, Replica: true, Advertise: url})
-	sessions := session.NewSessions(nil)
-	srv, err := New(c, Options{Token: "tok", Sessions: sessions, Routes: []func(*http.ServeMux){func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/test-echo", func(w http.ResponseWriter, r *http.Request) {
-			json.NewEncoder(w).Encode(map[string]string{"auth": r.Header.Get("Authorization"), "cookie": r.Header.Get("Cookie"),
-				"forwarded_by": r.Header.Get(ForwardedHeader), "served_by": c.Leadership().Replica})
-		})
-	}}})
+	srv, err := New(c, opts(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +62,7 @@ func replicaServerSessions(t *testing.T, db string) (*httptest.Server, *core.Cor
 	hs.Listener = ln
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return hs, c, sessions
+	return hs, c
 }
 
 func waitRole(t *testing.T, c *core.Core, role string) {
@@ -173,9 +186,10 @@ func TestFollowerForwardsToLeaderWithCallersCredential(t *testing.T) {
 	if code, _, b := fwCall(t, "GET", followerHS.URL+"/api/tasks", nil, ""); code != 200 || !bytes.Contains(b, []byte(other.Task.ID)) {
 		t.Fatalf("task list on the follower: %d %.200s", code, b)
 	}
-	// What it must forward fails with 503 and Retry-After, saying why.
+	// What it must forward fails with 503 and Retry-After, saying why, marked as not
+	// carried out (the connection was refused).
 	code, hdr, b = fwCall(t, "POST", followerHS.URL+"/api/tasks", map[string]string{"Idempotency-Key": "fw-key-3"}, fwSubmitBody)
-	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || !bytes.Contains(b, []byte("could not reach the leader")) {
+	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || hdr.Get(v1.NoLeaderHeader) != "1" || !bytes.Contains(b, []byte("could not connect to the leader")) {
 		t.Fatalf("submit with the leader unreachable: %d %q %s", code, hdr.Get("Retry-After"), b)
 	}
 	// /healthz says who is who.
@@ -266,5 +280,57 @@ func TestLocalOnFollower(t *testing.T) {
 		if got := localOnFollower(r); got != c.local {
 			t.Errorf("%s %s: local=%v, want %v", c.method, c.path, got, c.local)
 		}
+	}
+}
+
+// TestFollowerForwardsAUsersSessionAsThatUser: a follower forwards a browser session
+// with the replicas' API token (the leader does not know the session); a session a
+// user's token opened must act for that user on the leader, never for the admin the
+// API token stands for. The on-behalf header is honoured only with the API token on a
+// forward, and a revoked token ends the forwarded session too.
+func TestFollowerForwardsAUsersSessionAsThatUser(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "mosaic.db")
+	leaderHS, leader := replicaServer(t, db)
+	waitRole(t, leader, "leader")
+	followerHS, follower, followerSessions := replicaServerSessions(t, db)
+	waitRole(t, follower, "follower")
+	ctx := context.Background()
+	if _, err := leader.AddUser(ctx, "bob", false); err != nil {
+		t.Fatal(err)
+	}
+	bobTok, tok, err := leader.CreateToken(ctx, "bob", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(followerHS.URL, "http://")
+	sid := followerSessions.OpenFor(session.Owner{User: "bob", TokenID: tok.ID})
+	echo := func(hdr map[string]string) (int, map[string]string) {
+		t.Helper()
+		code, _, b := fwCall(t, "GET", followerHS.URL+"/api/test-echo", hdr, "")
+		var e map[string]string
+		_ = json.Unmarshal(b, &e)
+		return code, e
+	}
+	code, e := echo(map[string]string{"Authorization": "", "Cookie": session.CookieName(host) + "=" + sid})
+	if code != 200 || e["caller"] != "bob" || e["on_behalf"] != tok.ID || e["served_by"] != leader.Leadership().Replica {
+		t.Fatalf("bob's session forwarded: %d %+v, want the leader acting for bob", code, e)
+	}
+	// The header from anyone but a forwarding replica changes nothing: with bob's own
+	// token it stays bob (the follower strips it; the leader would ignore it anyway).
+	code, e = echo(map[string]string{"Authorization": "Bearer " + bobTok, OnBehalfHeader: "mos_whoever"})
+	if code != 200 || e["caller"] != "bob" {
+		t.Fatalf("bob's bearer with an on-behalf header: %d %+v, want bob", code, e)
+	}
+	// Directly at the leader with the API token but no forward header: ignored.
+	code, _, b := fwCall(t, "GET", leaderHS.URL+"/api/test-echo", map[string]string{OnBehalfHeader: tok.ID}, "")
+	if err := json.Unmarshal(b, &e); code != 200 || err != nil || e["caller"] != model.LocalUser {
+		t.Fatalf("API token with an on-behalf header but no forward: %d %s, want local", code, b)
+	}
+	// Revoked: the forwarded session is refused (by the follower's own check first).
+	if err := leader.RevokeToken(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if code, e := echo(map[string]string{"Authorization": "", "Cookie": session.CookieName(host) + "=" + sid}); code != http.StatusUnauthorized {
+		t.Fatalf("revoked bob's session forwarded: %d %+v, want 401", code, e)
 	}
 }

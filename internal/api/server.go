@@ -268,6 +268,16 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					writeProblem(w, http.StatusUnauthorized, "missing, wrong or revoked token: send Authorization: Bearer <token> (the token is in $XDG_CONFIG_HOME/mosaic/token, printed by `mosaic serve`, or one an admin made with `mosaic token create`)")
 					return
 				}
+				if id := r.Header.Get(OnBehalfHeader); id != "" && caller.TokenID == "" && caller.Name == model.LocalUser && r.Header.Get(ForwardedHeader) != "" {
+					// A follower's forward of a user's browser session (forward.go).
+					onBehalf, err := s.core.CallerByTokenID(r.Context(), id)
+					if err != nil {
+						w.Header().Set("WWW-Authenticate", `Bearer realm="mosaic"`)
+						writeProblem(w, http.StatusUnauthorized, "the token that opened this browser session was revoked (or its user was): sign in again with a valid token at /login")
+						return
+					}
+					caller = onBehalf
+				}
 				r = s.withCaller(r, caller)
 			default:
 				_, sess, ok := s.sessions.FromRequest(r)
@@ -294,7 +304,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 						"sign in again with a valid token at /login")
 					return
 				}
-				r = s.withCaller(r, caller)
+				r = withAcceptedSession(s.withCaller(r, caller))
 			}
 			// The Globus sign-in decides whose Globus identity the whole core uses: an
 			// admin's decision, not any user's.

@@ -83,11 +83,12 @@ type Core struct {
 	stopMu    sync.Mutex
 	stopRun   context.CancelFunc // cancels Run's context (Close)
 	ownsStore bool
-	lease     store.Lease    // the store's owner lease (Open takes it, Close releases it); nil if none
-	leaseLost chan struct{}  // closed when the owner lease was lost under a running core (Deposed)
-	simTmp    string         // temporary sim work directory of an in-memory store (Close removes it)
-	camp      *campaignState // this core's exchange and campaigns directory (campaigns.go)
-	replica   *replica       // team-mode state (leader.go); nil in laptop mode
+	lease     store.Lease        // the store's owner lease (Open takes it, Close releases it); nil if none
+	shared    *store.SharedLease // a replica's shared hold of that lease (see store.AcquireShared)
+	leaseLost chan struct{}      // closed when the owner lease was lost under a running core (Deposed)
+	simTmp    string             // temporary sim work directory of an in-memory store (Close removes it)
+	camp      *campaignState     // this core's exchange and campaigns directory (campaigns.go)
+	replica   *replica           // team-mode state (leader.go); nil in laptop mode
 
 	metrics *metrics.Metrics // instruments fed by the hooks New wires (metrics.go)
 }
@@ -410,6 +411,7 @@ func (c *Core) Close() error {
 	if c.lease != nil {
 		errs = append(errs, c.lease.Release())
 	}
+	errs = append(errs, c.shared.Release())
 	if c.simTmp != "" {
 		errs = append(errs, os.RemoveAll(c.simTmp))
 	}

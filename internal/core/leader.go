@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/scheduler"
 	"github.com/mosaic-hpc/mosaic/internal/store"
 )
 
@@ -273,9 +276,19 @@ func (c *Core) runReplica(ctx context.Context) {
 	}
 }
 
+// requestHash is the hash stored with an Idempotency-Key: of the request as decoded
+// (so a retry's byte-level differences, key order or spacing, do not matter).
+func requestHash(req SubmitRequest) string {
+	req.DryRun = false
+	b, _ := json.Marshal(req)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 // replayed returns the task an earlier submission with this idempotency key created,
-// or nil if there is none.
-func (c *Core) replayed(ctx context.Context, key string) (*SubmitResult, error) {
+// or nil if there is none; an error (ErrInvalid) if that submission was another
+// request (hash, see requestHash, differs).
+func (c *Core) replayed(ctx context.Context, key, hash string) (*SubmitResult, error) {
 	row, err := c.store.TaskByIdempotencyKey(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -283,9 +296,22 @@ func (c *Core) replayed(ctx context.Context, key string) (*SubmitResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	if row.IdempotencyHash != "" && row.IdempotencyHash != hash {
+		return nil, fmt.Errorf("%w: this Idempotency-Key was already used for a different submission (task %s): "+
+			"a retry must send the same request; use a new key for a new task", ErrInvalid, row.ID)
+	}
 	d, err := c.Task(ctx, row.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &SubmitResult{Task: d, Replayed: true}, nil
+	res := &SubmitResult{Task: d, Replayed: true}
+	if len(row.Decision) > 0 {
+		// The first answer's decision, from the trace stored with the task.
+		var dec scheduler.Decision
+		if err := json.Unmarshal(row.Decision, &dec); err != nil {
+			return nil, fmt.Errorf("task %s: its stored placement decision does not decode (%w); look at it with `mosaic tasks show %s`", row.ID, err, row.ID)
+		}
+		res.Decision = &dec
+	}
+	return res, nil
 }

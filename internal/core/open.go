@@ -69,28 +69,35 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 	// previous core left behind, and the store's --fresh may move the file aside;
 	// neither may happen under a core that is still running.
 	var lease store.Lease
+	var shared *store.SharedLease
 	var err error
 	if !o.Replica { // replicas share the store; the leader lease decides who acts
 		lease, err = acquireLease(ctx, cfg.DBPath, o.ListenAddr)
 		if err != nil {
+			if errors.Is(err, store.ErrLeaseHeld) {
+				if rerr := replicasRun(ctx, cfg.DBPath); rerr != nil {
+					return nil, rerr
+				}
+				return nil, fmt.Errorf("%w (or team-mode replicas run on this store: start this core with --replica to join them, docs/TEAM.md)", err)
+			}
 			return nil, err
 		}
 	} else {
-		// A replica never runs beside a core that owns the store alone: it takes that
-		// lease for a moment to see that nobody holds it (such a core, started later,
-		// sees the replicas' live leader lease and refuses, below).
-		l, err := acquireLease(ctx, cfg.DBPath, o.ListenAddr)
+		// A replica never runs beside a core that owns the store alone: replicas hold
+		// the owner lock shared for their lifetime, such a core needs it exclusively,
+		// so whichever starts second is refused (no window where both act).
+		shared, err = acquireShared(ctx, cfg.DBPath, o.ListenAddr)
 		if err != nil {
 			return nil, fmt.Errorf("%w; a replica (--replica) cannot join a store that a single core owns: stop that core, then start every core on this store with --replica", err)
-		}
-		if l != nil {
-			_ = l.Release()
 		}
 	}
 	ok := false
 	defer func() {
 		if !ok && lease != nil {
 			_ = lease.Release()
+		}
+		if !ok {
+			_ = shared.Release()
 		}
 	}()
 	// The store opens (and is checked) before any provider starts: simulated providers
@@ -118,9 +125,8 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 		}
 	}()
 	if !o.Replica {
-		if ls, err := st.Leader(ctx, store.LeaderName); err == nil && ls.Holder != "" && time.Now().Before(ls.ExpiresAt) {
-			return nil, fmt.Errorf("store %s is run by team-mode replicas (leader %s, lease token %d): a core that owned it alone would run their jobs a second time; "+
-				"start this one with --replica to join them (docs/TEAM.md), or give it another store with MOSAIC_DB: %w", store.RedactDSN(cfg.DBPath), ls.Addr, ls.Token, store.ErrLeaseHeld)
+		if err := replicasLead(ctx, st, cfg.DBPath); err != nil {
+			return nil, err
 		}
 	}
 	// The laptop token's implicit admin is a user like the others (it owns the tasks
@@ -191,7 +197,7 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 		return nil, err
 	}
 	c.ownsStore = true
-	c.lease = lease
+	c.lease, c.shared = lease, shared
 	if o.Replica {
 		adv := o.Advertise
 		if adv == "" && o.ListenAddr != "" {
@@ -288,6 +294,45 @@ func watchLease(ctx context.Context, l store.Lease, log *slog.Logger, every time
 // acquireLease takes the lease of the store at dbPath (none for ":memory:"): a lock
 // file for SQLite, an advisory lock for PostgreSQL (store.NewLeaser).
 func acquireLease(ctx context.Context, dbPath, addr string) (store.Lease, error) {
+	me, err := leaseOwner(dbPath, addr)
+	if me == nil || err != nil {
+		return nil, err
+	}
+	return store.NewLeaser(dbPath).Acquire(ctx, *me)
+}
+
+// replicasLead refuses a single core on a store whose leader lease is live.
+func replicasLead(ctx context.Context, st *store.Store, db string) error {
+	if ls, err := st.Leader(ctx, store.LeaderName); err == nil && ls.Holder != "" && time.Now().Before(ls.ExpiresAt) {
+		return fmt.Errorf("store %s is run by team-mode replicas (leader %s, lease token %d): a core that owned it alone would run their jobs a second time; "+
+			"start this one with --replica to join them (docs/TEAM.md), or give it another store with MOSAIC_DB: %w", store.RedactDSN(db), ls.Addr, ls.Token, store.ErrLeaseHeld)
+	}
+	return nil
+}
+
+// replicasRun is replicasLead for a single core refused the owner lock: it names the
+// replicas' leader when that is why.
+func replicasRun(ctx context.Context, db string) error {
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		return nil
+	}
+	defer st.Close()
+	return replicasLead(ctx, st, db)
+}
+
+// acquireShared is acquireLease for a team-mode replica: the owner lock, shared.
+func acquireShared(ctx context.Context, dbPath, addr string) (*store.SharedLease, error) {
+	me, err := leaseOwner(dbPath, addr)
+	if me == nil || err != nil {
+		return nil, err
+	}
+	return store.AcquireShared(ctx, dbPath, *me)
+}
+
+// leaseOwner is this process as the holder of store dbPath's owner lock, after
+// making the SQLite file's directory; nil for a memory store (no lock).
+func leaseOwner(dbPath, addr string) (*store.Owner, error) {
 	if dbPath == "" || dbPath == ":memory:" {
 		return nil, nil
 	}
@@ -297,7 +342,7 @@ func acquireLease(ctx context.Context, dbPath, addr string) (store.Lease, error)
 		}
 	}
 	host, _ := os.Hostname()
-	return store.NewLeaser(dbPath).Acquire(ctx, store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()})
+	return &store.Owner{PID: os.Getpid(), Addr: addr, Host: host, Started: time.Now().UTC()}, nil
 }
 
 func allSim(cat *site.Catalog) bool {

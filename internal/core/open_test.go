@@ -12,6 +12,7 @@ import (
 
 	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/store"
+	"github.com/mosaic-hpc/mosaic/internal/store/pgtest"
 )
 
 // TestOpenTakesTheStoreLease: a second Open on the same database is refused with the
@@ -147,5 +148,53 @@ func TestOpenReplicasAndSingleOwnerExclude(t *testing.T) {
 	_, err = Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8645"})
 	if !errors.Is(err, store.ErrLeaseHeld) || !strings.Contains(err.Error(), "team-mode replicas") || !strings.Contains(err.Error(), "http://127.0.0.1:8644") {
 		t.Fatalf("a single core on the replicas' store: %v, want refused naming the leader", err)
+	}
+}
+
+// TestReplicaStartingHoldsSharedLock: replicas hold the store's owner lock shared from
+// Open on — before any of them leads — so a single core started at the same moment is
+// refused, while a second replica joins; once every replica closed, a single core
+// starts. On SQLite and (with MOSAIC_TEST_POSTGRES) PostgreSQL.
+func TestReplicaStartingHoldsSharedLock(t *testing.T) {
+	dir := t.TempDir()
+	sites := filepath.Join(dir, "sites.yaml")
+	cat := "systems:\n  - name: Solo\n    kind: sim\n    accounts: [a]\n    partitions:\n      - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: 1h}\n    sim:\n      load: {utilization: 0}\n"
+	if err := os.WriteFile(sites, []byte(cat), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dbs := map[string]string{"sqlite": filepath.Join(dir, "state", "mosaic.db")}
+	if os.Getenv("MOSAIC_TEST_POSTGRES") != "" {
+		dbs["postgres"] = pgtest.New(t)
+	}
+	for name, db := range dbs {
+		t.Run(name, func(t *testing.T) {
+			cfg := &config.Config{SitesFile: sites, DBPath: db, StateDir: filepath.Join(dir, "state-"+name), Tick: time.Second}
+			ctx := context.Background()
+			r1, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8651", Replica: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8652", Replica: true})
+			if err != nil {
+				t.Fatalf("a second replica: %v", err)
+			}
+			// Neither runs (no leader lease yet): the shared lock alone refuses it.
+			if c, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8653"}); !errors.Is(err, store.ErrLeaseHeld) || !strings.Contains(err.Error(), "--replica") {
+				if c != nil {
+					c.Close()
+				}
+				t.Fatalf("a single core beside starting replicas: %v, want refused naming --replica", err)
+			}
+			r1.Close()
+			if _, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8653"}); !errors.Is(err, store.ErrLeaseHeld) {
+				t.Fatalf("a single core beside one replica left: %v, want refused", err)
+			}
+			r2.Close()
+			c, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8653"})
+			if err != nil {
+				t.Fatalf("a single core once the replicas closed: %v", err)
+			}
+			c.Close()
+		})
 	}
 }

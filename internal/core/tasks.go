@@ -174,13 +174,15 @@ func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key 
 	if strings.TrimSpace(req.Command) == "" && strings.TrimSpace(req.Script) == "" {
 		return nil, fmt.Errorf("neither command nor script given; pass --command \"…\": %w", ErrInvalid)
 	}
+	var hash string
 	if key != "" {
 		// Keys are per user: another user's key is neither found nor blocked.
 		owner := model.CallerOf(ctx).Name
 		key = fmt.Sprintf("%d:%s:%s", len(owner), owner, key)
+		hash = requestHash(req)
 	}
 	if key != "" && !req.DryRun {
-		if res, err := c.replayed(ctx, key); res != nil || err != nil {
+		if res, err := c.replayed(ctx, key, hash); res != nil || err != nil {
 			return res, err
 		}
 	}
@@ -258,7 +260,7 @@ func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key 
 	if strings.HasPrefix(d.Ranker, "llm") {
 		actor = model.ActorAI
 	}
-	row := &store.TaskRow{Task: *task, Decision: trace, Policy: polJSON, IdempotencyKey: key}
+	row := &store.TaskRow{Task: *task, Decision: trace, Policy: polJSON, IdempotencyKey: key, IdempotencyHash: hash}
 	evs := []model.Event{{TaskID: task.ID, Kind: "decision", Actor: actor, Time: now,
 		Message:   fmt.Sprintf("placed %s on %s (%s, ranker %s)", task.Name, d.Chosen, d.Mode, d.Ranker),
 		Rationale: d.Rationale}}
@@ -268,7 +270,7 @@ func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key 
 	}
 	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
 		if errors.Is(err, store.ErrDuplicateKey) { // a concurrent retry with the same key won
-			if res, rerr := c.replayed(ctx, key); res != nil || rerr != nil {
+			if res, rerr := c.replayed(ctx, key, hash); res != nil || rerr != nil {
 				return res, rerr
 			}
 		}

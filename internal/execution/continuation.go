@@ -324,6 +324,9 @@ func (e *Engine) cancelAttempt(ctx context.Context, a *model.Attempt, why string
 
 // cancelJob is cancelAttempt, reporting whether the cancel is still pending.
 func (e *Engine) cancelJob(ctx context.Context, a *model.Attempt, why string) (pending bool, err error) {
+	if err := e.mayAct(ctx); err != nil {
+		return true, err // a deposed leader neither asks the site nor writes
+	}
 	p, perr := e.provider(a.System)
 	var adopted *string
 	if a.JobID == "" {
@@ -347,6 +350,18 @@ func (e *Engine) cancelJob(ctx context.Context, a *model.Attempt, why string) (p
 		}
 		st, ok := found[a.Tag]
 		if !ok || st.JobID == "" {
+			if a.State == model.JobSubmitting {
+				// Team mode: the previous leader's submit may still land within the
+				// claim grace. Closing the attempt now would leave that job untracked;
+				// it stays cancelling, and recovery cancels a late job by its tag.
+				if wait, cerr := e.claimInFlight(ctx, a); cerr != nil || wait {
+					if cerr != nil {
+						return true, cerr
+					}
+					return true, e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &why},
+						ev(a.TaskID, a.N, a.System, "transition", "cancel pending: no job "+a.Tag+" at "+a.System+" yet, but the previous leader's submit may still land; the monitor cancels it if it does", why, model.ActorSystem))
+				}
+			}
 			return false, e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
 				ev(a.TaskID, a.N, a.System, "transition", "attempt cancelled: no job "+a.Tag+" at "+a.System, why, model.ActorSystem))
 		}

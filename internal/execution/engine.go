@@ -294,6 +294,19 @@ func (e *Engine) startedAt() (time.Time, int64) {
 // leading reports whether this replica may act (always in laptop mode).
 func (e *Engine) leading() bool { return e.o.Leading == nil || e.o.Leading() }
 
+// mayAct is leading confirmed against the store's lease (the fencing token): checked
+// before a call that changes something at a site, so a deposed leader that has not
+// noticed yet changes nothing.
+func (e *Engine) mayAct(ctx context.Context) error {
+	if !e.leading() {
+		return ErrNotLeader
+	}
+	if err := e.o.Store.CheckFence(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	}
+	return nil
+}
+
 // ErrNotLeader is returned by a submit a replica no longer leading did not try.
 var ErrNotLeader = errors.New("this replica is no longer the leader; the new leader settles the attempt by its tag")
 

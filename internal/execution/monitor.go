@@ -223,7 +223,7 @@ func (e *Engine) siteRound(ctx context.Context, wg *sync.WaitGroup, snap *model.
 			}
 		}
 	}
-	if len(recancel) > 0 {
+	if len(recancel) > 0 && e.mayAct(ctx) == nil { // a deposed leader asks the site nothing
 		// Not confirmed yet: ask again (idempotent; the site may have been down when
 		// the cancel was first asked).
 		if err := p.Cancel(ctx, recancel); err != nil {

@@ -183,6 +183,11 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 			if t, err := e.o.Store.Task(ctx, a.TaskID); err == nil && e.now().Sub(a.CreatedAt) < policyOf(t).LostGrace.D() {
 				return nil
 			}
+			// Team mode: the previous leader's claimed submit may land until the claim
+			// grace after the takeover (so the wait is the longer of the two).
+			if wait, err := e.claimInFlight(ctx, a); err != nil || wait {
+				return err
+			}
 			return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Ended: ptr(e.now())},
 				ev(a.TaskID, a.N, sys, "transition", "attempt cancelled: no job "+a.Tag+" at "+sys, "the submit whose outcome was unknown never reached the site", model.ActorSystem))
 		}
@@ -191,6 +196,9 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 		id := st.JobID
 		if err := e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{JobID: &id},
 			ev(a.TaskID, a.N, sys, "transition", fmt.Sprintf("found job %s by its tag %s; cancelling it", id, a.Tag), a.Reason, model.ActorSystem)); err != nil {
+			return err
+		}
+		if err := e.mayAct(ctx); err != nil {
 			return err
 		}
 		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
@@ -220,6 +228,10 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 	if err != nil {
 		return err
 	}
+	if wait, err := e.claimInFlight(ctx, a); err != nil || wait {
+		return err // another leader's submit may still land: look again later (before
+		// anything else: a move cut short may still be completing)
+	}
 	prev, err := livePredecessor(ctx, e.o.Store, a)
 	if err != nil {
 		return err
@@ -232,9 +244,6 @@ func (e *Engine) settleOrphan(ctx context.Context, p provider.Provider, sys stri
 		why := fmt.Sprintf("move cut short by a restart: job %s on %s (attempt %d) keeps its place; no job %s reached %s, and the move is weighed again rather than made late", prev.JobID, prev.System, prev.N, a.Tag, sys)
 		return e.o.Store.UpdateAttempt(ctx, a.TaskID, a.N, store.AttemptUpdate{State: ptr(model.JobCancelled), Reason: &why, Ended: ptr(e.now())},
 			ev(a.TaskID, a.N, sys, "recovery", "attempt abandoned: move cut short by a restart", why, model.ActorSystem))
-	}
-	if wait, err := e.claimInFlight(ctx, a); err != nil || wait {
-		return err // another leader's submit may still land: look again later
 	}
 	if t.UnstoredEnv {
 		why := "cannot resubmit: forwarded variables are not stored. No job " + a.Tag + " is at " + sys + " (the submit's answer was lost before the job arrived); relaunch the campaign"

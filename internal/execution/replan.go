@@ -334,6 +334,11 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	pc, onlyQueued := p.(provider.PendingCanceller)
 	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
 	var cerr error
+	if err := e.mayAct(ctx); err != nil {
+		// Deposed between the claim and here: the new leader settles both attempts.
+		cancel()
+		return err
+	}
 	if onlyQueued {
 		cerr = pc.CancelPending(cctx, []string{old.JobID})
 		if errors.Is(cerr, provider.ErrUnsupported) {

@@ -266,6 +266,19 @@ func (s *Store) fence(ctx context.Context, tx *txn) (int64, error) {
 	return tok, nil
 }
 
+// CheckFence confirms, before a call that changes something at a site (a cancel),
+// that this replica still holds the lease with its token: nil in laptop mode or
+// when it does, ErrFenced when it was deposed.
+func (s *Store) CheckFence(ctx context.Context) error {
+	if !s.fenced.Load() {
+		return nil
+	}
+	return s.tx(ctx, func(tx *txn) error {
+		_, err := s.fence(ctx, tx)
+		return err
+	})
+}
+
 // ClaimToken is the fencing token of the leader that claimed attempt n of a task (0
 // in laptop mode).
 func (s *Store) ClaimToken(ctx context.Context, taskID string, n int) (int64, error) {

@@ -22,3 +22,15 @@ func tryLock(f *os.File) error {
 }
 
 func unlock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
+// tryLockShared takes a shared flock(2) on f without waiting; errWouldBlock while an
+// exclusive one is held.
+func tryLockShared(f *os.File) error {
+	for range 100 {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+	return syscall.EINTR
+}

@@ -30,6 +30,9 @@ type TaskRow struct {
 	// the task ("" = none); unique: CreateTask refuses a second task with the same key
 	// with ErrDuplicateKey (TaskByIdempotencyKey finds the first).
 	IdempotencyKey string `json:"-"`
+	// IdempotencyHash is a hash of the request that came with IdempotencyKey (stored
+	// with it; read by TaskByIdempotencyKey only): a retry must send the same one.
+	IdempotencyHash string `json:"-"`
 }
 
 // ErrDuplicateKey is wrapped by CreateTask's error when a task with the same
@@ -112,9 +115,10 @@ func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) 
 	if t.Target != nil {
 		ts, tp = t.Target.System, t.Target.Partition
 	}
-	var key sql.NullString
+	var key, hash sql.NullString
 	if t.IdempotencyKey != "" {
 		key = sql.NullString{String: t.IdempotencyKey, Valid: true}
+		hash = sql.NullString{String: t.IdempotencyHash, Valid: t.IdempotencyHash != ""}
 	}
 	return s.tx(ctx, func(tx *txn) error {
 		if _, err := s.fence(ctx, tx); err != nil {
@@ -130,9 +134,9 @@ func (s *Store) CreateTask(ctx context.Context, t *TaskRow, evs ...model.Event) 
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, name, command, script, description, envelope, target_system,
-			target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env, owner, idempotency_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			target_partition, policy, state, reason, decision, created_at, updated_at, campaign_run, unstored_env, owner, idempotency_key, idempotency_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			t.ID, t.Name, t.Command, t.Script, t.Description, string(env), ts, tp, string(pol), string(t.State), t.Reason,
-			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt), t.CampaignRun, t.UnstoredEnv, ownerOf(t.Owner), key); err != nil {
+			string(t.Decision), nanos(t.CreatedAt), nanos(t.UpdatedAt), t.CampaignRun, t.UnstoredEnv, ownerOf(t.Owner), key, hash); err != nil {
 			if key.Valid && isUniqueViolation(err) {
 				return fmt.Errorf("store: create task %s: %w", t.ID, ErrDuplicateKey)
 			}
@@ -155,6 +159,9 @@ type TaskUpdate struct {
 // UpdateTask applies an update and appends events in one transaction.
 func (s *Store) UpdateTask(ctx context.Context, id string, u TaskUpdate, evs ...model.Event) error {
 	return s.tx(ctx, func(tx *txn) error {
+		if _, err := s.fence(ctx, tx); err != nil {
+			return err // team mode: a deposed replica writes nothing (see UpdateAttempt)
+		}
 		now := nanos(time.Now())
 		if u.State != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET state=?, updated_at=? WHERE id=?`, string(*u.State), now, id); err != nil {
@@ -238,7 +245,15 @@ func (s *Store) TaskByIdempotencyKey(ctx context.Context, key string) (*TaskRow,
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("task with idempotency key: %w", ErrNotFound)
 	}
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	var hash sql.NullString
+	if err := s.db.QueryRowContext(ctx, `SELECT idempotency_hash FROM tasks WHERE id=?`, t.ID).Scan(&hash); err != nil {
+		return nil, fmt.Errorf("store: task %s: idempotency hash: %w", t.ID, err)
+	}
+	t.IdempotencyKey, t.IdempotencyHash = key, hash.String
+	return t, nil
 }
 
 // Tasks lists tasks, newest first, optionally only those in given states.
@@ -333,8 +348,14 @@ type AttemptUpdate struct {
 }
 
 // UpdateAttempt applies an update and appends events in one transaction.
+//
+// In team mode it is fenced like a claim: a replica whose lease token is stale
+// (deposed) writes nothing and gets ErrFenced.
 func (s *Store) UpdateAttempt(ctx context.Context, taskID string, n int, u AttemptUpdate, evs ...model.Event) error {
 	return s.tx(ctx, func(tx *txn) error {
+		if _, err := s.fence(ctx, tx); err != nil {
+			return err
+		}
 		set := func(col string, v any) error {
 			_, err := tx.ExecContext(ctx, `UPDATE attempts SET `+col+`=? WHERE task_id=? AND n=?`, v, taskID, n)
 			if err != nil {

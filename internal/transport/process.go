@@ -69,6 +69,7 @@ func runProcess(ctx context.Context, lim Limits, name string, args, env []string
 	cmd.Stdout = capWriter{bufs, &bufs.out}
 	cmd.Stderr = capWriter{bufs, &bufs.err}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 	// If something outside the group keeps the pipes open after a kill, stop waiting for
 	// them: an ssh ControlMaster holds the client's stdio (passed over the mux socket)
 	// until the remote command ends.

@@ -466,7 +466,7 @@ func simJobsByTag(t *testing.T, dir string) map[string]int {
 
 // TestRigReplicasLeaderKilledOneJobPerAttempt is the team-mode test on the real Slurm
 // rig: three replicas, 20 tasks, the leader killed with SIGKILL at random moments (at
-// least three times); every task succeeds, its command runs once, and sacct lists
+// least five times); every task succeeds, its command runs once, and sacct lists
 // exactly one job per attempt tag (none doubled, none orphaned). A submit the killed
 // leader had in flight (its ssh may still deliver the sbatch) is looked up by tag
 // before anything else and never repeated within its timeout, so a task can take a
@@ -491,7 +491,7 @@ func TestRigReplicasLeaderKilledOneJobPerAttempt(t *testing.T) {
 	})
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
-	takeovers := rs.killLeaders(rand.New(rand.NewPCG(uint64(seed), 26)), 3, 5, subs.done, time.Second)
+	takeovers := rs.killLeaders(rand.New(rand.NewPCG(uint64(seed), 26)), 5, 6, subs.done, time.Second)
 	submitted := subs.wait(3 * time.Minute)
 	t.Logf("takeovers after SIGKILL: %v (worst %s, tick 1s)", takeovers, worstOf(takeovers).Round(time.Millisecond))
 
