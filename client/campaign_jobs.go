@@ -21,9 +21,20 @@ type (
 // task id AND an error (*APIError) saying why. A request refused before any task
 // was stored returns "" and the error. req.Spec.Env is exported in the job and
 // never stored by the core.
+//
+// Each call sends its own Idempotency-Key, so the retries of one call (across
+// replicas during a leader change, see New) queue the job at most once.
 func (c *Client) SubmitCampaignJob(ctx context.Context, req CampaignJobRequest) (string, error) {
+	return c.SubmitCampaignJobIdempotent(ctx, req, NewIdempotencyKey())
+}
+
+// SubmitCampaignJobIdempotent is SubmitCampaignJob with the caller's
+// idempotency key: the same key with the same request returns the task the
+// first try that reached the core stored (and the site's refusal of it, if it
+// refused); the same key with another request is refused (an *APIError, 422).
+func (c *Client) SubmitCampaignJobIdempotent(ctx context.Context, req CampaignJobRequest, key string) (string, error) {
 	var out CampaignJobSubmitted
-	if err := c.do(ctx, http.MethodPost, "/api/campaign-jobs", nil, req, &out); err != nil {
+	if err := c.doWith(ctx, http.MethodPost, "/api/campaign-jobs", nil, req, &out, http.Header{"Idempotency-Key": {key}}); err != nil {
 		return "", err
 	}
 	if out.Error != nil {

@@ -217,3 +217,59 @@ func TestFailoverOnlyWhenNotCarriedOut(t *testing.T) {
 		})
 	}
 }
+
+// TestCampaignJobSubmitFailsOverWithOneIdempotencyKey: a campaign launcher's job
+// submission carries an Idempotency-Key, the same on every replica it is tried on
+// (a follower's 502, a forward that got no answer, is retried because of it), and
+// a new key for the next job.
+func TestCampaignJobSubmitFailsOverWithOneIdempotencyKey(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	record := func(r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+	}
+	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusBadGateway)
+		w.Write([]byte(`{"status":502,"detail":"the leader did not answer the forwarded request"}`))
+	}))
+	defer follower.Close()
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		if r.URL.Path != "/api/campaign-jobs" || r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]any{"task_id": "t1"})
+	}))
+	defer leader.Close()
+	c, err := New(follower.URL+","+leader.URL, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id, err := c.SubmitCampaignJob(ctx, CampaignJobRequest{RunID: "r1", Site: "A"})
+	if err != nil || id != "t1" {
+		t.Fatalf("submit: %q %v", id, err)
+	}
+	mu.Lock()
+	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		mu.Unlock()
+		t.Fatalf("keys sent: %q, want the same non-empty key on the follower and the leader", keys)
+	}
+	first := keys[0]
+	mu.Unlock()
+	if _, err := c.SubmitCampaignJob(ctx, CampaignJobRequest{RunID: "r1", Site: "B"}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 3 || keys[2] == "" || keys[2] == first {
+		t.Fatalf("second job: keys %q; want one new key", keys)
+	}
+}

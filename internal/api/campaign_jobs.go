@@ -24,14 +24,16 @@ import (
 // then neither decodes nor validates it; the OpenAPI document is given the
 // wire type's schema after registration.)
 type campaignJobIn struct {
-	RawBody []byte
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes a retry safe: a second submission with the same key and request returns the task the first stored (200) instead of submitting the job again; the same key with another request is refused (422)"`
+	RawBody        []byte
 }
 
 // MaxCampaignJobBody bounds a campaign job request's body (bytes).
 const MaxCampaignJobBody = 8 << 20
 
 type campaignJobSubmitOut struct {
-	Body *v1.CampaignJobSubmitted
+	Status int
+	Body   *v1.CampaignJobSubmitted
 }
 
 type campaignJobTaskIn struct {
@@ -61,7 +63,9 @@ func (s *Server) registerCampaignJobs() {
 			"(no placement; never retried, resized or moved), with an event naming the run, then submits it. " +
 			"spec.env is exported in the job and never stored, logged or echoed. 201 names the stored task; when the " +
 			"site refused the job the answer also carries error (the task is failed with the site's reason). " +
-			"A request refused before any task was stored is a problem answer.",
+			"A request refused before any task was stored is a problem answer. With an Idempotency-Key (per user, as on " +
+			"POST /api/tasks), a retry of the same request answers 200 with the task the first stored, and the same key " +
+			"with another request 422.",
 	}, func(ctx context.Context, in *campaignJobIn) (*campaignJobSubmitOut, error) {
 		var req v1.CampaignJobRequest
 		dec := json.NewDecoder(bytes.NewReader(in.RawBody))
@@ -69,7 +73,7 @@ func (s *Server) registerCampaignJobs() {
 			// encoding/json names the field and the type, not the value.
 			return nil, huma.NewError(http.StatusBadRequest, "campaign job request: "+err.Error()+"; send a JSON object (run_id, site, agents, spec)")
 		}
-		id, err := s.core.SubmitCampaignJob(ctx, core.CampaignJobRequestFromV1(req))
+		id, replayed, err := s.core.SubmitCampaignJobIdempotent(ctx, core.CampaignJobRequestFromV1(req), in.IdempotencyKey)
 		if id == "" {
 			if err == nil {
 				err = errors.New("the core stored no task for the campaign job")
@@ -78,7 +82,11 @@ func (s *Server) registerCampaignJobs() {
 			}
 			return nil, toHTTP(ctx, err)
 		}
-		out := &campaignJobSubmitOut{Body: &v1.CampaignJobSubmitted{TaskID: id, Error: core.V1Error(err)}}
+		st := http.StatusCreated
+		if replayed {
+			st = http.StatusOK
+		}
+		out := &campaignJobSubmitOut{Status: st, Body: &v1.CampaignJobSubmitted{TaskID: id, Error: core.V1Error(err)}}
 		if v, verr := s.core.CampaignJob(context.WithoutCancel(ctx), id); verr == nil {
 			j := core.V1CampaignJob(v)
 			out.Body.Job = &j

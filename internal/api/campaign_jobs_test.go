@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -216,4 +217,46 @@ func TestCampaignJobsOverTheAPI(t *testing.T) {
 func isStatus(err error, status int) bool {
 	var ae *client.APIError
 	return errors.As(err, &ae) && (status == 0 || ae.Status == status)
+}
+
+// TestCampaignJobIdempotencyKeyOverTheAPI: POST /api/campaign-jobs with an
+// Idempotency-Key answers 201 with the stored task, the same key and body again
+// 200 with that task (its job queued once), the same key with another body 422.
+func TestCampaignJobIdempotencyKeyOverTheAPI(t *testing.T) {
+	hs, c, _ := campaignJobsServer(t)
+	post := func(key string, req client.CampaignJobRequest) (int, v1.CampaignJobSubmitted, string) {
+		t.Helper()
+		body, _ := json.Marshal(req)
+		r, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/campaign-jobs", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer tok")
+		r.Header.Set("Idempotency-Key", key)
+		resp, err := hs.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var out v1.CampaignJobSubmitted
+		_ = json.Unmarshal(b, &out)
+		return resp.StatusCode, out, string(b)
+	}
+	job := deltaJob("r1", "demo-delta-cpu", "sleep 3000", map[string]string{"FWD_TOKEN": "v"})
+	code, first, body := post("launch-1", job)
+	if code != http.StatusCreated || first.TaskID == "" {
+		t.Fatalf("first: HTTP %d %s", code, body)
+	}
+	code, again, body := post("launch-1", job)
+	if code != http.StatusOK || again.TaskID != first.TaskID || again.Error != nil {
+		t.Fatalf("retry: HTTP %d %s; want 200 with task %s", code, body, first.TaskID)
+	}
+	td, err := c.Task(context.Background(), first.TaskID)
+	if err != nil || len(td.Attempts) != 1 {
+		t.Fatalf("task %s: %d attempts %v; want its one job", first.TaskID, len(td.Attempts), err)
+	}
+	other := job
+	other.Spec.Command = "sleep 3001"
+	if code, _, body := post("launch-1", other); code != http.StatusUnprocessableEntity || !strings.Contains(body, "different submission") {
+		t.Fatalf("same key, another body: HTTP %d %s; want 422", code, body)
+	}
 }

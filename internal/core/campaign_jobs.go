@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,15 +35,106 @@ func campaignPolicy() model.Policy {
 // site), stored with an event naming the run before the engine submits it. The
 // forwarded environment (Spec.Env) reaches the job but never the store.
 func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (string, error) {
+	id, _, err := c.SubmitCampaignJobIdempotent(ctx, req, "")
+	return id, err
+}
+
+// SubmitCampaignJobIdempotent is SubmitCampaignJob with the client's
+// Idempotency-Key (the API's header; "" = none), with the semantics of
+// SubmitTaskIdempotent: per user, a second submission with the same key and the
+// same request returns the task the first stored (replayed, nothing submitted
+// again; the site's refusal of the first is the error again), and one with
+// another request is refused (ErrInvalid). A launcher whose request got no
+// answer can so retry it, on any replica, without queueing the slice twice.
+func (c *Core) SubmitCampaignJobIdempotent(ctx context.Context, req campaign.JobRequest, key string) (id string, replayed bool, err error) {
 	if c.engine == nil {
-		return "", fmt.Errorf("this core has no store, so it cannot run campaign jobs: %w", ErrInvalid)
+		return "", false, fmt.Errorf("this core has no store, so it cannot run campaign jobs: %w", ErrInvalid)
 	}
 	if err := campaign.ValidateRunID(req.RunID); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+		return "", false, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := c.claimRun(ctx, req.RunID, true); err != nil {
+		return "", false, err
+	}
+	var hash string
+	if key != "" {
+		// Keys are per user, in the same namespace as task submissions' (a key
+		// used for a task is "another request" here).
+		owner := model.CallerOf(ctx).Name
+		key = fmt.Sprintf("%d:%s:%s", len(owner), owner, key)
+		hash = campaignJobHash(req)
+		if id, err := c.replayedCampaignJob(ctx, req, key, hash); id != "" || err != nil {
+			return id, id != "", err
+		}
+	}
+	id, err = c.submitCampaignJob(ctx, req, key, hash)
+	if errors.Is(err, store.ErrDuplicateKey) { // a concurrent retry with the same key won
+		if rid, rerr := c.replayedCampaignJob(ctx, req, key, hash); rid != "" || rerr != nil {
+			return rid, rid != "", rerr
+		}
+	}
+	return id, false, err
+}
+
+// campaignJobHash is the hash stored with a campaign job's Idempotency-Key: of
+// the request as decoded, with the forwarded variables' names but not their
+// values (a hash of a secret would be stored where the secret never is).
+func campaignJobHash(req campaign.JobRequest) string {
+	keys := make([]string, 0, len(req.Spec.Env))
+	for k := range req.Spec.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	spec := req.Spec
+	spec.Env = nil
+	b, _ := json.Marshal(struct {
+		Kind        string
+		RunID, Site string
+		Agents      []string
+		Spec        model.JobSpec
+		EnvNames    []string
+	}{"campaign-job", req.RunID, req.Site, req.Agents, spec, keys})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// replayedCampaignJob returns the task an earlier campaign job submission with
+// this key stored ("" if none), with the site's refusal of it as the error as
+// the first answer had it; ErrInvalid if that submission was another request.
+func (c *Core) replayedCampaignJob(ctx context.Context, req campaign.JobRequest, key, hash string) (string, error) {
+	row, err := c.store.TaskByIdempotencyKey(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
 		return "", err
 	}
+	if row.IdempotencyHash != hash {
+		return "", fmt.Errorf("%w: this Idempotency-Key was already used for a different submission (task %s): "+
+			"a retry must send the same request; use a new key for a new campaign job", ErrInvalid, row.ID)
+	}
+	if req.Stored != nil {
+		req.Stored(row.ID)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readAfterSubmit)
+	defer cancel()
+	v, err := c.CampaignJob(rctx, row.ID)
+	if err != nil {
+		return row.ID, err
+	}
+	if v.TaskState == model.TaskFailed {
+		sys := ""
+		if row.Target != nil {
+			sys = row.Target.System
+		}
+		return row.ID, fmt.Errorf("task %s: %s refused the job: %s", row.ID, sys, v.Reason)
+	}
+	return row.ID, nil
+}
+
+// submitCampaignJob stores and submits the job (SubmitCampaignJobIdempotent has
+// checked the run); key and hash are stored with the task ("" = no key).
+func (c *Core) submitCampaignJob(ctx context.Context, req campaign.JobRequest, key, hash string) (string, error) {
 	spec := req.Spec
 	if spec.Tag == "" || spec.Partition == "" || spec.Walltime <= 0 || (spec.Command == "" && spec.Script == "") {
 		return "", fmt.Errorf("campaign job of site %s: tag, partition, walltime and command are required: %w", req.Site, ErrInvalid)
@@ -91,8 +184,12 @@ func (c *Core) SubmitCampaignJob(ctx context.Context, req campaign.JobRequest) (
 		Message: fmt.Sprintf("campaign run %s: site %s's slice pinned to %s:%s by campaign launch", req.RunID, req.Site, target.System, target.Partition), Rationale: why}}
 	// Marked as the run's (never replanned, never placed again after a restart) and,
 	// with forwarded variables, as a task whose attempt only this call can submit.
-	row := &store.TaskRow{Task: task, Policy: pol, CampaignRun: req.RunID, UnstoredEnv: len(secret) > 0}
+	row := &store.TaskRow{Task: task, Policy: pol, CampaignRun: req.RunID, UnstoredEnv: len(secret) > 0,
+		IdempotencyKey: key, IdempotencyHash: hash}
 	if err := c.store.CreateTask(ctx, row, evs...); err != nil {
+		if errors.Is(err, store.ErrFenced) {
+			return "", fmt.Errorf("%w: store the campaign job of site %s: %w; retry (with the same Idempotency-Key) to reach the new leader", ErrUnavailable, req.Site, err)
+		}
 		return "", fmt.Errorf("store the campaign job of site %s: %w", req.Site, err)
 	}
 	c.audit(ctx, "task.submit", task.ID, fmt.Sprintf("campaign run %s, site %s, on %s:%s", req.RunID, req.Site, target.System, target.Partition))

@@ -527,3 +527,59 @@ func TestSlowSubmitDoesNotFailTheLaunch(t *testing.T) {
 		t.Errorf("run directory after the slow submit: task %q, job %q, tag %q", s.TaskID, s.SubmittedJob, s.JobTag)
 	}
 }
+
+// TestCampaignJobIdempotencyKey: a campaign job submitted again with the same
+// Idempotency-Key and request (a launcher retrying after a lost answer) is the
+// task the first stored — replayed, Stored told its id, its job submitted once —
+// while the same key with another request is refused, a key is the submitting
+// user's own, and no key is a new task each time. The stored hash does not hold
+// the forwarded value.
+func TestCampaignJobIdempotencyKey(t *testing.T) {
+	w := newSimWorld(t, 1, [][2]string{{"A", ""}})
+	alice := model.WithCaller(context.Background(), model.Caller{Name: "alice"})
+	bob := model.WithCaller(context.Background(), model.Caller{Name: "bob"})
+	const secret = "idem-fwd-s3cr3t"
+	req := campaignJob(t, "A", t.TempDir(), "sleep 600", map[string]string{"FWD_TOKEN": secret})
+	first, replayed, err := w.c.SubmitCampaignJobIdempotent(alice, req, "k1")
+	if err != nil || first == "" || replayed {
+		t.Fatalf("first: %q replayed=%v %v", first, replayed, err)
+	}
+	var told string
+	again := req
+	again.Stored = func(id string) { told = id }
+	id, replayed, err := w.c.SubmitCampaignJobIdempotent(alice, again, "k1")
+	if err != nil || id != first || !replayed || told != first {
+		t.Fatalf("retry: %q replayed=%v stored %q %v; want task %s replayed", id, replayed, told, err, first)
+	}
+	task, err := w.c.Task(alice, first)
+	if err != nil || len(task.Attempts) != 1 {
+		t.Fatalf("task %s after the retry: %d attempts %v; want the one job", first, len(task.Attempts), err)
+	}
+	other := req
+	other.Spec.Command = "sleep 601"
+	if id, _, err := w.c.SubmitCampaignJobIdempotent(alice, other, "k1"); !errors.Is(err, ErrInvalid) || id != "" {
+		t.Fatalf("same key, another request: %q %v; want ErrInvalid and no task", id, err)
+	}
+	// Bob's k1 is not Alice's: his own run's job is a new task (not a refusal for
+	// another request, nor Alice's task).
+	bobs := campaignJob(t, "A", t.TempDir(), "sleep 600", nil)
+	bobs.RunID, bobs.Spec.Tag = "r2", "mosaic-c-r2-A"
+	id, replayed, err = w.c.SubmitCampaignJobIdempotent(bob, bobs, "k1")
+	if err != nil || replayed || id == "" || id == first {
+		t.Fatalf("bob with alice's key: %q replayed=%v %v; want a new task", id, replayed, err)
+	}
+	nokey := req
+	nokey.Spec.Tag = "mosaic-c-r1-A-2" // a job's tag is unique: the same one again fails its dispatch
+	if id, replayed, err := w.c.SubmitCampaignJobIdempotent(alice, nokey, ""); err != nil || replayed || id == first {
+		t.Fatalf("without a key: %q replayed=%v %v; want a new task", id, replayed, err)
+	}
+	row, err := w.c.store.TaskByIdempotencyKey(alice, "5:alice:k1")
+	if err != nil || row.ID != first || row.IdempotencyHash == "" || strings.Contains(row.IdempotencyHash, secret) {
+		t.Fatalf("stored key: %+v %v", row, err)
+	}
+	withOtherValue := req
+	withOtherValue.Spec.Env = map[string]string{"FWD_TOKEN": "another"}
+	if campaignJobHash(withOtherValue) != row.IdempotencyHash {
+		t.Error("the hash depends on the forwarded value; it must not be derived from it")
+	}
+}
