@@ -223,22 +223,16 @@ func TestFailoverOnlyWhenNotCarriedOut(t *testing.T) {
 // (a follower's 502, a forward that got no answer, is retried because of it), and
 // a new key for the next job.
 func TestCampaignJobSubmitFailsOverWithOneIdempotencyKey(t *testing.T) {
-	var mu sync.Mutex
-	var keys []string
-	record := func(r *http.Request) {
-		mu.Lock()
-		keys = append(keys, r.Header.Get("Idempotency-Key"))
-		mu.Unlock()
-	}
+	var kl keyLog
 	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		record(r)
+		kl.record(r)
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusBadGateway)
 		w.Write([]byte(`{"status":502,"detail":"the leader did not answer the forwarded request"}`))
 	}))
 	defer follower.Close()
 	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		record(r)
+		kl.record(r)
 		if r.URL.Path != "/api/campaign-jobs" || r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusNotFound)
 			return
@@ -257,19 +251,33 @@ func TestCampaignJobSubmitFailsOverWithOneIdempotencyKey(t *testing.T) {
 	if err != nil || id != "t1" {
 		t.Fatalf("submit: %q %v", id, err)
 	}
-	mu.Lock()
+	keys := kl.sent()
 	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
-		mu.Unlock()
 		t.Fatalf("keys sent: %q, want the same non-empty key on the follower and the leader", keys)
 	}
 	first := keys[0]
-	mu.Unlock()
 	if _, err := c.SubmitCampaignJob(ctx, CampaignJobRequest{RunID: "r1", Site: "B"}); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(keys) != 3 || keys[2] == "" || keys[2] == first {
+	if keys = kl.sent(); len(keys) != 3 || keys[2] == "" || keys[2] == first {
 		t.Fatalf("second job: keys %q; want one new key", keys)
 	}
+}
+
+// keyLog records the Idempotency-Key of every request test servers receive.
+type keyLog struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (l *keyLog) record(r *http.Request) {
+	l.mu.Lock()
+	l.keys = append(l.keys, r.Header.Get("Idempotency-Key"))
+	l.mu.Unlock()
+}
+
+func (l *keyLog) sent() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.keys...)
 }
