@@ -222,14 +222,15 @@ func (a *Agent) Serve(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() { <-slots }()
-				defer func() {
-					a.mu.Lock()
-					delete(a.running, tag)
-					a.mu.Unlock()
-					stop()
-				}()
-				a.run(sctx, actx, m)
+				answer := a.run(actx, m)
+				// The slot is free before the answer goes out: a requester that sends its
+				// next request on reading this answer (after a cancel, say) finds room.
+				a.mu.Lock()
+				delete(a.running, tag)
+				a.mu.Unlock()
+				stop()
+				<-slots
+				a.reply(sctx, m, answer)
 			}()
 		default:
 			if a.OnMessage != nil {
@@ -244,40 +245,36 @@ func (a *Agent) Serve(ctx context.Context) error {
 	return err
 }
 
-// run executes one action request under actx (which a cancel-request ends)
-// and sends its answer.
-func (a *Agent) run(ctx, actx context.Context, m Message) {
+// run executes one action request under actx (which a cancel-request ends) and
+// returns how to build its answer (the caller sends it once the action's slot is free).
+func (a *Agent) run(actx context.Context, m Message) func() (Message, error) {
 	call, err := m.DecodeAction()
 	if err != nil {
-		a.reply(ctx, m, func() (Message, error) { return m.UserError(err.Error()) })
-		return
+		return func() (Message, error) { return m.UserError(err.Error()) }
 	}
 	a.mu.Lock()
 	fn, ok := a.actions[call.Action]
 	a.mu.Unlock()
 	if !ok {
-		a.reply(ctx, m, func() (Message, error) { return m.UserError(UnknownActionText(a.me, call.Action, a.Actions())) })
-		return
+		return func() (Message, error) { return m.UserError(UnknownActionText(a.me, call.Action, a.Actions())) }
 	}
 	v, err := fn(actx, m.Header.Src, call.Args, call.Kwargs)
 	a.mu.Lock()
 	cancelled := a.running[m.Header.Tag] != nil && a.running[m.Header.Tag].cancelled
 	a.mu.Unlock()
 	if cancelled {
-		a.reply(ctx, m, func() (Message, error) { return m.AcademyErrorReply(ErrorCodeActionCancelled) })
-		return
+		return func() (Message, error) { return m.AcademyErrorReply(ErrorCodeActionCancelled) }
 	}
 	if err != nil {
-		a.reply(ctx, m, func() (Message, error) { return m.UserError(err.Error()) })
-		return
+		return func() (Message, error) { return m.UserError(err.Error()) }
 	}
-	a.reply(ctx, m, func() (Message, error) {
+	return func() (Message, error) {
 		r, err := m.ActionResult(v)
 		if err != nil {
 			return m.UserError(fmt.Sprintf("action %s: its result cannot be sent as JSON: %v", call.Action, err))
 		}
 		return r, nil
-	})
+	}
 }
 
 // UnknownActionText is the error text for a request of an action agent me
