@@ -1,10 +1,13 @@
 package replay
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/scheduler"
+	"github.com/mosaic-hpc/mosaic/internal/sim"
 )
 
 // TestReplayReplansWithTheSchedulerDecision: a job placed on Alpha (2h to go, by both
@@ -63,5 +66,62 @@ func TestReplayReplansShortJobsAtTheirScale(t *testing.T) {
 	o = runPolicy(t, cfg, PolicyMosaic).Outcomes[0]
 	if o.System != "Alpha" || o.Migrations != 0 || o.Wait < 7*time.Minute {
 		t.Fatalf("at the fixed 10-minute scale: j1 on %s, %d migrations, waited %s; want it kept on Alpha about 8 minutes", o.System, o.Migrations, o.Wait)
+	}
+}
+
+// TestShrunkCandidatesAreEstimatedAsSubmitted: a moldable job (8..16 cores, 6 h at 16)
+// arrives where Alpha has 8 cores free for 10 hours (then a whole-node job holds its
+// reservation) and Beta is full for 2 hours. At 8 cores on Alpha the job needs 12 hours,
+// so it does not fit the hole: Alpha would start it at 11h, Beta at 2h. The sites must
+// be asked about the job as the replay submits it (12 hours at 8 cores); asked at the
+// envelope's 6 hours, Alpha said "now", the job went there and waited until
+// replanning moved it.
+func TestShrunkCandidatesAreEstimatedAsSubmitted(t *testing.T) {
+	fed := twoSites(1, 16)
+	cfg := Config{Federation: fed, Home: "Alpha",
+		Preload: []Preload{
+			{System: "Alpha", Partition: "p", Nodes: 1, CoresPerNode: 8, Runtime: 10 * time.Hour, Walltime: 10 * time.Hour},
+			{At: time.Second, System: "Alpha", Partition: "p", Nodes: 1, CoresPerNode: 16, Runtime: time.Hour, Walltime: time.Hour},
+			{System: "Beta", Partition: "p", Nodes: 1, CoresPerNode: 16, Runtime: 2 * time.Hour, Walltime: 2 * time.Hour},
+		},
+		Jobs: []Job{{ID: "j1", Arrival: 30 * time.Second, Runtime: 6 * time.Hour, Walltime: 6 * time.Hour, MinCores: 8, MaxCores: 16}}}
+	o := runPolicy(t, cfg, PolicyMosaic).Outcomes[0]
+	if o.System != "Beta" || o.Migrations != 0 {
+		t.Fatalf("j1 ended on %s after %d migrations (%d cores, waited %s); want placed on Beta at once", o.System, o.Migrations, o.Cores, o.Wait)
+	}
+	if o.Wait < 2*time.Hour-time.Minute || o.Wait > 2*time.Hour+time.Minute {
+		t.Fatalf("j1 waited %s, want about 2h (Beta frees then)", o.Wait)
+	}
+
+	// The estimator itself: for the job being placed, 8 cores on Alpha are asked about
+	// at 12 hours; between decisions (no job) at the spec's own walltime.
+	w, err := newWorld(fed, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := w.unitFor("Alpha", "p")
+	for _, p := range cfg.Preload[:2] {
+		if _, err := u.submit(w.now, sim.JobRequest{Partition: "p", Nodes: 1, CoresPerNode: p.CoresPerNode, Runtime: p.Runtime, Walltime: p.Walltime}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.c.AdvanceTo(Epoch.Add(time.Minute))
+	w.now = Epoch.Add(time.Minute)
+	spec := model.JobSpec{System: "Alpha", Partition: "p", Nodes: 1, NTasks: 1, CPUsPerTask: 8, Walltime: model.Duration(6 * time.Hour)}
+	est := estimator{w}
+	asSpec, err := est.EstimateStart(context.Background(), "Alpha", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.placing = &jobState{Job: cfg.Jobs[0]}
+	asSubmitted, err := est.EstimateStart(context.Background(), "Alpha", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := asSpec.Sub(w.now); d > time.Minute {
+		t.Errorf("estimate at the spec's 6h: in %s, want now (it fits the 10-hour hole)", d)
+	}
+	if d := asSubmitted.Sub(w.now); d < 10*time.Hour {
+		t.Errorf("estimate for the job as submitted (12h at 8 cores): in %s, want after Alpha's 10-hour hole", d)
 	}
 }

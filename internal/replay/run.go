@@ -356,7 +356,9 @@ func (r *runner) collect(t time.Time) {
 
 // place asks the policy and submits; false means the job waits for the next tick.
 func (r *runner) place(js *jobState, snap *model.ResourceSnapshot) (bool, error) {
+	r.w.placing = js
 	pl, err := r.policy.choose(r, js, snap)
+	r.w.placing = nil
 	if err != nil {
 		return false, fmt.Errorf("policy %s, job %s: %w", r.policy.Name(), js.ID, err)
 	}
@@ -501,7 +503,9 @@ func (r *runner) replanInput(js *jobState, snap *model.ResourceSnapshot) (schedu
 // only once it is accepted. (In the replay nothing happens between the two calls, so
 // the old job cannot start meanwhile.)
 func (r *runner) migrate(js *jobState, snap *model.ResourceSnapshot) error {
+	r.w.placing = js
 	in, cands := r.replanInput(js, snap)
+	r.w.placing = nil
 	dec := scheduler.Replan(in, r.cfg.Replan)
 	js.nextCheck = r.w.now.Add(r.checkEvery(js, in.Current.Start))
 	js.streak, js.streakTo = dec.Streak, ""
@@ -555,13 +559,22 @@ func (r *runner) fromCandidate(js *jobState, c *scheduler.Candidate) (*placement
 // walltime capped by the partition.
 func shape(js *jobState, pl *placement) (model.JobSpec, int, time.Duration) {
 	spec := pl.spec
-	cores := min(max(spec.TotalCores(), 1), js.MaxCores)
-	stretch := float64(js.MaxCores) / float64(cores)
-	run := time.Duration(math.Ceil(float64(js.Runtime)*stretch/float64(time.Second))) * time.Second
-	wall := time.Duration(math.Ceil(float64(spec.Walltime.D())*stretch/float64(time.Second))) * time.Second
-	if c := pl.unit.cfg.Partitions[0].MaxWalltime; c > 0 && wall > c {
-		wall = c
-	}
+	cores, run, wall := stretched(js, &spec, pl.unit)
 	spec.Walltime = model.Duration(wall)
 	return spec, cores, run
+}
+
+// stretched is what job js runs and asks for at spec's size on u: its cores (at most
+// its maximum), and its runtime and spec's walltime stretched by maximum/cores (its
+// work is conserved), the walltime capped by the partition. A job at its maximum size
+// is unchanged.
+func stretched(js *jobState, spec *model.JobSpec, u *unit) (cores int, run, wall time.Duration) {
+	cores = min(max(spec.TotalCores(), 1), js.MaxCores)
+	stretch := float64(js.MaxCores) / float64(cores)
+	run = time.Duration(math.Ceil(float64(js.Runtime)*stretch/float64(time.Second))) * time.Second
+	wall = time.Duration(math.Ceil(float64(spec.Walltime.D())*stretch/float64(time.Second))) * time.Second
+	if c := u.cfg.Partitions[0].MaxWalltime; c > 0 && wall > c {
+		wall = c
+	}
+	return cores, run, wall
 }

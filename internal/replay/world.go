@@ -51,6 +51,10 @@ type world struct {
 	// calib is the calibration of every site-estimated placement that started.
 	learner *waits.Learner
 	calib   *waits.Calibration
+	// placing is the federated job being placed or weighed again (nil between
+	// decisions): the estimator asks the sites about the job the replay would submit
+	// for a candidate's size (see estimator).
+	placing *jobState
 }
 
 // partitionUsable reports whether federated CPU jobs can ever use p (GPU partitions
@@ -177,7 +181,15 @@ func request(spec *model.JobSpec, run time.Duration) sim.JobRequest {
 }
 
 // estimator answers the scheduler's site start estimates from the models, like
-// simprov.EstimateStart (sbatch --test-only), at the world's current time.
+// simprov.EstimateStart (sbatch --test-only), at the world's current time, for the job
+// the replay would submit: while a job is being placed or weighed (world.placing), a
+// candidate below the job's maximum size is asked about at the walltime the replay
+// would really request there (stretched, see shape), not the envelope's. Asked at the
+// envelope's walltime, a shrunk candidate's estimate was the start of a shorter job
+// than the one submitted, which fits backfill holes the real one does not: on the grid
+// a job told "in 15 minutes" then waited 41 hours, and replanning chased such
+// estimates from site to site. (Live there is no gap: the walltime sized is the
+// walltime submitted.)
 type estimator struct{ w *world }
 
 // EstimateStart implements scheduler.Estimator.
@@ -185,6 +197,10 @@ func (e estimator) EstimateStart(_ context.Context, system string, spec model.Jo
 	u, ok := e.w.unitFor(system, spec.Partition)
 	if !ok {
 		return time.Time{}, fmt.Errorf("replay: no model of %s/%s", system, spec.Partition)
+	}
+	if js := e.w.placing; js != nil {
+		_, _, wall := stretched(js, &spec, u)
+		spec.Walltime = model.Duration(wall)
 	}
 	req := request(&spec, 0)
 	req.External = true
