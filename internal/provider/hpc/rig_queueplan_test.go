@@ -34,10 +34,10 @@ func rawEstimate(t *testing.T, p *Provider, spec model.JobSpec) time.Time {
 // TestRigEstimatePlansBehindTheQueue: on beta (not parallel: it has the package's rig
 // to itself), a 3-GPU job runs with a 3-minute limit and a 4-GPU job of 1 minute
 // queues behind it. Slurm's will-run test (sbatch --test-only, what sbatch -M decides
-// on) says a new 1-GPU job of 2 minutes starts now, in the free GPU; it cannot (it
-// would delay the queued job), and the provider's estimate says when it can: after
-// the queued job's minute. A 1-GPU job of 1 minute fits before the queued job's slot
-// and is still "now".
+// on) says a new 1-GPU job of 5 minutes starts now (Slurm 22.05 says "in a minute"),
+// in the free GPU; it cannot (it would delay the queued job), and the provider's
+// estimate says when it can: after the queued job's minute. A 1-GPU job of 1 minute
+// fits before the queued job's slot and is not delayed by the plan.
 func TestRigEstimatePlansBehindTheQueue(t *testing.T) {
 	p, _ := rigProvider(t, "beta", "ssh")
 	ctx := context.Background()
@@ -62,13 +62,14 @@ func TestRigEstimatePlansBehindTheQueue(t *testing.T) {
 	t.Cleanup(func() { _ = p.Cancel(context.Background(), []string{qid}) })
 	waitState(t, p, qid, 30*time.Second, func(s model.JobState) bool { return s == model.JobPending })
 
-	long := spec(t, "qplong", "gpuA100", "true", 2*time.Minute)
+	long := spec(t, "qplong", "gpuA100", "true", 5*time.Minute)
 	long.GPUs = 1
 	short := spec(t, "qpshort", "gpuA100", "true", time.Minute)
 	short.GPUs = 1
-	if raw := rawEstimate(t, p, long); time.Until(raw) > 30*time.Second {
+	rawShort := rawEstimate(t, p, short)
+	if raw := rawEstimate(t, p, long); time.Until(raw) > 90*time.Second {
 		// The premise of the plan: docs/PLACEMENT.md ("On real Slurm").
-		t.Errorf("sbatch --test-only says the 2-minute job starts in %v; Slurm's will-run test was expected to ignore the queued job (now)", time.Until(raw).Round(time.Second))
+		t.Errorf("sbatch --test-only says the 5-minute job starts in %v; Slurm's will-run test was expected to ignore the queued job (start within a minute)", time.Until(raw).Round(time.Second))
 	}
 	slot := started.Add(3 * time.Minute) // the queued job starts when the blocker's limit ends
 	got, err := p.EstimateStarts(ctx, []model.JobSpec{long, short})
@@ -84,8 +85,8 @@ func TestRigEstimatePlansBehindTheQueue(t *testing.T) {
 		t.Errorf("the 2-minute job: estimate %v from now, want after the queued job's minute (%v from now)",
 			time.Until(got[0].Start).Round(time.Second), time.Until(want).Round(time.Second))
 	}
-	if d := time.Until(got[1].Start); d > 30*time.Second {
-		t.Errorf("the 1-minute job fits before the queued job's slot: estimate %v from now, want now", d.Round(time.Second))
+	if d := got[1].Start.Sub(rawShort); d > 10*time.Second {
+		t.Errorf("the 1-minute job fits before the queued job's slot: estimate %v after Slurm's own, want Slurm's own", d.Round(time.Second))
 	}
 	// The single estimate is planned too (replanning asks it for one job).
 	one, err := p.EstimateStart(ctx, long)
