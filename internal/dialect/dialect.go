@@ -130,6 +130,17 @@ type QueuedStarter interface {
 	ParseQueuedStart(jobID string, out Output) (time.Time, error)
 }
 
+// QueuePlanner is implemented by dialects whose EstimateCommand plans a new job
+// against the running jobs only, ignoring the jobs queued ahead of it (Slurm's
+// will-run test). PlanCommands run on the login node in the same remote command as a
+// batch of estimates; PlanStarts reads their outputs (in order) and plans each spec
+// behind the queue (the zero time: not planned). The provider takes the later of the
+// plan and the scheduler's own answer.
+type QueuePlanner interface {
+	PlanCommands() [][]string
+	PlanStarts(outs []Output, specs []model.JobSpec, now time.Time) ([]time.Time, error)
+}
+
 // Mark returns err marked with the sentinels of d's verdict on out: errs.ErrTransient
 // for Transient; errs.ErrTransient and errs.ErrOutcomeUnknown for OutcomeUnknown; err
 // unchanged for Permanent. The message stays the site's own.

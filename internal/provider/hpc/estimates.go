@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/dialect"
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -65,7 +66,7 @@ func (p *Provider) EstimateStarts(ctx context.Context, specs []model.JobSpec) ([
 	if !found {
 		return nil, fmt.Errorf("%s: the %s estimate command does not take a script path: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
 	}
-	script := fmt.Sprintf(estimateScript, strings.Join(parts, " "))
+	script := fmt.Sprintf(estimateScript, strings.Join(parts, " ")) + p.planScript()
 	if p.perUser() {
 		return p.estimateByOwner(ctx, script, specs)
 	}
@@ -178,6 +179,7 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, specs []mod
 		}
 		return fmt.Errorf("%s: %w", p.sys.Name, err)
 	}
+	plan := p.planStarts(blocks, specs, time.Now())
 	for _, it := range items {
 		b, ok := blocks[it.path]
 		if !ok {
@@ -189,9 +191,64 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, specs []mod
 			out[it.i].Err = fmt.Errorf("%s: %w", p.sys.Name, err)
 			continue
 		}
+		if pt := plan[it.i]; pt.After(t) {
+			// The scheduler's will-run test counts the running jobs only; the queue
+			// ahead starts first (dialect.QueuePlanner).
+			t = pt
+		}
 		out[it.i].Start = t
 	}
 	return nil
+}
+
+// planBlock names the output block of the dialect's i-th plan command.
+func planBlock(i int) string { return "@plan-" + strconv.Itoa(i) }
+
+// planScript runs the dialect's plan commands (dialect.QueuePlanner) after a batch's
+// estimates, each as a block of the batch's output (stderr dropped: the plan reads
+// stdout only, and a failed command only leaves its specs unplanned); "" when the
+// dialect has none.
+func (p *Provider) planScript() string {
+	qp, ok := p.d.(dialect.QueuePlanner)
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	for i, cmd := range qp.PlanCommands() {
+		q := make([]string, len(cmd))
+		for k, a := range cmd {
+			q[k] = shellquote.Quote(a)
+		}
+		fmt.Fprintf(&b, "printf '%%s %%s\\n' \"$b\" %s\n%s 2>/dev/null\nprintf '%%s rc=%%d\\n' \"$b\" \"$?\"\n", planBlock(i), strings.Join(q, " "))
+	}
+	return b.String()
+}
+
+// planStarts is the dialect's queue-aware plan for specs from a batch's plan blocks
+// (zero times where there is none: no planner, a plan command failed or printed what
+// the dialect cannot read; the scheduler's own answers then stand, and why is logged).
+func (p *Provider) planStarts(blocks map[string]estimateBlock, specs []model.JobSpec, now time.Time) []time.Time {
+	out := make([]time.Time, len(specs))
+	qp, ok := p.d.(dialect.QueuePlanner)
+	if !ok {
+		return out
+	}
+	n := len(qp.PlanCommands())
+	outs := make([]dialect.Output, n)
+	for i := range outs {
+		b, ok := blocks[planBlock(i)]
+		if !ok {
+			p.log.Debug("queue plan: a plan command printed nothing", "system", p.sys.Name, "block", planBlock(i))
+			return out
+		}
+		outs[i] = dialect.Output{Stdout: b.out, ExitCode: b.rc}
+	}
+	starts, err := qp.PlanStarts(outs, specs, now)
+	if err != nil || len(starts) != len(specs) {
+		p.log.Debug("queue plan: not planned", "system", p.sys.Name, "err", err)
+		return out
+	}
+	return starts
 }
 
 // newBoundary is a line no script contains: "mosaic-estimate-" and 128 random bits.

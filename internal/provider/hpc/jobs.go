@@ -292,6 +292,14 @@ func (p *Provider) EstimateStart(ctx context.Context, spec model.JobSpec) (time.
 	if p.d.EstimateCommand("x") == nil {
 		return time.Time{}, fmt.Errorf("%s: start estimate with %s: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
 	}
+	if _, ok := p.d.(dialect.QueuePlanner); ok {
+		// A batch of one: the batch plans the job behind the queue as well.
+		est, err := p.EstimateStarts(ctx, []model.JobSpec{spec})
+		if err != nil {
+			return time.Time{}, err
+		}
+		return est[0].Start, est[0].Err
+	}
 	if p.perUser() { // as the task's owner would submit it (identity.go)
 		q, err := p.forOwner(spec.Owner)
 		if err != nil {

@@ -1,0 +1,578 @@
+package slurm
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/dialect"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// Queue-aware start estimates.
+//
+// Slurm's will-run test (`sbatch --test-only`, and the choice `sbatch -M` makes with
+// it) plans a new job against the running jobs only: the jobs already queued ahead of
+// it are not counted. A cluster with one free GPU and a 4-GPU job waiting for the rest
+// of the node answers "now" for a 1-GPU job of two minutes, which will in fact wait
+// behind the 4-GPU job (backfill may not delay it). On a cluster where the user's own
+// stream of jobs queues, that error is the largest one an estimate has, and it is not
+// systematic (it depends on the queue at that moment), so learning a correction from
+// history cannot remove it.
+//
+// PlanStarts plans each new job behind the queue instead, as conservative backfill
+// does: every node's running jobs hold their cores and GPUs until their time limit;
+// the queued jobs ahead, in priority order, each take the earliest slot where enough
+// nodes of their partition have room for their whole time limit; the new job then
+// takes the earliest slot left, which may be a hole before a queued job's slot. The
+// caller takes the later of this plan and the site's own answer (which knows what the
+// plan does not: reservations, limits, features, memory), so a plan only ever delays
+// an estimate. docs/PLACEMENT.md ("On real Slurm") has the measurements.
+
+// queueFormat is the squeue format PlanQueueCommand prints: job id, partition(s), state,
+// priority, start (actual for running jobs), time limit, nodes, CPUs, GRES per node,
+// node list (running jobs), user, reason (pending jobs).
+const queueFormat = "%i|%P|%T|%Q|%S|%l|%D|%C|%b|%N|%u|%r"
+
+const queueFields = 12
+
+// PlanQueueCommand lists every running and queued job of the cluster with what planning
+// needs. A site that hides other users' jobs (PrivateData=jobs) lists the user's own:
+// the plan then counts those only.
+func PlanQueueCommand() []string {
+	return []string{"squeue", "--noheader", "--all", "--states=PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED",
+		"--format=" + queueFormat}
+}
+
+// WhoAmICommand prints the site user's name (whose queued jobs tell a new job's
+// priority; see PlanStarts).
+func WhoAmICommand() []string { return []string{"id", "-un"} }
+
+// QueuedJob is one line of PlanQueueCommand's output.
+type QueuedJob struct {
+	ID          string
+	Partitions  []string
+	Running     bool // running, configuring, completing or suspended: holds its nodes
+	Priority    int64
+	Start       time.Time     // a running job's start (zero for queued jobs)
+	Limit       time.Duration // 0: unlimited
+	Nodes       int
+	CPUs        int
+	GPUsPerNode int
+	NodeList    []string // a running job's nodes
+	User        string
+	// Eligible: a queued job that waits only for resources or priority (not held, not
+	// waiting on a dependency or a begin time): only those can take a slot ahead.
+	Eligible bool
+}
+
+// ParsePlanQueue reads PlanQueueCommand's output. A malformed line is an error naming it.
+func ParsePlanQueue(out []byte, loc *time.Location) ([]QueuedJob, error) {
+	var res []QueuedJob
+	for n, l := range lines(out) {
+		f, ok := splitDelimited(l, queueFields, -1)
+		if !ok {
+			return nil, fmt.Errorf("squeue line %d: want %d '|'-separated fields (%s), got %q", n+1, queueFields, queueFormat, truncate(l))
+		}
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		j := QueuedJob{ID: f[0], User: f[10]}
+		if j.ID == "" {
+			return nil, fmt.Errorf("squeue line %d: empty job id in %q", n+1, truncate(l))
+		}
+		for _, p := range strings.Split(f[1], ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				j.Partitions = append(j.Partitions, p)
+			}
+		}
+		if len(j.Partitions) == 0 {
+			return nil, fmt.Errorf("squeue line %d: job %s has no partition", n+1, j.ID)
+		}
+		switch strings.ToUpper(f[2]) {
+		case "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED":
+			j.Running = true
+		case "PENDING":
+		default:
+			return nil, fmt.Errorf("squeue line %d: job %s state %q: want PENDING, RUNNING, CONFIGURING, COMPLETING or SUSPENDED", n+1, j.ID, f[2])
+		}
+		pr, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil || pr < 0 {
+			return nil, fmt.Errorf("squeue line %d: job %s priority %q is not a non-negative number", n+1, j.ID, f[3])
+		}
+		j.Priority = pr
+		lim, ok := parseLimit(f[5])
+		if !ok {
+			return nil, fmt.Errorf("squeue line %d: job %s time limit %q: want UNLIMITED or [D-]HH:MM:SS", n+1, j.ID, f[5])
+		}
+		j.Limit = lim.D()
+		if j.Nodes, err = atoiField("nodes", f[6]); err != nil || j.Nodes < 1 {
+			return nil, fmt.Errorf("squeue line %d: job %s: node count %q: want 1 or more", n+1, j.ID, f[6])
+		}
+		if j.CPUs, err = atoiField("CPUs", f[7]); err != nil {
+			return nil, fmt.Errorf("squeue line %d: job %s: %w", n+1, j.ID, err)
+		}
+		if j.GPUsPerNode, err = tresPerNodeGPUs(f[8]); err != nil {
+			return nil, fmt.Errorf("squeue line %d: job %s: %w", n+1, j.ID, err)
+		}
+		if j.Running {
+			j.Start = parseTime(f[4], loc)
+			if j.NodeList, err = ExpandHostlist(cleanNull(f[9])); err != nil {
+				return nil, fmt.Errorf("squeue line %d: job %s: %w", n+1, j.ID, err)
+			}
+		} else {
+			j.Eligible = pr > 0 && eligibleReason(f[11])
+		}
+		res = append(res, j)
+	}
+	return res, nil
+}
+
+// eligibleReason reports whether a queued job with this pending reason can start once
+// resources free up: not held, not waiting for a dependency, a begin time or a
+// reservation of its own.
+func eligibleReason(r string) bool {
+	r = strings.ToLower(strings.TrimSpace(r))
+	for _, no := range []string{"held", "dependency", "begintime", "reservation", "launchfailed", "partitiondown", "partitioninactive", "invalid"} {
+		if strings.Contains(r, no) {
+			return false
+		}
+	}
+	return true
+}
+
+// tresPerNodeGPUs reads the GPUs per node of squeue's %b (TRES per node):
+// "gres:gpu:a100:4" (22.05), "gres/gpu:a100=4" or "gres/gpu=2" (later releases),
+// "gres:gpu:2,gres:mps:100", "N/A". A job that asked for GPUs per job (--gpus) shows
+// none here; the plan counts it without GPUs.
+func tresPerNodeGPUs(s string) (int, error) {
+	if cleanNull(s) == "" {
+		return 0, nil
+	}
+	var items []string
+	for _, it := range strings.Split(s, ",") {
+		it = strings.TrimSpace(it)
+		switch {
+		case strings.HasPrefix(it, "gres:"):
+			it = it[len("gres:"):]
+		case strings.HasPrefix(it, "gres/"):
+			it = strings.ReplaceAll(it[len("gres/"):], "=", ":")
+		default:
+			continue // cpu=, mem=, license: not GPUs
+		}
+		items = append(items, it)
+	}
+	gs, err := ParseGres(strings.Join(items, ","))
+	if err != nil {
+		return 0, fmt.Errorf("GRES per node %q: %w", s, err)
+	}
+	n, _ := gpuSummary(gs)
+	return n, nil
+}
+
+// maxHostlist bounds one hostlist's expansion.
+const maxHostlist = 65536
+
+// ExpandHostlist expands a Slurm hostlist: "n1", "n[1-3,7]", "n[01-03]" (zero
+// padding kept), "r[1-2]-n[1-2]" (every combination), comma-separated lists of those.
+// An empty string is no host. Malformed brackets or ranges, and an expansion of more
+// than 65,536 names, are errors.
+func ExpandHostlist(s string) ([]string, error) {
+	var out []string
+	for _, item := range splitOutside(strings.TrimSpace(s), '[', ']') {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		names, err := expandHost(item, maxHostlist-len(out))
+		if err != nil {
+			return nil, fmt.Errorf("hostlist %q: %w", truncate(s), err)
+		}
+		out = append(out, names...)
+	}
+	return out, nil
+}
+
+// splitOutside splits s on commas outside open…close pairs.
+func splitOutside(s string, open, close byte) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case open:
+			depth++
+		case close:
+			depth = max(depth-1, 0)
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// expandHost expands one item with bracket groups into at most limit names.
+func expandHost(item string, limit int) ([]string, error) {
+	open := strings.IndexByte(item, '[')
+	if open < 0 {
+		if strings.ContainsRune(item, ']') {
+			return nil, errors.New("']' without '['")
+		}
+		return []string{item}, nil
+	}
+	end := strings.IndexByte(item[open:], ']')
+	if end < 0 {
+		return nil, errors.New("'[' without ']'")
+	}
+	end += open
+	prefix, body, rest := item[:open], item[open+1:end], item[end+1:]
+	if strings.ContainsRune(prefix, ']') || strings.ContainsRune(body, '[') {
+		return nil, errors.New("nested or unbalanced brackets")
+	}
+	tails, err := expandHost(rest, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range strings.Split(body, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.ParseUint(lo, 10, 32)
+		b, err2 := strconv.ParseUint(hi, 10, 32)
+		if lo == "" || hi == "" || err1 != nil || err2 != nil || b < a {
+			return nil, fmt.Errorf("bad range %q: want N or N-M with N ≤ M", r)
+		}
+		width := 0
+		if len(lo) > 1 && lo[0] == '0' {
+			width = len(lo)
+		}
+		if b-a+1 > uint64(limit) {
+			return nil, fmt.Errorf("more than %d host names", maxHostlist)
+		}
+		for v := a; v <= b; v++ {
+			for _, t := range tails {
+				if len(out) >= limit {
+					return nil, fmt.Errorf("more than %d host names", maxHostlist)
+				}
+				out = append(out, fmt.Sprintf("%s%0*d%s", prefix, width, v, t))
+			}
+		}
+	}
+	return out, nil
+}
+
+// PlanRequest is one new job to plan: what one of its nodes needs, on how many nodes of
+// which partition, for how long.
+type PlanRequest struct {
+	Partition   string
+	Nodes       int
+	CPUsPerNode int
+	GPUsPerNode int
+	Walltime    time.Duration
+}
+
+// RequestOf is the plan request for a job spec (as the sbatch script renders it).
+func RequestOf(spec model.JobSpec) PlanRequest {
+	nodes := max(spec.Nodes, 1)
+	tasks := max(spec.NTasks, 1)
+	cpus := tasks * max(spec.CPUsPerTask, 1)
+	gpn := spec.GPUsPerNode
+	if gpn == 0 && spec.GPUs > 0 {
+		gpn = (spec.GPUs + nodes - 1) / nodes
+	}
+	return PlanRequest{Partition: spec.Partition, Nodes: nodes, CPUsPerNode: (cpus + nodes - 1) / nodes,
+		GPUsPerNode: gpn, Walltime: spec.Walltime.D()}
+}
+
+// Bounds of one plan: a queue or partition larger than these is not planned (the
+// site's own answer stands), so a plan's cost stays small on any site.
+const (
+	MaxPlanQueued = 256 // queued jobs ahead
+	MaxPlanNodes  = 256 // nodes one job may use
+)
+
+// planHorizon stands in for an unlimited time limit.
+const planHorizon = 365 * 24 * time.Hour
+
+// PlanStarts is the earliest start of each request behind the queue (the zero time:
+// not planned — its partition is unknown, too large, or it fits no node). jobs is the
+// queue (ParsePlanQueue), nodes the cluster's nodes (ParseSinfo), user the site user
+// (WhoAmICommand). The jobs ahead of a new job are the eligible queued jobs whose
+// priority is at least the new job's; a new job has no age yet, so its priority is
+// taken as the lowest of the user's own eligible queued jobs, and when the user has
+// none every eligible queued job counts as ahead (the pessimistic side: the caller's
+// learned correction measures how pessimistic). At most MaxPlanQueued jobs ahead are
+// planned, the highest priorities first.
+func PlanStarts(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest) []time.Time {
+	p := newPlan(nodes, now)
+	for i := range jobs {
+		if j := &jobs[i]; j.Running {
+			p.hold(j, now)
+		}
+	}
+	ahead := queuedAhead(jobs, user)
+	out := make([]time.Time, len(reqs))
+	if len(ahead) > MaxPlanQueued {
+		return out
+	}
+	for _, j := range ahead {
+		req := PlanRequest{Nodes: j.Nodes, CPUsPerNode: ceilDiv(j.CPUs, j.Nodes), GPUsPerNode: j.GPUsPerNode, Walltime: j.Limit}
+		set := p.nodesOf(j.Partitions...)
+		if t, chosen := p.earliest(set, req); chosen != nil {
+			p.take(chosen, t, req)
+		}
+	}
+	for i, r := range reqs {
+		set := p.nodesOf(r.Partition)
+		if len(set) == 0 || len(set) > MaxPlanNodes {
+			continue
+		}
+		if t, chosen := p.earliest(set, r); chosen != nil {
+			out[i] = t
+		}
+	}
+	return out
+}
+
+// queuedAhead are the eligible queued jobs counted ahead of a new job of user's, highest
+// priority first (ties: lower job id, i.e. submitted first).
+func queuedAhead(jobs []QueuedJob, user string) []*QueuedJob {
+	own := int64(-1)
+	for i := range jobs {
+		if j := &jobs[i]; !j.Running && j.Eligible && j.User == user && (own < 0 || j.Priority < own) {
+			own = j.Priority
+		}
+	}
+	var ahead []*QueuedJob
+	for i := range jobs {
+		if j := &jobs[i]; !j.Running && j.Eligible && j.Priority >= own {
+			ahead = append(ahead, j)
+		}
+	}
+	slices.SortStableFunc(ahead, func(a, b *QueuedJob) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		return compareJobIDs(a.ID, b.ID)
+	})
+	return ahead
+}
+
+// compareJobIDs orders numeric ids numerically (array and het job ids by their text).
+func compareJobIDs(a, b string) int {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA == nil && errB == nil {
+		return cmp.Compare(x, y)
+	}
+	return strings.Compare(a, b)
+}
+
+func ceilDiv(a, b int) int {
+	if b <= 0 {
+		return a
+	}
+	return (a + b - 1) / b
+}
+
+// plan is the nodes' future use: per node its capacity and the intervals it is held.
+type plan struct {
+	now   time.Time
+	nodes map[string]*planNode
+	parts map[string][]*planNode // partition → its usable nodes, by name
+}
+
+type planNode struct {
+	name       string
+	cpus, gpus int
+	held       []span
+}
+
+// span is [from, to) holding cpus and gpus of a node.
+type span struct {
+	from, to   time.Time
+	cpus, gpus int
+}
+
+func newPlan(nodes []NodeLine, now time.Time) *plan {
+	p := &plan{now: now, nodes: map[string]*planNode{}, parts: map[string][]*planNode{}}
+	for _, nl := range nodes {
+		n := p.nodes[nl.Node]
+		if n == nil {
+			n = &planNode{name: nl.Node, cpus: nl.CPUs, gpus: nl.GPUs}
+			p.nodes[nl.Node] = n
+		}
+		if ClassifyNodeState(nl.State) != NodeDown && nl.PartitionUp {
+			p.parts[nl.Partition] = append(p.parts[nl.Partition], n)
+		}
+	}
+	for _, ns := range p.parts {
+		slices.SortFunc(ns, func(a, b *planNode) int { return strings.Compare(a.name, b.name) })
+	}
+	return p
+}
+
+// hold books a running job on its nodes until its time limit (at least a second from
+// now: a job past its limit is ending).
+func (p *plan) hold(j *QueuedJob, now time.Time) {
+	end := now.Add(planHorizon)
+	if j.Limit > 0 && !j.Start.IsZero() {
+		end = j.Start.Add(j.Limit)
+	}
+	end = later(end, now.Add(time.Second))
+	cpn := ceilDiv(j.CPUs, max(len(j.NodeList), 1))
+	for _, name := range j.NodeList {
+		if n := p.nodes[name]; n != nil {
+			n.held = append(n.held, span{now, end, cpn, j.GPUsPerNode})
+		}
+	}
+}
+
+// nodesOf is the usable nodes of any of the partitions, each once, by name.
+func (p *plan) nodesOf(parts ...string) []*planNode {
+	if len(parts) == 1 {
+		return p.parts[parts[0]]
+	}
+	seen := map[*planNode]bool{}
+	var out []*planNode
+	for _, pt := range parts {
+		for _, n := range p.parts[pt] {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *planNode) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// earliest is the first time (now, or when some hold on the set ends) at which r.Nodes
+// nodes of set each have room for r for its whole walltime, and those nodes (nil: it
+// never fits: too big for the nodes, or the set is empty).
+func (p *plan) earliest(set []*planNode, r PlanRequest) (time.Time, []*planNode) {
+	if r.Nodes < 1 || r.Nodes > len(set) {
+		return time.Time{}, nil
+	}
+	d := r.Walltime
+	if d <= 0 {
+		d = planHorizon
+	}
+	times := []time.Time{p.now}
+	for _, n := range set {
+		for _, s := range n.held {
+			if s.to.After(p.now) {
+				times = append(times, s.to)
+			}
+		}
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	times = slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
+	chosen := make([]*planNode, 0, r.Nodes)
+	for _, t := range times {
+		chosen = chosen[:0]
+		for _, n := range set {
+			if n.fits(t, t.Add(d), r.CPUsPerNode, r.GPUsPerNode) {
+				if chosen = append(chosen, n); len(chosen) == r.Nodes {
+					return t, chosen
+				}
+			}
+		}
+	}
+	return time.Time{}, nil
+}
+
+// fits reports whether the node has cpus and gpus free throughout [from, to).
+func (n *planNode) fits(from, to time.Time, cpus, gpus int) bool {
+	if cpus > n.cpus || gpus > n.gpus {
+		return false
+	}
+	// The use only rises where a hold begins: check at from and at each such start.
+	for _, at := range append([]time.Time{from}, n.startsWithin(from, to)...) {
+		c, g := 0, 0
+		for _, s := range n.held {
+			if !s.from.After(at) && s.to.After(at) {
+				c, g = c+s.cpus, g+s.gpus
+			}
+		}
+		if c+cpus > n.cpus || g+gpus > n.gpus {
+			return false
+		}
+	}
+	return true
+}
+
+func (n *planNode) startsWithin(from, to time.Time) []time.Time {
+	var out []time.Time
+	for _, s := range n.held {
+		if s.from.After(from) && s.from.Before(to) {
+			out = append(out, s.from)
+		}
+	}
+	return out
+}
+
+// take books r on the chosen nodes from t.
+func (p *plan) take(chosen []*planNode, t time.Time, r PlanRequest) {
+	d := r.Walltime
+	if d <= 0 {
+		d = planHorizon
+	}
+	for _, n := range chosen {
+		n.held = append(n.held, span{t, t.Add(d), r.CPUsPerNode, r.GPUsPerNode})
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+var _ dialect.QueuePlanner = (*Slurm)(nil)
+
+// PlanCommands implements dialect.QueuePlanner: the node listing, the queue and the
+// site user's name.
+func (p *Slurm) PlanCommands() [][]string {
+	return [][]string{SinfoCommand(), PlanQueueCommand(), WhoAmICommand()}
+}
+
+// PlanStarts implements dialect.QueuePlanner on PlanCommands' outputs.
+func (p *Slurm) PlanStarts(outs []dialect.Output, specs []model.JobSpec, now time.Time) ([]time.Time, error) {
+	if len(outs) != 3 {
+		return nil, fmt.Errorf("slurm queue plan: want 3 outputs (sinfo, squeue, id), got %d", len(outs))
+	}
+	for i, name := range []string{"sinfo", "squeue", "id -un"} {
+		if outs[i].ExitCode != 0 {
+			return nil, fmt.Errorf("slurm queue plan: %s failed: %s", name, lastLine(outs[i]))
+		}
+	}
+	nodes, err := ParseSinfo(outs[0].Stdout)
+	if err != nil {
+		return nil, fmt.Errorf("slurm queue plan: %w", err)
+	}
+	jobs, err := ParsePlanQueue(outs[1].Stdout, p.loc())
+	if err != nil {
+		return nil, fmt.Errorf("slurm queue plan: %w", err)
+	}
+	user := ""
+	if ls := lines(outs[2].Stdout); len(ls) == 1 {
+		user = strings.TrimSpace(ls[0])
+	}
+	if user == "" || strings.ContainsAny(user, " \t|") {
+		return nil, fmt.Errorf("slurm queue plan: id -un printed %q, not one user name", truncate(string(outs[2].Stdout)))
+	}
+	reqs := make([]PlanRequest, len(specs))
+	for i := range specs {
+		reqs[i] = RequestOf(specs[i])
+	}
+	return PlanStarts(nodes, jobs, user, now, reqs), nil
+}

@@ -1,0 +1,99 @@
+package hpc
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// rawEstimate is Slurm's own answer (sbatch --test-only) for spec, without the plan.
+func rawEstimate(t *testing.T, p *Provider, spec model.JobSpec) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	spec.Tag += "-raw"
+	_, files, script, err := p.prepare(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.upload(ctx, files.Script, script); err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.run(ctx, p.d.EstimateCommand(files.Script), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := p.d.ParseEstimate(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// TestRigEstimatePlansBehindTheQueue: on beta (not parallel: it has the package's rig
+// to itself), a 3-GPU job runs with a 3-minute limit and a 4-GPU job of 1 minute
+// queues behind it. Slurm's will-run test (sbatch --test-only, what sbatch -M decides
+// on) says a new 1-GPU job of 5 minutes starts now (Slurm 22.05 says "in a minute"),
+// in the free GPU; it cannot (it would delay the queued job), and the provider's
+// estimate says when it can: after the queued job's minute. A 1-GPU job of 1 minute
+// fits before the queued job's slot and is not delayed by the plan.
+func TestRigEstimatePlansBehindTheQueue(t *testing.T) {
+	p, _ := rigProvider(t, "beta", "ssh")
+	ctx := context.Background()
+	block := spec(t, "qpblock", "gpuA100", "sleep 170", 3*time.Minute)
+	block.GPUs = 3
+	bid, err := p.Submit(ctx, block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Cancel(context.Background(), []string{bid}) })
+	st := waitState(t, p, bid, 60*time.Second, func(s model.JobState) bool { return s == model.JobRunning })
+	started := time.Now()
+	if !st.Start.IsZero() {
+		started = st.Start
+	}
+	queued := spec(t, "qpnext", "gpuA100", "true", time.Minute)
+	queued.GPUs = 4
+	qid, err := p.Submit(ctx, queued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Cancel(context.Background(), []string{qid}) })
+	waitState(t, p, qid, 30*time.Second, func(s model.JobState) bool { return s == model.JobPending })
+
+	long := spec(t, "qplong", "gpuA100", "true", 5*time.Minute)
+	long.GPUs = 1
+	short := spec(t, "qpshort", "gpuA100", "true", time.Minute)
+	short.GPUs = 1
+	rawShort := rawEstimate(t, p, short)
+	if raw := rawEstimate(t, p, long); time.Until(raw) > 90*time.Second {
+		// The premise of the plan: docs/PLACEMENT.md ("On real Slurm").
+		t.Errorf("sbatch --test-only says the 5-minute job starts in %v; Slurm's will-run test was expected to ignore the queued job (start within a minute)", time.Until(raw).Round(time.Second))
+	}
+	slot := started.Add(3 * time.Minute) // the queued job starts when the blocker's limit ends
+	got, err := p.EstimateStarts(ctx, []model.JobSpec{long, short})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range got {
+		if e.Err != nil {
+			t.Fatalf("spec %d: %v", i, e.Err)
+		}
+	}
+	if want := slot.Add(time.Minute); got[0].Start.Before(want.Add(-5*time.Second)) || got[0].Start.After(want.Add(time.Minute)) {
+		t.Errorf("the 2-minute job: estimate %v from now, want after the queued job's minute (%v from now)",
+			time.Until(got[0].Start).Round(time.Second), time.Until(want).Round(time.Second))
+	}
+	if d := got[1].Start.Sub(rawShort); d > 10*time.Second {
+		t.Errorf("the 1-minute job fits before the queued job's slot: estimate %v after Slurm's own, want Slurm's own", d.Round(time.Second))
+	}
+	// The single estimate is planned too (replanning asks it for one job).
+	one, err := p.EstimateStart(ctx, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Sub(got[0].Start).Abs() > 10*time.Second {
+		t.Errorf("single estimate %v, batch %v", one, got[0].Start)
+	}
+}
