@@ -24,9 +24,9 @@
 // minute up (when that has MinSamples); else the prior holds: no correction. Slack
 // keeps the ratio finite when the site says "now". The median (q = 0.5) is the
 // default: it minimises the absolute log-error, which is what ranking candidates by
-// wait needs; a higher quantile gives QBETS-style conservative bounds. Corrections never
-// decrease as the estimate grows (across a class boundary the correction is at least
-// what the class below gives at its edge).
+// wait needs; a higher quantile gives QBETS-style conservative bounds. Corrections
+// keep the site's order: across a class boundary the correction starts at least at
+// what the class below gives at its edge and grows at the class's own rate from there.
 //
 // Memory is bounded: Window float64s per class and partition and at most
 // MaxPartitions partitions (observations of further partitions are dropped). A
@@ -251,12 +251,27 @@ func (l *Learner) Correct(system, partition string, est time.Duration) time.Dura
 	if l.parts[k] == nil {
 		return est
 	}
+	// From the lowest class up to est's: in each class the correction is the class's
+	// own, but never below the value at the class's lower edge (the class below's) plus
+	// the class's own rate times the distance from that edge. So corrections never
+	// decrease, and they keep the site's order: a later estimate is never corrected to
+	// the same wait as an earlier one, which a flat floor at the edge did (on the rig
+	// every estimate from 1 to 6 minutes became "1m", and candidates tied on the wait
+	// were ranked by name; docs/PLACEMENT.md, "On real Slurm").
 	b := binOf(est)
-	f, _ := l.factorLocked(k, b)
-	c := apply(est, f, l.opts.Slack)
-	for j := range b { // monotone across class edges
+	var c time.Duration
+	for j := 0; j <= b; j++ {
 		fj, _ := l.factorLocked(k, j)
-		c = max(c, apply(Bins[j], fj, l.opts.Slack))
+		hi := est
+		if j < b {
+			hi = Bins[j]
+		}
+		v := apply(hi, fj, l.opts.Slack)
+		if j > 0 {
+			lo := Bins[j-1]
+			v = max(v, min(c+time.Duration(fj*float64(hi-lo)).Round(time.Second), MaxWait))
+		}
+		c = v
 	}
 	return c
 }

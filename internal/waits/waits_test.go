@@ -199,6 +199,30 @@ func TestMonotoneAcrossClasses(t *testing.T) {
 	}
 }
 
+// A class that corrects strongly down does not flatten its estimates onto the edge of
+// the class below: a later site estimate stays a later corrected wait (before, every
+// estimate from 1 to 6 minutes of a 3×-pessimistic class became the 1-minute edge, and
+// candidates of different sites tied on it).
+func TestCorrectionsKeepTheSitesOrder(t *testing.T) {
+	l := New(Options{})
+	for range 10 {
+		l.Observe("s", "p", 10*time.Second, 12*time.Second) // under a minute: right
+		l.Observe("s", "p", 4*time.Minute, 40*time.Second)  // [1m,10m): ×~0.34
+	}
+	prev := time.Duration(-1)
+	for est := time.Minute; est < 10*time.Minute; est += 30 * time.Second {
+		c := l.Correct("s", "p", est)
+		if c <= prev {
+			t.Fatalf("Correct(%s) = %s, not above Correct(%s) = %s", est, c, est-30*time.Second, prev)
+		}
+		prev = c
+	}
+	// Where the class's own correction is above the edge's, it is used as it is.
+	if got, want := l.Correct("s", "p", 9*time.Minute), apply(9*time.Minute, math.Exp(math.Log(100.0/300)), time.Minute); got < want-time.Second {
+		t.Errorf("Correct(9m) = %s, below the class's own correction %s", got, want)
+	}
+}
+
 func TestOptionsDefaults(t *testing.T) {
 	o := New(Options{Quantile: math.NaN(), Window: -1, MinSamples: 1 << 20, Slack: -time.Second}).Options()
 	if o.Quantile != DefaultQuantile || o.Window != DefaultWindow || o.MinSamples != DefaultWindow || o.Slack != DefaultSlack {
