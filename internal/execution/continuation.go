@@ -288,7 +288,7 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 }
 
 // cancelledForMove reports whether attempt a ended cancelled by the cancel a move
-// sent for it (the move-cancel event, stored before the cancel), never having started:
+// sent for it (its event, stored before the cancel: moveCancelMsg), never having started:
 // nobody cancelled the task. A started job is not (an only-queued cancel leaves it
 // running; it was then stopped by someone else).
 func (e *Engine) cancelledForMove(ctx context.Context, a *model.Attempt) (bool, error) {
@@ -300,7 +300,7 @@ func (e *Engine) cancelledForMove(ctx context.Context, a *model.Attempt) (bool, 
 		return false, fmt.Errorf("reading whether Mosaic itself cancelled job %s of task %s for a move: %w (the next tick asks again)", a.JobID, a.TaskID, err)
 	}
 	for _, x := range evs {
-		if x.Attempt == a.N {
+		if x.Attempt == a.N && strings.HasPrefix(x.Message, moveCancelMsg) {
 			return true, nil
 		}
 	}

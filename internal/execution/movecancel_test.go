@@ -207,7 +207,8 @@ func TestTwoLiveJobsAskTheControllerWhichStarted(t *testing.T) {
 			t.Fatal("the old job did not start")
 		}
 	}
-	lag.stale[old] = 1000 // accounting reads the running job PENDING
+	// Accounting reads the running job PENDING.
+	lag.stale[old] = 1000
 	r.e = New(Options{Store: r.st, Providers: provMap{"A": liveLagSite{lag}, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true}) // the restarted core
 	if !r.tickUntil(t, 5*time.Second, func() bool {
 		s := r.attempts(t, "cut")[1].State
@@ -286,7 +287,7 @@ func TestARestartContinuesAMoveCancelThatShowedLate(t *testing.T) {
 		}
 		atts := r.attempts(t, "gap")
 		if marked {
-			if err := r.st.AppendEventsErr(r.ctx, ev("gap", 1, "A", moveCancelKind, "cancelling queued job "+atts[0].JobID, "", model.ActorSystem)); err != nil {
+			if err := r.st.AppendEventsErr(r.ctx, ev("gap", 1, "A", moveCancelKind, moveCancelMsg+atts[0].JobID, "", model.ActorSystem)); err != nil {
 				t.Fatal(err)
 			}
 		}

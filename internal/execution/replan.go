@@ -343,7 +343,7 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	// cancel lands only after the move was reverted, the continuation resubmits the
 	// task instead of taking its end for a cancel from outside Mosaic.
 	if err := e.o.Store.AppendEventsErr(ctx, ev(old.TaskID, old.N, old.System, moveCancelKind,
-		fmt.Sprintf("cancelling queued job %s for the move to %s (attempt %d)", old.JobID, pl.System, na.N),
+		fmt.Sprintf("%s%s for the move to %s (attempt %d)", moveCancelMsg, old.JobID, pl.System, na.N),
 		"Mosaic's own cancel, for a move: if the job ends cancelled while the task has no other job, the task is submitted again, not ended", model.ActorSystem)); err != nil {
 		cancel()
 		return errors.Join(err, e.revertMove(ctx, t, old, na, nil, fmt.Sprintf("recording the cancel of job %s failed (%v)", old.JobID, err)))
@@ -447,9 +447,13 @@ const (
 	statusListWait  = time.Second
 )
 
-// moveCancelKind is the kind of the event a move stores on its old attempt before
-// cancelling its job: the mark that the cancel is Mosaic's own (cancelledForMove).
-const moveCancelKind = "move-cancel"
+// The event a move stores on its old attempt before cancelling its job, the mark
+// that the cancel is Mosaic's own (cancelledForMove): of kind moveCancelKind, its
+// message begins with moveCancelMsg.
+const (
+	moveCancelKind = "replan"
+	moveCancelMsg  = "move: cancelling queued job "
+)
 
 // liveStatusOf is one job's state as the site's controller lists it now
 // (provider.LiveStatuser), bounded by CancelTimeout. ok is false when the site has no
