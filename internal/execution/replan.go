@@ -332,11 +332,9 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	// reverts the move. Elsewhere (PBS) a job starting between the check and the cancel
 	// is killed, and its command then runs again as the new job.
 	pc, onlyQueued := p.(provider.PendingCanceller)
-	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
 	var cerr error
 	if err := e.mayAct(ctx); err != nil {
 		// Deposed between the claim and here: the new leader settles both attempts.
-		cancel()
 		return err
 	}
 	// Stored before the cancel is sent (a crash in between is covered too): if this
@@ -345,9 +343,9 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	if err := e.o.Store.AppendEventsErr(ctx, ev(old.TaskID, old.N, old.System, moveCancelKind,
 		fmt.Sprintf("%s%s for the move to %s (attempt %d)", moveCancelMsg, old.JobID, pl.System, na.N),
 		"Mosaic's own cancel, for a move: if the job ends cancelled while the task has no other job, the task is submitted again, not ended", model.ActorSystem)); err != nil {
-		cancel()
 		return errors.Join(err, e.revertMove(ctx, t, old, na, nil, fmt.Sprintf("recording the cancel of job %s failed (%v)", old.JobID, err)))
 	}
+	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
 	if onlyQueued {
 		cerr = pc.CancelPending(cctx, []string{old.JobID})
 		if errors.Is(cerr, provider.ErrUnsupported) {
@@ -363,12 +361,12 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	if cerr != nil || onlyQueued {
 		// The cancel may have worked though it answered with an error (scancel ran, the
 		// answer was lost), or (only-queued) left a job that started alone: ask again.
-		// After a cancel that answered success, ask again while the answer still says
-		// queued (accounting lags behind the controller: on the rig sacct showed a
-		// just-cancelled job PENDING, the move was reverted, and the cancel then landed:
-		// the task was left with no job at all).
 		// Where the site has one, the controller's own view (squeue) decides: it shows
 		// the cancel, or the start, at once, while accounting can say PENDING for both.
+		// Else, after a cancel that answered success, accounting is asked again while it
+		// still says queued (on the rig sacct showed a just-cancelled job PENDING, the
+		// move was reverted, and the cancel then landed: the task was left with no job;
+		// past those retries the move-cancel mark above has the task continued).
 		st, found, live := e.liveStatusOf(ctx, p, old.JobID)
 		var err error
 		if !live {
