@@ -36,6 +36,9 @@ type History struct {
 	Attempts   int
 	Migrations int
 	Retries    map[model.JobState]int // in-place retries per failure class
+	// MoveCancel: the attempt decided on ended cancelled by Mosaic's own cancel, sent
+	// for a move that was then reverted (the cancel showed late), never started.
+	MoveCancel bool
 }
 
 func historyOf(all []*model.Attempt) History {
@@ -72,8 +75,17 @@ func aborted(prev, a *model.Attempt) bool {
 	if a.State != model.JobCancelled && a.State != model.JobSubmitError {
 		return false
 	}
+	if a.State == model.JobCancelled && strings.HasPrefix(a.Reason, revertedReason) {
+		// Reverted, whatever the timing: the old job's cancel may have landed earlier
+		// (it showed late), which the order of the ends cannot tell.
+		return true
+	}
 	return prev.EndedAt == nil || (a.EndedAt != nil && prev.EndedAt.After(*a.EndedAt))
 }
+
+// revertedReason begins the reason of a move's new attempt cancelled because the
+// move did not go ahead (revertMove).
+const revertedReason = "move reverted: "
 
 // Decide is the continuation policy as a pure function: given the task's envelope and
 // policy, what the attempt ended with, the partition it ran on (may be nil), and the
@@ -163,6 +175,9 @@ func Decide(env model.Envelope, pol model.Policy, a *model.Attempt, part *model.
 		}
 		return Action{Kind: ActFail, Rationale: fmt.Sprintf("the job exited %s: its own failure, not the site's; fix the command and resubmit", exitText(a))}
 	case model.JobCancelled:
+		if h.MoveCancel {
+			return Action{Kind: ActRetry, Spec: spec, Rationale: fmt.Sprintf("job %s was cancelled by Mosaic itself, for a move that was reverted before the cancel showed (the site's accounting lagged): nobody cancelled the task, so it is submitted again in place", orTag(a))}
+		}
 		return Action{Kind: ActCancel, Rationale: "the job was cancelled at the site, outside Mosaic"}
 	case model.JobDeadline:
 		return Action{Kind: ActFail, Rationale: "the job missed its deadline at the site"}
@@ -214,7 +229,13 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 	}
 	// Each branch counts its action (OnContinuation) once it happened, not when it was
 	// decided: a migration that cannot happen ends as a failure, counted by e.fail.
-	act := Decide(t.Envelope, policyOf(t), a, e.partition(a.System, a.Partition), historyOf(atts), transientSubmit)
+	h := historyOf(atts)
+	if a.State == model.JobCancelled {
+		if h.MoveCancel, err = e.cancelledForMove(ctx, a); err != nil {
+			return err
+		}
+	}
+	act := Decide(t.Envelope, policyOf(t), a, e.partition(a.System, a.Partition), h, transientSubmit)
 	if t.UnstoredEnv && (act.Kind == ActRetry || act.Kind == ActResize || act.Kind == ActMigrate) {
 		// Its job was given values the store does not keep: a new attempt would run without them.
 		return e.fail(ctx, t, a, act.Rationale+"; but it cannot be submitted again: its forwarded variables are not stored")
@@ -264,6 +285,26 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 		return nil
 	}
 	return e.fail(ctx, t, a, act.Rationale)
+}
+
+// cancelledForMove reports whether attempt a ended cancelled by the cancel a move
+// sent for it (its event, stored before the cancel: moveCancelMsg), never having started:
+// nobody cancelled the task. A started job is not (an only-queued cancel leaves it
+// running; it was then stopped by someone else).
+func (e *Engine) cancelledForMove(ctx context.Context, a *model.Attempt) (bool, error) {
+	if a.State != model.JobCancelled || a.StartedAt != nil {
+		return false, nil
+	}
+	evs, err := e.o.Store.Events(ctx, store.EventQuery{TaskID: a.TaskID, Kinds: []string{moveCancelKind}, Limit: 10000})
+	if err != nil {
+		return false, fmt.Errorf("reading whether Mosaic itself cancelled job %s of task %s for a move: %w (the next tick asks again)", a.JobID, a.TaskID, err)
+	}
+	for _, x := range evs {
+		if x.Attempt == a.N && strings.HasPrefix(x.Message, moveCancelMsg) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ownerRevoked says why no new attempt of t may be submitted when its owner's user

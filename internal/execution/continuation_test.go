@@ -70,6 +70,8 @@ func TestDecide(t *testing.T) {
 		{name: "failed exit twice fails", a: att(model.JobFailed), h: History{Attempts: 2, Retries: map[model.JobState]int{model.JobFailed: 1}}, want: ActFail, why: "fix the command"},
 		{name: "retry_failed -1 never retries", a: att(model.JobFailed), pol: model.Policy{RetryFailed: -1}, h: h1, want: ActFail},
 		{name: "cancelled outside", a: att(model.JobCancelled), h: h1, want: ActCancel},
+		{name: "cancelled by a reverted move's own cancel", a: att(model.JobCancelled), h: History{Attempts: 1, Retries: map[model.JobState]int{}, MoveCancel: true},
+			want: ActRetry, why: "cancelled by Mosaic itself, for a move that was reverted"},
 		{name: "attempt cap", a: att(model.JobNodeFail), h: History{Attempts: 4, Retries: map[model.JobState]int{}}, want: ActFail, why: "allows 4 attempts"},
 		{name: "migration cap", a: att(model.JobBootFail), pol: model.Policy{RetryTransient: new(bool), MaxMigrations: 1},
 			h: History{Attempts: 2, Migrations: 1, Retries: map[model.JobState]int{}}, want: ActFail, why: "migrations are used up"},
@@ -128,6 +130,13 @@ func TestHistoryOf(t *testing.T) {
 	atts = []*model.Attempt{{System: "A", State: model.JobCancelled, EndedAt: at(5)}, {System: "B", State: model.JobCancelled, EndedAt: at(20)}, {System: "C"}}
 	if h := historyOf(atts); h.Migrations != 2 {
 		t.Fatalf("two real migrations counted as %d", h.Migrations)
+	}
+	// A reverted move whose old job's cancel landed first but showed late (the old
+	// attempt ended before the reverted one) did not happen either: its reason says so.
+	atts = []*model.Attempt{{System: "A", State: model.JobCancelled, EndedAt: at(5)},
+		{System: "B", State: model.JobCancelled, EndedAt: at(6), Reason: revertedReason + "the cancel of job 1 on A left it queued"}}
+	if c := chain(atts); len(c) != 1 || c[0].System != "A" {
+		t.Fatalf("chain with a reverted move that ended last: %d attempts, want only A's", len(c))
 	}
 }
 

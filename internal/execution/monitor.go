@@ -318,7 +318,7 @@ func (e *Engine) apply(ctx context.Context, a *model.Attempt, st model.JobStatus
 		return nil, false, nil
 	}
 	if final {
-		if cur.State == model.JobSucceeded || cur.State == model.JobCancelled {
+		if cur.State == model.JobSucceeded {
 			return nil, false, nil
 		}
 		return nil, false, func(ctx context.Context) error { return e.continueFinal(ctx, cur) }
@@ -340,9 +340,19 @@ func (e *Engine) continueFinal(ctx context.Context, a *model.Attempt) error {
 	if err != nil {
 		return err
 	}
-	for _, later := range atts[min(a.N, len(atts)):] {
-		if !later.State.Final() && later.State != model.JobCancelling {
-			return nil // a later attempt is open: already handled
+	others := atts[min(a.N, len(atts)):]
+	if a.State == model.JobCancelled {
+		// Cancelled while the store had it open: by someone at the site (left as it
+		// is), or by a move's own cancel that showed only after the move was reverted.
+		// That one is continued, unless another job of the task is live.
+		if moved, err := e.cancelledForMove(ctx, a); err != nil || !moved {
+			return err
+		}
+		others = atts
+	}
+	for _, o := range others {
+		if o.N != a.N && !o.State.Final() && o.State != model.JobCancelling {
+			return nil // another attempt is open: already handled
 		}
 	}
 	// Every later attempt ended or is being cancelled (a move that was refused or

@@ -328,8 +328,13 @@ func (e *Engine) resume(ctx context.Context, id string) error {
 	if last.State == model.JobSucceeded {
 		return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskSucceeded)})
 	}
-	if last.State == model.JobCancelled {
-		// A cancel was cut short between the site confirming and the task being marked.
+	moved, err := e.cancelledForMove(ctx, last)
+	if err != nil {
+		return err
+	}
+	if last.State == model.JobCancelled && !moved {
+		// A cancel was cut short between the site confirming and the task being marked
+		// (a move's own cancel, shown after the move was reverted, is continued below).
 		why := "cancelled (confirmed after a restart)"
 		return e.endTask(ctx, t.ID, store.TaskUpdate{State: ptr(model.TaskCancelled), Reason: &why},
 			ev(t.ID, last.N, last.System, "cancelled", "task cancelled", why, model.ActorSystem))

@@ -332,13 +332,20 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	// reverts the move. Elsewhere (PBS) a job starting between the check and the cancel
 	// is killed, and its command then runs again as the new job.
 	pc, onlyQueued := p.(provider.PendingCanceller)
-	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
 	var cerr error
 	if err := e.mayAct(ctx); err != nil {
 		// Deposed between the claim and here: the new leader settles both attempts.
-		cancel()
 		return err
 	}
+	// Stored before the cancel is sent (a crash in between is covered too): if this
+	// cancel lands only after the move was reverted, the continuation resubmits the
+	// task instead of taking its end for a cancel from outside Mosaic.
+	if err := e.o.Store.AppendEventsErr(ctx, ev(old.TaskID, old.N, old.System, moveCancelKind,
+		fmt.Sprintf("%s%s for the move to %s (attempt %d)", moveCancelMsg, old.JobID, pl.System, na.N),
+		"Mosaic's own cancel, for a move: if the job ends cancelled while the task has no other job, the task is submitted again, not ended", model.ActorSystem)); err != nil {
+		return errors.Join(err, e.revertMove(ctx, t, old, na, nil, fmt.Sprintf("recording the cancel of job %s failed (%v)", old.JobID, err)))
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
 	if onlyQueued {
 		cerr = pc.CancelPending(cctx, []string{old.JobID})
 		if errors.Is(cerr, provider.ErrUnsupported) {
@@ -354,18 +361,27 @@ func (e *Engine) moveFirst(ctx context.Context, t *store.TaskRow, old *model.Att
 	if cerr != nil || onlyQueued {
 		// The cancel may have worked though it answered with an error (scancel ran, the
 		// answer was lost), or (only-queued) left a job that started alone: ask again.
-		// After a cancel that answered success, ask again while the answer still says
-		// queued (accounting lags behind the controller: on the rig sacct showed a
-		// just-cancelled job PENDING, the move was reverted, and the cancel then landed:
-		// the task was left with no job at all).
-		ask := e.statusOf
-		if cerr == nil {
-			ask = e.cancelledStatusOf
+		// Where the site has one, the controller's own view (squeue) decides: it shows
+		// the cancel, or the start, at once, while accounting can say PENDING for both.
+		// Else, after a cancel that answered success, accounting is asked again while it
+		// still says queued (on the rig sacct showed a just-cancelled job PENDING, the
+		// move was reverted, and the cancel then landed: the task was left with no job;
+		// past those retries the move-cancel mark above has the task continued).
+		st, found, live := e.liveStatusOf(ctx, p, old.JobID)
+		var err error
+		if !live {
+			ask := e.statusOf
+			if cerr == nil {
+				ask = e.cancelledStatusOf
+			}
+			st, found, err = ask(ctx, p, old.JobID)
 		}
-		st, found, err := ask(ctx, p, old.JobID)
 		detail := "left it queued"
 		if cerr != nil {
 			detail = "failed: " + cerr.Error()
+		}
+		if live {
+			detail += " (the controller's own listing says so)"
 		}
 		switch {
 		case err != nil && cerr == nil:
@@ -429,6 +445,35 @@ const (
 	statusListWait  = time.Second
 )
 
+// The event a move stores on its old attempt before cancelling its job, the mark
+// that the cancel is Mosaic's own (cancelledForMove): of kind moveCancelKind, its
+// message begins with moveCancelMsg.
+const (
+	moveCancelKind = "replan"
+	moveCancelMsg  = "move: cancelling queued job "
+)
+
+// liveStatusOf is one job's state as the site's controller lists it now
+// (provider.LiveStatuser), bounded by CancelTimeout. ok is false when the site has no
+// such listing, it failed, or it does not list the job: the caller asks accounting.
+func (e *Engine) liveStatusOf(ctx context.Context, p provider.Provider, id string) (st model.JobStatus, found, ok bool) {
+	ls, is := p.(provider.LiveStatuser)
+	if !is {
+		return st, false, false
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
+	sts, err := ls.LiveStatus(cctx, []string{id})
+	cancel()
+	if err != nil {
+		if !errors.Is(err, provider.ErrUnsupported) {
+			e.o.Logger.Debug("live status failed; asking accounting", "system", p.System(), "job", id, "err", err)
+		}
+		return st, false, false
+	}
+	st, found = sts[id]
+	return st, found, found
+}
+
 // statusOf asks a site for one job's state, bounded by CancelTimeout.
 func (e *Engine) statusOf(ctx context.Context, p provider.Provider, id string) (model.JobStatus, bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
@@ -450,11 +495,11 @@ func (e *Engine) statusOf(ctx context.Context, p provider.Provider, id string) (
 func (e *Engine) revertMove(ctx context.Context, t *store.TaskRow, old, na *model.Attempt, obs *observed, why string) error {
 	var cerr error
 	if na.JobID == "" {
-		r := "move reverted: " + why
+		r := revertedReason + why
 		cerr = e.o.Store.UpdateAttempt(ctx, na.TaskID, na.N, store.AttemptUpdate{State: ptr(model.JobCancelling), Reason: &r},
 			ev(na.TaskID, na.N, na.System, "transition", "cancel pending: the submit's outcome is unknown; the monitor looks job "+na.Tag+" up by its tag and cancels it if it turns up", r, model.ActorSystem))
 	} else {
-		_, cerr = e.cancelJob(ctx, na, "move reverted: "+why)
+		_, cerr = e.cancelJob(ctx, na, revertedReason+why)
 	}
 	lerr := e.o.Store.AppendEventsErr(ctx, ev(old.TaskID, old.N, old.System, "continuation",
 		fmt.Sprintf("stay on %s: move reverted, attempt %d cancelled", old.System, na.N),
@@ -466,7 +511,7 @@ func (e *Engine) revertMove(ctx context.Context, t *store.TaskRow, old, na *mode
 		return err
 	}
 	_, final, err := e.observe(ctx, t, old, obs.st, obs.found)
-	if err != nil || !final || old.State == model.JobSucceeded || old.State == model.JobCancelled {
+	if err != nil || !final || old.State == model.JobSucceeded {
 		return err
 	}
 	return e.continueFinal(ctx, old)
@@ -535,6 +580,12 @@ func (e *Engine) dedupe(ctx context.Context, taskID string) error {
 		if err != nil {
 			return err
 		}
+		// The controller's view where the site has one: accounting can list a job that
+		// has started as PENDING, and cancelling it as "queued" would run it twice.
+		if st, _, ok := e.liveStatusOf(ctx, p, a.JobID); ok {
+			site[i], said[i] = st.State, st
+			continue
+		}
 		cctx, cancel := context.WithTimeout(ctx, e.o.CancelTimeout)
 		sts, err := p.Status(cctx, []string{a.JobID})
 		cancel()
@@ -555,7 +606,7 @@ func (e *Engine) dedupe(ctx context.Context, taskID string) error {
 				continue
 			}
 			_, final, err := e.observe(ctx, t, a, said[i], site[i] != "")
-			if err == nil && final && a.State != model.JobSucceeded && a.State != model.JobCancelled {
+			if err == nil && final && a.State != model.JobSucceeded {
 				err = e.continueFinal(ctx, a)
 			}
 			if err != nil {

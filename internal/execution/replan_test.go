@@ -1139,46 +1139,6 @@ func TestReplanMovesAShortJobForAShortGain(t *testing.T) {
 	}
 }
 
-// staleAfterCancel is A whose accounting (Status) still says PENDING for a job for the
-// next `lag` answers after it was cancelled, as Slurm's sacct did on the rig for a job
-// scancel had just cancelled.
-type staleAfterCancel struct {
-	*simprov.Provider
-	lag   int
-	mu    *sync.Mutex
-	stale map[string]int
-}
-
-func (s staleAfterCancel) CancelPending(ctx context.Context, ids []string) error {
-	if err := s.Provider.CancelPending(ctx, ids); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	for _, id := range ids {
-		s.stale[id] = s.lag
-	}
-	s.mu.Unlock()
-	return nil
-}
-
-func (s staleAfterCancel) Status(ctx context.Context, ids []string) (map[string]model.JobStatus, error) {
-	got, err := s.Provider.Status(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range ids {
-		if s.stale[id] > 0 {
-			s.stale[id]--
-			st := got[id]
-			st.State = model.JobPending
-			got[id] = st
-		}
-	}
-	return got, nil
-}
-
 // TestAMoveWaitsForTheCancelToShow: the old job's cancel lands, but the next two
 // status answers still list it as queued (accounting lag). The move asks again (bounded)
 // instead of reverting at the first answer: the new job on B stays the task's job and
@@ -1186,8 +1146,8 @@ func (s staleAfterCancel) Status(ctx context.Context, ids []string) (map[string]
 // and then the old job's cancel showed too: the rig saw a task left queued with both
 // its jobs cancelled and nothing to run.
 func TestAMoveWaitsForTheCancelToShow(t *testing.T) {
-	stale := staleAfterCancel{lag: 2, mu: &sync.Mutex{}, stale: map[string]int{}}
-	r := newReplanRig(t, func(p *simprov.Provider) provider.Provider { stale.Provider = p; return stale }, nil)
+	// Accounting reads the cancelled job PENDING for the next two answers (lagSite).
+	r := newReplanRig(t, func(p *simprov.Provider) provider.Provider { return newLagSite(p, 2) }, nil)
 	r.block(t, r.a, 4*time.Hour)
 	r.task(t, "laggy", "echo hi", 1)
 	if !r.tickUntil(t, 8*time.Second, func() bool { return len(r.attempts(t, "laggy")) > 1 }) {

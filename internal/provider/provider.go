@@ -71,6 +71,17 @@ type PendingCanceller interface {
 	CancelPending(ctx context.Context, jobIDs []string) error
 }
 
+// LiveStatuser is implemented by providers that can report jobs as the scheduler's
+// controller sees them now, beside Status's answer from accounting, which can lag
+// behind by seconds (Slurm: squeue and scontrol, where Status is sacct). A move asks
+// it right after cancelling its old job: sacct can still list a job PENDING that the
+// controller already shows CANCELLED, or one that has started. ErrUnsupported when the
+// site has no such listing (the caller falls back to Status). A job the controller no
+// longer remembers (it ended longer ago than Slurm's MinJobAge) is absent.
+type LiveStatuser interface {
+	LiveStatus(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error)
+}
+
 // QueuedStarter is implemented by providers that can say when a job already queued is
 // expected to start, in its own place in line (squeue --start; PBS's
 // estimated.start_time; the simulator's plan). Zero time and no error: the scheduler

@@ -77,9 +77,15 @@ func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, erro
 // has none are not asked about: the answer holds the others, with a
 // *provider.PartialError naming them (Cancel, CancelPending and FindByTag alike).
 func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error) {
+	return p.routedStatus(ctx, jobIDs, (*Provider).statusChunk)
+}
+
+// routedStatus asks chunk, MaxIDsPerCall ids at a time, as each job's owner on a
+// system with per-user identities (else as this provider's identity).
+func (p *Provider) routedStatus(ctx context.Context, jobIDs []string, chunk func(*Provider, context.Context, []string) (map[string]model.JobStatus, error)) (map[string]model.JobStatus, error) {
 	res := map[string]model.JobStatus{}
 	if routed, err := p.eachOwner(ctx, dedupe(jobIDs), p.byJobs, func(q *Provider, ids []string) error {
-		got, err := q.statusAll(ctx, ids)
+		got, err := q.statusAll(ctx, ids, chunk)
 		maps.Copy(res, got)
 		return err
 	}); routed {
@@ -88,20 +94,18 @@ func (p *Provider) Status(ctx context.Context, jobIDs []string) (map[string]mode
 		}
 		return res, err // with a PartialError, res holds the jobs that were asked about
 	}
-	return p.statusAll(ctx, jobIDs)
+	return p.statusAll(ctx, jobIDs, chunk)
 }
 
-// statusAll is Status as this provider's identity.
-func (p *Provider) statusAll(ctx context.Context, jobIDs []string) (map[string]model.JobStatus, error) {
+// statusAll asks chunk as this provider's identity.
+func (p *Provider) statusAll(ctx context.Context, jobIDs []string, chunk func(*Provider, context.Context, []string) (map[string]model.JobStatus, error)) (map[string]model.JobStatus, error) {
 	res := map[string]model.JobStatus{}
 	for _, ids := range chunks(dedupe(jobIDs), MaxIDsPerCall) {
-		got, err := p.statusChunk(ctx, ids)
+		got, err := chunk(p, ctx, ids)
 		if err != nil {
 			return nil, err
 		}
-		for k, v := range got {
-			res[k] = v
-		}
+		maps.Copy(res, got)
 	}
 	return res, nil
 }
@@ -127,9 +131,16 @@ func (p *Provider) statusChunk(ctx context.Context, ids []string) (map[string]mo
 		p.noAccounting = true
 		p.mu.Unlock()
 	}
+	return p.fallbackStatus(ctx, ids)
+}
+
+// fallbackStatus asks the dialect's fallback status query (Slurm: squeue for the ids
+// and scontrol for exit codes: the controller's own view, no accounting) for ids, in
+// one batch; an error wrapping provider.ErrUnsupported when the dialect has none.
+func (p *Provider) fallbackStatus(ctx context.Context, ids []string) (map[string]model.JobStatus, error) {
 	cmds := p.d.FallbackStatusCommands(ids)
 	if cmds == nil {
-		return nil, fmt.Errorf("%s: status: no fallback query for %s", p.sys.Name, p.d.Name())
+		return nil, fmt.Errorf("%s: status: no fallback query for %s: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
 	}
 	var outs []dialect.Output
 	for _, argv := range cmds {
@@ -412,18 +423,12 @@ func (p *Provider) jobName(ctx context.Context, jobID string) (string, error) {
 	if s, ok := st[jobID]; ok && s.Name != "" {
 		return s.Name, nil
 	}
-	if cmds := p.d.FallbackStatusCommands([]string{jobID}); cmds != nil {
-		var outs []dialect.Output
-		for _, argv := range cmds {
-			out, err := p.run(ctx, argv, nil)
-			if err != nil {
-				return "", err
-			}
-			outs = append(outs, out)
-		}
-		if got, err := p.d.ParseFallbackStatus([]string{jobID}, outs); err == nil && got[jobID].Name != "" {
-			return got[jobID].Name, nil
-		}
+	got, err := p.fallbackStatus(ctx, []string{jobID})
+	if err == nil && got[jobID].Name != "" {
+		return got[jobID].Name, nil
+	}
+	if err != nil && ctx.Err() != nil {
+		return "", err
 	}
 	return "", fmt.Errorf("%s: job %s is unknown to the site (or its name is not known yet); retry in a few seconds", p.sys.Name, jobID)
 }
