@@ -26,7 +26,7 @@
 // default: it minimises the absolute log-error, which is what ranking candidates by
 // wait needs; a higher quantile gives QBETS-style conservative bounds. Corrections
 // keep the site's order: across a class boundary the correction starts at least at
-// what the class below gives at its edge and grows at the class's own rate from there.
+// what the class below gives at its edge and grows from there (slowly: see Correct).
 //
 // Memory is bounded: Window float64s per class and partition and at most
 // MaxPartitions partitions (observations of further partitions are dropped). A
@@ -253,11 +253,13 @@ func (l *Learner) Correct(system, partition string, est time.Duration) time.Dura
 	}
 	// From the lowest class up to est's: in each class the correction is the class's
 	// own, but never below the value at the class's lower edge (the class below's) plus
-	// the class's own rate times the distance from that edge. So corrections never
-	// decrease, and they keep the site's order: a later estimate is never corrected to
-	// the same wait as an earlier one, which a flat floor at the edge did (on the rig
-	// every estimate from 1 to 6 minutes became "1m", and candidates tied on the wait
-	// were ranked by name; docs/PLACEMENT.md, "On real Slurm").
+	// a tenth of the class's own rate times the distance from that edge. So corrections
+	// never decrease, and they keep the site's order: a later estimate is never
+	// corrected to the same wait as an earlier one, which a flat floor at the edge did
+	// (on the rig every estimate from 1 to 6 minutes became "1m", and candidates tied on
+	// the wait were ranked by name; docs/PLACEMENT.md, "On real Slurm"). The rate is a
+	// tenth so that the class's own (measured) correction takes over from the edge as
+	// soon as it would have with a flat floor, nearly: the floor only keeps the order.
 	b := binOf(est)
 	var c time.Duration
 	for j := 0; j <= b; j++ {
@@ -269,12 +271,16 @@ func (l *Learner) Correct(system, partition string, est time.Duration) time.Dura
 		v := apply(hi, fj, l.opts.Slack)
 		if j > 0 {
 			lo := Bins[j-1]
-			v = max(v, min(c+time.Duration(fj*float64(hi-lo)).Round(time.Second), MaxWait))
+			v = max(v, min(c+time.Duration(floorRate*fj*float64(hi-lo)).Round(time.Second), MaxWait))
 		}
 		c = v
 	}
 	return c
 }
+
+// floorRate is the share of a class's own rate at which its floor grows from the
+// class below's edge (see Correct).
+const floorRate = 0.1
 
 // apply corrects est by factor f: (est+slack)·f − slack, rounded to the second and
 // clamped to [0, MaxWait].
