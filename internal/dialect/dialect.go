@@ -137,7 +137,9 @@ type QueuedStarter interface {
 // behind the queue (the zero time: not planned). The provider takes the later of the
 // plan and the scheduler's own answer.
 type QueuePlanner interface {
-	PlanCommands() [][]string
+	// PlanCommands are the commands and the most bytes each may print (the provider
+	// cuts the output there; PlanStarts refuses a listing that reached it).
+	PlanCommands() (cmds [][]string, maxOutput int)
 	PlanStarts(outs []Output, specs []model.JobSpec, now time.Time) ([]time.Time, error)
 }
 

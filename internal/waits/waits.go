@@ -254,8 +254,8 @@ func (l *Learner) Correct(system, partition string, est time.Duration) time.Dura
 	// From the lowest class up to est's: in each class the correction is the class's
 	// own, but never below the value at the class's lower edge (the class below's) plus
 	// a tenth of the class's own rate times the distance from that edge. So corrections
-	// never decrease, and they keep the site's order: a later estimate is never
-	// corrected to the same wait as an earlier one, which a flat floor at the edge did
+	// never decrease, and they keep the site's order (up to rounding to the second, and
+	// the clamps at 0 and MaxWait), which a flat floor at the edge did not
 	// (on the rig every estimate from 1 to 6 minutes became "1m", and candidates tied on
 	// the wait were ranked by name; docs/PLACEMENT.md, "On real Slurm"). The rate is a
 	// tenth so that the class's own (measured) correction takes over from the edge as

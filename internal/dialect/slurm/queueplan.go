@@ -41,11 +41,12 @@ const queueFormat = "%i|%P|%T|%Q|%S|%l|%D|%C|%b|%N|%u|%r"
 const queueFields = 12
 
 // PlanQueueCommand lists every running and queued job of the cluster with what planning
-// needs. A site that hides other users' jobs (PrivateData=jobs) lists the user's own:
+// needs, its times in UTC and Slurm's standard format (whatever the login node's zone
+// or the user's SLURM_TIME_FORMAT). A site that hides other users' jobs (PrivateData=jobs) lists the user's own:
 // the plan then counts those only.
 func PlanQueueCommand() []string {
-	return []string{"squeue", "--noheader", "--all", "--states=PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED",
-		"--format=" + queueFormat}
+	return []string{"env", "TZ=UTC", "SLURM_TIME_FORMAT=standard", "squeue", "--noheader", "--all",
+		"--states=PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED", "--format=" + queueFormat}
 }
 
 // WhoAmICommand prints the site user's name (whose queued jobs tell a new job's
@@ -73,6 +74,7 @@ type QueuedJob struct {
 // ParsePlanQueue reads PlanQueueCommand's output. A malformed line is an error naming it.
 func ParsePlanQueue(out []byte, loc *time.Location) ([]QueuedJob, error) {
 	var res []QueuedJob
+	names := 0 // host names expanded so far: one budget for the whole listing
 	for n, l := range lines(out) {
 		f, ok := splitDelimited(l, queueFields, -1)
 		if !ok {
@@ -120,9 +122,15 @@ func ParsePlanQueue(out []byte, loc *time.Location) ([]QueuedJob, error) {
 			return nil, fmt.Errorf("squeue line %d: job %s: %w", n+1, j.ID, err)
 		}
 		if j.Running {
-			j.Start = parseTime(f[4], loc)
+			if j.Start = parseTime(f[4], loc); j.Start.IsZero() {
+				// Held "for ever" from now it would delay every estimate; not planned.
+				return nil, fmt.Errorf("squeue line %d: running job %s has start %q, not a time like 2026-12-01T15:04:05", n+1, j.ID, truncate(f[4]))
+			}
 			if j.NodeList, err = ExpandHostlist(cleanNull(f[9])); err != nil {
 				return nil, fmt.Errorf("squeue line %d: job %s: %w", n+1, j.ID, err)
+			}
+			if names += len(j.NodeList); names > maxHostlist {
+				return nil, fmt.Errorf("squeue line %d: the running jobs' node lists name more than %d hosts in all", n+1, maxHostlist)
 			}
 		} else {
 			j.Eligible = pr > 0 && eligibleReason(f[11])
@@ -132,17 +140,16 @@ func ParsePlanQueue(out []byte, loc *time.Location) ([]QueuedJob, error) {
 	return res, nil
 }
 
-// eligibleReason reports whether a queued job with this pending reason can start once
-// resources free up: not held, not waiting for a dependency, a begin time or a
-// reservation of its own.
+// eligibleReason reports whether a queued job with this pending reason waits only for
+// resources or priority (Resources, Priority, None): a job held, waiting on a
+// dependency, a begin time, a reservation, or a limit of its user, account or QOS
+// (QOSMaxJobsPerUserLimit, AssocGrp…Limit, …) does not take a slot ahead soon.
 func eligibleReason(r string) bool {
-	r = strings.ToLower(strings.TrimSpace(r))
-	for _, no := range []string{"held", "dependency", "begintime", "reservation", "launchfailed", "partitiondown", "partitioninactive", "invalid"} {
-		if strings.Contains(r, no) {
-			return false
-		}
+	switch strings.ToLower(strings.TrimSpace(r)) {
+	case "", "none", "resources", "priority":
+		return true
 	}
-	return true
+	return false
 }
 
 // tresPerNodeGPUs reads the GPUs per node of squeue's %b (TRES per node):
@@ -291,41 +298,72 @@ func RequestOf(spec model.JobSpec) PlanRequest {
 		GPUsPerNode: gpn, Walltime: spec.Walltime.D()}
 }
 
-// Bounds of one plan: a queue or partition larger than these is not planned (the
-// site's own answer stands), so a plan's cost stays small on any site.
+// Bounds of one plan: a larger plan is not made (the site's own answer stands), so a
+// plan's cost stays small on any site.
 const (
-	MaxPlanQueued = 256 // queued jobs ahead
-	MaxPlanNodes  = 256 // nodes one job may use
+	MaxPlanQueued = 256  // queued jobs ahead planned (the highest priorities; the rest are not counted)
+	MaxPlanNodes  = 256  // nodes one job may use (a larger partition is not planned)
+	MaxPlanArea   = 1024 // nodes a plan covers in all (the requests' and the jobs' ahead)
+	// maxPlanWork bounds the holds one plan looks at (a few tens of ms of CPU).
+	maxPlanWork = 20_000_000
 )
 
 // planHorizon stands in for an unlimited time limit.
 const planHorizon = 365 * 24 * time.Hour
 
 // PlanStarts is the earliest start of each request behind the queue (the zero time:
-// not planned — its partition is unknown, too large, or it fits no node). jobs is the
-// queue (ParsePlanQueue), nodes the cluster's nodes (ParseSinfo), user the site user
-// (WhoAmICommand). The jobs ahead of a new job are the eligible queued jobs whose
-// priority is at least the new job's; a new job has no age yet, so its priority is
-// taken as the lowest of the user's own eligible queued jobs, and when the user has
-// none every eligible queued job counts as ahead (the pessimistic side: the caller's
-// learned correction measures how pessimistic). At most MaxPlanQueued jobs ahead are
-// planned, the highest priorities first.
+// not planned — its partition is unknown or too large, it fits no node, or the plan
+// is over its bounds). jobs is the queue (ParsePlanQueue), nodes the cluster's nodes
+// (ParseSinfo), user the site user (WhoAmICommand). The jobs ahead of a new job are
+// the eligible queued jobs whose priority is at least the new job's and that may use
+// a node the requests may use; a new job has no age yet, so its priority is taken as
+// the lowest of the user's own eligible queued jobs, and when the user has none every
+// eligible queued job counts as ahead (the pessimistic side: the caller's learned
+// correction measures how pessimistic). At most MaxPlanQueued jobs ahead are planned,
+// the highest priorities first; running jobs are held only on the nodes the plan
+// covers.
 func PlanStarts(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest) []time.Time {
+	out := make([]time.Time, len(reqs))
 	p := newPlan(nodes, now)
-	for i := range jobs {
-		if j := &jobs[i]; j.Running {
-			p.hold(j, now)
+	area := map[*planNode]bool{}
+	for _, r := range reqs {
+		if set := p.nodesOf(r.Partition); len(set) <= MaxPlanNodes {
+			for _, n := range set {
+				area[n] = true
+			}
 		}
 	}
-	ahead := queuedAhead(jobs, user)
-	out := make([]time.Time, len(reqs))
-	if len(ahead) > MaxPlanQueued {
+	if len(area) == 0 {
 		return out
 	}
-	for _, j := range ahead {
-		req := PlanRequest{Nodes: j.Nodes, CPUsPerNode: ceilDiv(j.CPUs, j.Nodes), GPUsPerNode: j.GPUsPerNode, Walltime: j.Limit}
+	var ahead []*QueuedJob
+	var sets [][]*planNode
+	for _, j := range queuedAhead(jobs, user) {
 		set := p.nodesOf(j.Partitions...)
-		if t, chosen := p.earliest(set, req); chosen != nil {
+		if len(set) > MaxPlanNodes || !overlaps(set, area) {
+			continue
+		}
+		ahead, sets = append(ahead, j), append(sets, set)
+		if len(ahead) == MaxPlanQueued {
+			break
+		}
+	}
+	for _, set := range sets {
+		for _, n := range set {
+			area[n] = true
+		}
+	}
+	if len(area) > MaxPlanArea {
+		return out
+	}
+	for i := range jobs {
+		if j := &jobs[i]; j.Running {
+			p.hold(j, now, area)
+		}
+	}
+	for k, j := range ahead {
+		req := PlanRequest{Nodes: j.Nodes, CPUsPerNode: ceilDiv(j.CPUs, j.Nodes), GPUsPerNode: j.GPUsPerNode, Walltime: j.Limit}
+		if t, chosen := p.earliest(sets[k], req); chosen != nil {
 			p.take(chosen, t, req)
 		}
 	}
@@ -338,7 +376,20 @@ func PlanStarts(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, 
 			out[i] = t
 		}
 	}
+	if p.work > maxPlanWork {
+		return make([]time.Time, len(reqs)) // over budget: a cut-short plan is no plan
+	}
 	return out
+}
+
+// overlaps reports whether any node of set is in area.
+func overlaps(set []*planNode, area map[*planNode]bool) bool {
+	for _, n := range set {
+		if area[n] {
+			return true
+		}
+	}
+	return false
 }
 
 // queuedAhead are the eligible queued jobs counted ahead of a new job of user's, highest
@@ -385,6 +436,7 @@ func ceilDiv(a, b int) int {
 // plan is the nodes' future use: per node its capacity and the intervals it is held.
 type plan struct {
 	now   time.Time
+	work  int // span checks made (maxPlanWork bounds them)
 	nodes map[string]*planNode
 	parts map[string][]*planNode // partition → its usable nodes, by name
 }
@@ -421,7 +473,7 @@ func newPlan(nodes []NodeLine, now time.Time) *plan {
 
 // hold books a running job on its nodes until its time limit (at least a second from
 // now: a job past its limit is ending).
-func (p *plan) hold(j *QueuedJob, now time.Time) {
+func (p *plan) hold(j *QueuedJob, now time.Time, area map[*planNode]bool) {
 	end := now.Add(planHorizon)
 	if j.Limit > 0 && !j.Start.IsZero() {
 		end = j.Start.Add(j.Limit)
@@ -429,7 +481,7 @@ func (p *plan) hold(j *QueuedJob, now time.Time) {
 	end = later(end, now.Add(time.Second))
 	cpn := ceilDiv(j.CPUs, max(len(j.NodeList), 1))
 	for _, name := range j.NodeList {
-		if n := p.nodes[name]; n != nil {
+		if n := p.nodes[name]; n != nil && area[n] {
 			n.held = append(n.held, span{now, end, cpn, j.GPUsPerNode})
 		}
 	}
@@ -479,7 +531,10 @@ func (p *plan) earliest(set []*planNode, r PlanRequest) (time.Time, []*planNode)
 	for _, t := range times {
 		chosen = chosen[:0]
 		for _, n := range set {
-			if n.fits(t, t.Add(d), r.CPUsPerNode, r.GPUsPerNode) {
+			if p.work > maxPlanWork {
+				return time.Time{}, nil
+			}
+			if n.fits(t, t.Add(d), r.CPUsPerNode, r.GPUsPerNode, &p.work) {
 				if chosen = append(chosen, n); len(chosen) == r.Nodes {
 					return t, chosen
 				}
@@ -489,13 +544,16 @@ func (p *plan) earliest(set []*planNode, r PlanRequest) (time.Time, []*planNode)
 	return time.Time{}, nil
 }
 
-// fits reports whether the node has cpus and gpus free throughout [from, to).
-func (n *planNode) fits(from, to time.Time, cpus, gpus int) bool {
+// fits reports whether the node has cpus and gpus free throughout [from, to), adding
+// the holds it looked at to *work.
+func (n *planNode) fits(from, to time.Time, cpus, gpus int, work *int) bool {
 	if cpus > n.cpus || gpus > n.gpus {
 		return false
 	}
 	// The use only rises where a hold begins: check at from and at each such start.
+	*work += len(n.held)
 	for _, at := range append([]time.Time{from}, n.startsWithin(from, to)...) {
+		*work += len(n.held)
 		c, g := 0, 0
 		for _, s := range n.held {
 			if !s.from.After(at) && s.to.After(at) {
@@ -539,10 +597,15 @@ func later(a, b time.Time) time.Time {
 
 var _ dialect.QueuePlanner = (*Slurm)(nil)
 
+// PlanOutputCap bounds what each plan command may print (the provider cuts its output
+// there): a listing that reaches it is not planned, and the estimate batch's other
+// output stays within the transport's limit.
+const PlanOutputCap = 2 << 20
+
 // PlanCommands implements dialect.QueuePlanner: the node listing, the queue and the
 // site user's name.
-func (p *Slurm) PlanCommands() [][]string {
-	return [][]string{SinfoCommand(), PlanQueueCommand(), WhoAmICommand()}
+func (p *Slurm) PlanCommands() ([][]string, int) {
+	return [][]string{SinfoCommand(), PlanQueueCommand(), WhoAmICommand()}, PlanOutputCap
 }
 
 // PlanStarts implements dialect.QueuePlanner on PlanCommands' outputs.
@@ -559,7 +622,12 @@ func (p *Slurm) PlanStarts(outs []dialect.Output, specs []model.JobSpec, now tim
 	if err != nil {
 		return nil, fmt.Errorf("slurm queue plan: %w", err)
 	}
-	jobs, err := ParsePlanQueue(outs[1].Stdout, p.loc())
+	for i, name := range []string{"sinfo", "squeue"} {
+		if len(outs[i].Stdout) >= PlanOutputCap {
+			return nil, fmt.Errorf("slurm queue plan: %s printed %d bytes or more (cut at the cap): not planned", name, PlanOutputCap)
+		}
+	}
+	jobs, err := ParsePlanQueue(outs[1].Stdout, time.UTC) // PlanQueueCommand prints UTC
 	if err != nil {
 		return nil, fmt.Errorf("slurm queue plan: %w", err)
 	}

@@ -2,9 +2,13 @@ package slurm
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/dialect"
+	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
 // rigQueue is PlanQueueCommand's output captured on the rig (two partitions, cpu and
@@ -204,13 +208,72 @@ func TestPlanStartsMultiNodeAndDownNodes(t *testing.T) {
 	}
 }
 
-func TestPlanStartsBoundsTheQueue(t *testing.T) {
+func TestPlanStartsBounds(t *testing.T) {
 	now := time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
+	whole := PlanRequest{Partition: "gpuA100", Nodes: 1, CPUsPerNode: 64, Walltime: time.Minute}
+	// More queued jobs than MaxPlanQueued: the highest priorities are planned, the rest
+	// not counted (each takes the whole node for a minute).
 	var jobs []QueuedJob
-	for i := range MaxPlanQueued + 1 {
-		jobs = append(jobs, QueuedJob{ID: string(rune('a' + i%26)), Partitions: []string{"gpuA100"}, Priority: 1, Limit: time.Minute, Nodes: 1, CPUs: 1, Eligible: true})
+	for i := range MaxPlanQueued + 5 {
+		jobs = append(jobs, QueuedJob{ID: strconv.Itoa(100 + i), Partitions: []string{"gpuA100"}, Priority: int64(10_000 - i),
+			Limit: time.Minute, Nodes: 1, CPUs: 64, Eligible: true})
 	}
-	if got := PlanStarts(rigNodes(), jobs, "me", now, []PlanRequest{{Partition: "gpuA100", Nodes: 1, CPUsPerNode: 1, Walltime: time.Minute}})[0]; !got.IsZero() {
-		t.Errorf("a queue over MaxPlanQueued was planned: %v", got)
+	if got := PlanStarts(rigNodes(), jobs, "me", now, []PlanRequest{whole})[0]; !got.Equal(now.Add(MaxPlanQueued * time.Minute)) {
+		t.Errorf("behind %d whole-node minutes: %v, want %v (the %d highest priorities)", len(jobs), got.Sub(now), time.Duration(MaxPlanQueued)*time.Minute, MaxPlanQueued)
+	}
+	// A partition larger than MaxPlanNodes is not planned.
+	var big []NodeLine
+	for i := range MaxPlanNodes + 1 {
+		big = append(big, NodeLine{Partition: "big", Node: "n" + strconv.Itoa(i), State: "idle", CPUs: 4, PartitionUp: true})
+	}
+	if got := PlanStarts(big, nil, "me", now, []PlanRequest{{Partition: "big", Nodes: 1, CPUsPerNode: 1, Walltime: time.Minute}})[0]; !got.IsZero() {
+		t.Errorf("a partition of %d nodes was planned: %v", len(big), got)
+	}
+	// A plan over its work budget is no plan (thousands of running jobs on one node).
+	var crowd []QueuedJob
+	nodes := []NodeLine{{Partition: "p", Node: "n1", State: "mixed", CPUs: 1 << 20, PartitionUp: true}}
+	for i := range 6000 {
+		crowd = append(crowd, QueuedJob{ID: strconv.Itoa(i), Partitions: []string{"p"}, Running: true, Priority: 1, Start: now,
+			Limit: time.Duration(i+1) * time.Second, Nodes: 1, CPUs: 1, NodeList: []string{"n1"}})
+	}
+	if got := PlanStarts(nodes, crowd, "me", now, []PlanRequest{{Partition: "p", Nodes: 1, CPUsPerNode: 1 << 20, Walltime: time.Minute}})[0]; !got.IsZero() {
+		t.Errorf("a plan over its work budget gave %v", got.Sub(now))
+	}
+}
+
+func TestPlanStartsOnlyResourceWaitsAreAhead(t *testing.T) {
+	now := time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
+	out := []byte("5|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|QOSMaxJobsPerUserLimit\n6|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|Resources\n")
+	jobs, err := ParsePlanQueue(out, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs[0].Eligible || !jobs[1].Eligible {
+		t.Fatalf("eligible: %v %v, want a job held by its QOS limit not ahead, one waiting for resources ahead", jobs[0].Eligible, jobs[1].Eligible)
+	}
+	if got := PlanStarts(rigNodes(), jobs, "me", now, []PlanRequest{{Partition: "gpuA100", Nodes: 1, CPUsPerNode: 64, Walltime: time.Minute}})[0]; !got.Equal(now.Add(time.Hour)) {
+		t.Errorf("start %v, want 1h (behind the one job waiting for resources only)", got.Sub(now))
+	}
+}
+
+func TestSlurmPlanStartsRefusesACutListing(t *testing.T) {
+	d := &Slurm{}
+	cmds, limit := d.PlanCommands()
+	if len(cmds) != 3 || limit != PlanOutputCap {
+		t.Fatalf("plan commands %v, limit %d", cmds, limit)
+	}
+	sinfo := []byte("gpuA100|alpha-n1|mixed|64|0/64/0/64|256000|0|gpu:a100:4|gpu:a100:0(IDX:N/A)|1-00:00:00|up|1-infinite|(null)|\n")
+	huge := []byte(strings.Repeat("x", PlanOutputCap))
+	now := time.Now()
+	spec := []model.JobSpec{{Partition: "gpuA100", Nodes: 1, NTasks: 1, CPUsPerTask: 1, Walltime: model.Duration(time.Minute)}}
+	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {Stdout: huge}, {Stdout: []byte("me\n")}}, spec, now); err == nil {
+		t.Error("a queue listing cut at the cap was planned")
+	}
+	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("two users\n")}}, spec, now); err == nil {
+		t.Error("a garbled user name was accepted")
+	}
+	got, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("me\n")}}, spec, now)
+	if err != nil || len(got) != 1 || !got[0].Equal(now) {
+		t.Errorf("an empty queue: %v %v, want now", got, err)
 	}
 }

@@ -214,12 +214,16 @@ func (p *Provider) planScript() string {
 		return ""
 	}
 	var b strings.Builder
-	for i, cmd := range qp.PlanCommands() {
+	cmds, limit := qp.PlanCommands()
+	for i, cmd := range cmds {
 		q := make([]string, len(cmd))
 		for k, a := range cmd {
 			q[k] = shellquote.Quote(a)
 		}
-		fmt.Fprintf(&b, "printf '%%s %%s\\n' \"$b\" %s\n%s 2>/dev/null\nprintf '%%s rc=%%d\\n' \"$b\" \"$?\"\n", planBlock(i), strings.Join(q, " "))
+		// Cut at the dialect's limit (a whole site's listing must not push the batch's
+		// output past the transport's cap); the exit status is head's, and a command
+		// that failed prints nothing, which plans nothing.
+		fmt.Fprintf(&b, "printf '%%s %%s\\n' \"$b\" %s\n%s 2>/dev/null | head -c %d\nprintf '%%s rc=%%d\\n' \"$b\" \"$?\"\n", planBlock(i), strings.Join(q, " "), limit)
 	}
 	return b.String()
 }
@@ -233,7 +237,8 @@ func (p *Provider) planStarts(blocks map[string]estimateBlock, specs []model.Job
 	if !ok {
 		return out
 	}
-	n := len(qp.PlanCommands())
+	cmds, _ := qp.PlanCommands()
+	n := len(cmds)
 	outs := make([]dialect.Output, n)
 	for i := range outs {
 		b, ok := blocks[planBlock(i)]
@@ -245,7 +250,7 @@ func (p *Provider) planStarts(blocks map[string]estimateBlock, specs []model.Job
 	}
 	starts, err := qp.PlanStarts(outs, specs, now)
 	if err != nil || len(starts) != len(specs) {
-		p.log.Debug("queue plan: not planned", "system", p.sys.Name, "err", err)
+		p.log.Info("queue plan: not planned; Slurm's own estimates stand", "system", p.sys.Name, "err", err)
 		return out
 	}
 	return starts
