@@ -282,7 +282,7 @@ func waitScore(wait, walltime time.Duration) float64 {
 	if walltime > 0 && walltime < scale {
 		scale = max(walltime, MinWaitScale)
 	}
-	return 1 / (1 + float64(max(wait, 0))/float64(scale))
+	return 1 / (1 + float64(wait)/float64(scale))
 }
 
 // roundedScores is scores rounded to 4 decimals, as traces show them (the total is
