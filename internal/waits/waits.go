@@ -253,13 +253,14 @@ func (l *Learner) Correct(system, partition string, est time.Duration) time.Dura
 	}
 	// From the lowest class up to est's: in each class the correction is the class's
 	// own, but never below the value at the class's lower edge (the class below's) plus
-	// a tenth of the class's own rate times the distance from that edge. So corrections
+	// half the class's own rate times the distance from that edge. So corrections
 	// never decrease, and they keep the site's order (up to rounding to the second, and
 	// the clamps at 0 and MaxWait), which a flat floor at the edge did not
 	// (on the rig every estimate from 1 to 6 minutes became "1m", and candidates tied on
-	// the wait were ranked by name; docs/PLACEMENT.md, "On real Slurm"). The rate is a
-	// tenth so that the class's own (measured) correction takes over from the edge as
-	// soon as it would have with a flat floor, nearly: the floor only keeps the order.
+	// the wait were ranked by name; docs/PLACEMENT.md, "On real Slurm"). The rate is
+	// half the class's: enough that estimates 15 s apart stay seconds apart after a 3×
+	// correction (a tenth left them equal at the second), little enough that the
+	// class's own (measured) correction takes over from the edge well inside the class.
 	b := binOf(est)
 	var c time.Duration
 	for j := 0; j <= b; j++ {
@@ -280,7 +281,7 @@ func (l *Learner) Correct(system, partition string, est time.Duration) time.Dura
 
 // floorRate is the share of a class's own rate at which its floor grows from the
 // class below's edge (see Correct).
-const floorRate = 0.1
+const floorRate = 0.5
 
 // apply corrects est by factor f: (est+slack)·f − slack, rounded to the second and
 // clamped to [0, MaxWait].

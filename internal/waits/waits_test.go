@@ -217,6 +217,12 @@ func TestCorrectionsKeepTheSitesOrder(t *testing.T) {
 		}
 		prev = c
 	}
+	// Estimates 15 s apart (two clusters on the rig) stay seconds apart after a 3×
+	// correction; at a tenth of the class's rate they were at most a second apart and
+	// tied after rounding.
+	if a, b := l.Correct("s", "p", 102*time.Second), l.Correct("s", "p", 117*time.Second); b-a < 2*time.Second {
+		t.Errorf("Correct(1m42s) = %s, Correct(1m57s) = %s: want them at least 2s apart", a, b)
+	}
 	// Where the class's own correction is above the edge's, it is used as it is.
 	if got, want := l.Correct("s", "p", 9*time.Minute), apply(9*time.Minute, math.Exp(math.Log(100.0/300)), time.Minute); got < want-time.Second {
 		t.Errorf("Correct(9m) = %s, below the class's own correction %s", got, want)
