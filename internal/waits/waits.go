@@ -21,15 +21,27 @@
 // idle nodes), while a site that says "in 3 hours" is typically 2-4× pessimistic,
 // because the running jobs it plans around end before their walltime. A class with
 // fewer than MinSamples observations borrows the pooled quantile of every class from a
-// minute up (when that has MinSamples); else the prior holds: no correction. Slack
+// minute up (when that has MinSamples); else the prior holds: no correction.
+//
+// A partition's own quantile is used only where its history shows that its estimates
+// err differently from the federation's: the learner also keeps the same rings over
+// every partition, and a partition whose observations sit about the federation's
+// quantile as a sample of it would (a binomial test of how many fall below it, at
+// about 95%: ZCrit) takes the federation's correction instead of its own. With a few
+// dozen observations two partitions that behave alike (two identical clusters) would
+// otherwise get corrections that differ by sampling noise alone, and that noise, not
+// the sites, would order them (docs/PLACEMENT.md, "On real Slurm"); a partition with
+// no history of its own (a site rarely chosen) starts from the federation's
+// correction instead of none, so it is not ranked against corrected sites on its raw,
+// pessimistic estimates. Slack
 // keeps the ratio finite when the site says "now". The median (q = 0.5) is the
 // default: it minimises the absolute log-error, which is what ranking candidates by
 // wait needs; a higher quantile gives QBETS-style conservative bounds. Corrections
 // keep the site's order: across a class boundary the correction starts at least at
 // what the class below gives at its edge and grows from there (slowly: see Correct).
 //
-// Memory is bounded: Window float64s per class and partition and at most
-// MaxPartitions partitions (observations of further partitions are dropped). A
+// Memory is bounded: Window float64s per class and partition (and once more for the
+// federation) and at most MaxPartitions partitions (observations of further partitions are dropped). A
 // Learner is safe for concurrent use.
 package waits
 
@@ -122,7 +134,14 @@ type Learner struct {
 	opts  Options
 	mu    sync.Mutex
 	parts map[key]*part
+	fed   part // every kept observation of every partition
 }
+
+// ZCrit is the binomial test's threshold: a partition's own quantile is used once the
+// count of its observations below the federation's quantile is more than ZCrit
+// standard deviations from what a sample of the federation's would give (two-sided,
+// about 95%).
+const ZCrit = 1.96
 
 // New returns a Learner with no observations (every correction the identity).
 func New(opts Options) *Learner {
@@ -163,9 +182,11 @@ func (l *Learner) Observe(system, partition string, predicted, observed time.Dur
 		l.parts[k] = p
 	}
 	b := binOf(clampWait(predicted))
-	p.bins[b].add(e, l.opts.Window)
-	if b > 0 {
-		p.pooled.add(e, l.opts.Window)
+	for _, q := range [...]*part{p, &l.fed} {
+		q.bins[b].add(e, l.opts.Window)
+		if b > 0 {
+			q.pooled.add(e, l.opts.Window)
+		}
 	}
 	return true
 }
@@ -212,22 +233,60 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[lo] + f*(sorted[lo+1]-sorted[lo])
 }
 
-// factorLocked is the correction factor exp(q(e)) of class b of partition k (its own
-// or, from a minute up, the pooled one), and whether it is learned.
+// factorLocked is the correction factor exp(q(e)) of class b of partition k, and
+// whether it is learned: the class's (the partition's own where it differs from the
+// federation's, see pick), else from a minute up the pooled classes' (likewise), else
+// none.
 func (l *Learner) factorLocked(k key, b int) (float64, bool) {
+	f, _, ok := l.factorFrom(k, b)
+	return f, ok
+}
+
+// factorFrom is factorLocked, and whether the factor is the federation's.
+func (l *Learner) factorFrom(k key, b int) (f float64, shared, ok bool) {
 	p := l.parts[k]
 	if p == nil {
-		return 1, false
+		p = &part{} // no history of its own: the federation's, if any
 	}
-	if q, ok := l.quantileOf(&p.bins[b]); ok {
-		return math.Exp(q), true
+	if q, shared, ok := l.pick(&p.bins[b], &l.fed.bins[b]); ok {
+		return math.Exp(q), shared, true
 	}
 	if b > 0 {
-		if q, ok := l.quantileOf(&p.pooled); ok {
-			return math.Exp(q), true
+		if q, shared, ok := l.pick(&p.pooled, &l.fed.pooled); ok {
+			return math.Exp(q), shared, true
 		}
 	}
-	return 1, false
+	return 1, false, false
+}
+
+// pick is the quantile of a partition's ring own, or the federation's ring fed's when
+// own has too few observations or they do not differ from fed's quantile (differs);
+// shared says it is fed's.
+func (l *Learner) pick(own, fed *ring) (q float64, shared, ok bool) {
+	qo, oko := l.quantileOf(own)
+	qf, okf := l.quantileOf(fed)
+	switch {
+	case oko && (!okf || l.differs(own, qf)):
+		return qo, false, true
+	case okf:
+		return qf, true, true
+	}
+	return 0, false, false
+}
+
+// differs reports whether r's observations are unlikely (|z| > ZCrit) to be a sample
+// of a distribution whose Quantile is qf: the count below qf (ties half) against its
+// binomial mean n·q and deviation √(n·q·(1−q)).
+func (l *Learner) differs(r *ring, qf float64) bool {
+	n := float64(len(r.sorted))
+	lo, _ := slices.BinarySearch(r.sorted, qf)
+	hi := lo
+	for hi < len(r.sorted) && r.sorted[hi] == qf {
+		hi++
+	}
+	below := float64(lo) + float64(hi-lo)/2
+	q := l.opts.Quantile
+	return math.Abs(below-n*q) > ZCrit*math.Sqrt(n*q*(1-q))
 }
 
 // Factor is system/partition's learned correction factor of est+Slack for an
@@ -239,8 +298,9 @@ func (l *Learner) Factor(system, partition string, est time.Duration) (float64, 
 }
 
 // Correct returns the site's estimated wait est corrected by what system/partition's
-// history says of its estimates: est itself (clamped to [0, MaxWait]) before
-// MinSamples observations. The result
+// history (or, where that does not differ from it, the federation's) says of its
+// estimates: est itself (clamped to [0, MaxWait]) before MinSamples observations of
+// either. The result
 // is in [0, MaxWait] and does not decrease as est grows. It implements
 // scheduler.WaitModel.
 func (l *Learner) Correct(system, partition string, est time.Duration) time.Duration {
@@ -248,9 +308,6 @@ func (l *Learner) Correct(system, partition string, est time.Duration) time.Dura
 	k := key{system, partition}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.parts[k] == nil {
-		return est
-	}
 	// From the lowest class up to est's: in each class the correction is the class's
 	// own, but never below the value at the class's lower edge (the class below's) plus
 	// half the class's own rate times the distance from that edge. So corrections
@@ -303,6 +360,7 @@ type Stat struct {
 	Total             int64          // observations ever made
 	Factors           [nBins]float64 // the correction factor in use per class (1: none)
 	Learned           [nBins]bool    // the class's factor is learned (its own or pooled)
+	Shared            [nBins]bool    // the learned factor is the federation's (the partition's history does not differ from it)
 }
 
 // Stats lists every partition's state, by system then partition.
@@ -315,7 +373,7 @@ func (l *Learner) Stats() []Stat {
 		for b := range p.bins {
 			st.Kept += len(p.bins[b].v)
 			st.Total += p.bins[b].total
-			st.Factors[b], st.Learned[b] = l.factorLocked(k, b)
+			st.Factors[b], st.Shared[b], st.Learned[b] = l.factorFrom(k, b)
 		}
 		out = append(out, st)
 	}

@@ -24,15 +24,98 @@ func TestColdStartIsIdentity(t *testing.T) {
 	if f, ok := l.Factor("a", "p", time.Hour); ok || f != 1 {
 		t.Errorf("Factor before MinSamples = %v %v, want 1 false", f, ok)
 	}
-	// Another partition's history does not leak.
+	// Another class's history does not leak into "now".
 	for range 20 {
 		l.Observe("a", "q", time.Hour, 5*time.Hour)
 	}
-	if got := l.Correct("a", "p", time.Hour); got != time.Hour {
-		t.Errorf("partition p corrected by q's history: %s", got)
+	if got := l.Correct("b", "r", 20*time.Second); got != 20*time.Second {
+		t.Errorf("under a minute corrected by an hour's history: %s", got)
 	}
-	if got := l.Correct("b", "q", time.Hour); got != time.Hour {
-		t.Errorf("system b corrected by a's history: %s", got)
+}
+
+// Two partitions that err alike (two identical clusters) get the same correction, the
+// federation's, not two that differ by sampling noise; so their estimates keep the
+// sites' order. A partition with no history starts from the federation's correction.
+func TestAlikePartitionsShareTheFederationsCorrection(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	l := New(Options{})
+	obs := func(sys string) { // 3x pessimistic, log-normal noise: both alike
+		pred := time.Duration(60+rng.IntN(300)) * time.Second
+		f := math.Exp(rng.NormFloat64()*0.5) / 3
+		l.Observe(sys, "gpu", pred, time.Duration(float64(pred+time.Minute)*f)-time.Minute)
+	}
+	for range 15 {
+		obs("alpha")
+		obs("beta")
+	}
+	// With 15 draws each, the two partitions' own medians differ by noise...
+	fa := math.Exp(quantile(l.parts[key{"alpha", "gpu"}].bins[1].sorted, 0.5))
+	fb := math.Exp(quantile(l.parts[key{"beta", "gpu"}].bins[1].sorted, 0.5))
+	if math.Abs(math.Log(fa/fb)) < 0.05 {
+		t.Fatalf("own factors %.3f and %.3f: the seed should give noisy, different medians", fa, fb)
+	}
+	// ...but both use the federation's.
+	ga, oka := l.Factor("alpha", "gpu", 2*time.Minute)
+	gb, okb := l.Factor("beta", "gpu", 2*time.Minute)
+	if !oka || !okb || ga != gb || math.Abs(math.Log(ga*3)) > 0.3 {
+		t.Errorf("factors %.3f %v, %.3f %v: want one shared factor near 1/3 (own: %.3f, %.3f)", ga, oka, gb, okb, fa, fb)
+	}
+	// A later estimate on either stays the later corrected wait.
+	if a, b := l.Correct("alpha", "gpu", 117*time.Second), l.Correct("beta", "gpu", 102*time.Second); a <= b {
+		t.Errorf("alpha says 1m57s -> %s, beta says 1m42s -> %s: the order flipped", a, b)
+	}
+	if got, want := l.Correct("gamma", "gpu", 4*time.Minute), l.Correct("alpha", "gpu", 4*time.Minute); got != want || got >= 4*time.Minute {
+		t.Errorf("a partition with no history: %s, want the federation's correction %s", got, want)
+	}
+	for _, st := range l.Stats() {
+		if !st.Learned[1] || !st.Shared[1] {
+			t.Errorf("%s/%s: learned %v shared %v, want a shared factor in [1m,10m)", st.System, st.Partition, st.Learned, st.Shared)
+		}
+	}
+}
+
+// A partition whose estimates err differently from the rest of the federation's keeps
+// its own correction once its history shows it, and the others keep theirs.
+func TestADifferentPartitionKeepsItsOwn(t *testing.T) {
+	l := New(Options{})
+	for i := range 60 {
+		pred := time.Duration(2+i%5) * time.Hour
+		for _, s := range []string{"a", "b", "c"} {
+			l.Observe(s, "p", pred, (pred+time.Minute)/3-time.Minute) // 3x pessimistic
+		}
+		l.Observe("d", "p", pred, (pred+time.Minute)*2-time.Minute) // 2x optimistic
+	}
+	if f, _ := l.Factor("d", "p", 3*time.Hour); math.Abs(f-2) > 1e-9 {
+		t.Errorf("the optimistic site's factor %.3f, want its own 2", f)
+	}
+	if f, _ := l.Factor("a", "p", 3*time.Hour); math.Abs(f-1.0/3) > 1e-9 {
+		t.Errorf("a pessimistic site's factor %.3f, want its own 1/3", f)
+	}
+	for _, st := range l.Stats() {
+		if st.System == "d" && st.Shared[3] {
+			t.Errorf("%s: shared factor %.3f, want its own", st.System, st.Factors[3])
+		}
+	}
+	// Ten observations, half like the federation's and half 4x later: not convincing
+	// (2.5 below the federation's median where 5 ± 3.1 is expected), so the federation's
+	// correction holds although the partition's own median is far from it.
+	l = New(Options{})
+	for range 30 {
+		l.Observe("a", "p", 3*time.Hour, time.Hour)
+	}
+	for i := range 10 {
+		l.Observe("d", "p", 3*time.Hour, time.Duration(1+3*(i%2))*time.Hour)
+	}
+	want := float64(61) / 181
+	if f, _ := l.Factor("d", "p", 3*time.Hour); math.Abs(f-want) > 1e-9 {
+		t.Errorf("a weak difference: factor %.3f, want the federation's %.3f", f, want)
+	}
+	// Ten all 4x later are convincing (0 below).
+	for range 10 {
+		l.Observe("d", "p", 3*time.Hour, 4*time.Hour)
+	}
+	if f, _ := l.Factor("d", "p", 3*time.Hour); math.Abs(f-float64(241)/181) > 1e-9 {
+		t.Errorf("a strong difference: factor %.3f, want its own %.3f", f, float64(241)/181)
 	}
 }
 
