@@ -101,7 +101,7 @@ func TestShrunkCandidatesAreEstimatedAsSubmitted(t *testing.T) {
 	}
 	u, _ := w.unitFor("Alpha", "p")
 	for _, p := range cfg.Preload[:2] {
-		if _, err := u.submit(w.now, sim.JobRequest{Partition: "p", Nodes: 1, CoresPerNode: p.CoresPerNode, Runtime: p.Runtime, Walltime: p.Walltime}); err != nil {
+		if _, err := u.submit(sim.JobRequest{Partition: "p", Nodes: 1, CoresPerNode: p.CoresPerNode, Runtime: p.Runtime, Walltime: p.Walltime}); err != nil {
 			t.Fatal(err)
 		}
 	}

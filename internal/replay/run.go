@@ -301,7 +301,7 @@ func (r *runner) preload(p Preload) error {
 	if !ok {
 		return fmt.Errorf("preload: no CPU partition %s/%s in the federation", p.System, p.Partition)
 	}
-	_, err := u.submit(r.w.now, sim.JobRequest{Partition: p.Partition, Nodes: p.Nodes, CoresPerNode: p.CoresPerNode,
+	_, err := u.submit(sim.JobRequest{Partition: p.Partition, Nodes: p.Nodes, CoresPerNode: p.CoresPerNode,
 		Walltime: p.Walltime, Runtime: p.Runtime, Tag: "preload"})
 	if err != nil {
 		return fmt.Errorf("preload on %s/%s: %w", p.System, p.Partition, err)
@@ -413,7 +413,7 @@ func (r *runner) submit(js *jobState, pl *placement) bool {
 	js.attempts++
 	spec, cores, run := shape(js, pl)
 	spec.Tag = model.JobTag(js.ID, js.attempts)
-	id, err := pl.unit.submit(r.w.now, request(&spec, run))
+	id, err := pl.unit.submit(request(&spec, run))
 	if err != nil {
 		r.errs++
 		js.attempts--
@@ -526,7 +526,7 @@ func (r *runner) migrate(js *jobState, snap *model.ResourceSnapshot) error {
 		return nil // refused: the old job keeps its place
 	}
 	delete(oldUnit.owner, oldID)
-	if err := oldUnit.cancel(r.w.now, oldID); err != nil {
+	if err := oldUnit.cancel(oldID); err != nil {
 		return fmt.Errorf("migrate %s: cancel job %d on %s: %w", js.ID, oldID, oldSys, err)
 	}
 	js.migrations = migrations + 1

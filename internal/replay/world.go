@@ -18,14 +18,6 @@ import (
 // rule (which wants one) passes as it would for a user with an allocation.
 const defaultAccount = "replay"
 
-// op is one recorded call on a unit's model, for forks.
-type op struct {
-	at     time.Time
-	cancel bool
-	req    sim.JobRequest
-	id     int64
-}
-
 // unit is one partition of one system with its own model.
 type unit struct {
 	idx    int
@@ -34,7 +26,6 @@ type unit struct {
 	cfg    sim.Config
 	seed   int64
 	c      *sim.Cluster
-	ops    []op
 	rec    model.ResourceRecord // static fields of the probe record
 	owner  map[int64]*jobState  // sim id → federated job
 	busy   float64              // Σ busy-core fraction samples
@@ -257,23 +248,14 @@ func (w *world) observeStart(u *unit, p *prediction, waited time.Duration) {
 	w.calib.Add(u.sys.Name, u.part.Name, p.site, p.used, waited)
 }
 
-// submit queues req on u now and records the call for forks.
-func (u *unit) submit(now time.Time, req sim.JobRequest) (int64, error) {
-	id, err := u.c.Submit(req)
-	if err != nil {
-		return 0, err
-	}
-	u.ops = append(u.ops, op{at: now, req: req, id: id})
-	return id, nil
+// submit queues req on u.
+func (u *unit) submit(req sim.JobRequest) (int64, error) {
+	return u.c.Submit(req)
 }
 
-// cancel cancels a job now and records the call.
-func (u *unit) cancel(now time.Time, id int64) error {
-	if err := u.c.Cancel(id); err != nil {
-		return err
-	}
-	u.ops = append(u.ops, op{at: now, cancel: true, id: id})
-	return nil
+// cancel cancels job id on u.
+func (u *unit) cancel(id int64) error {
+	return u.c.Cancel(id)
 }
 
 // fork is a copy of u's model as it is at now (sim.Cluster.Clone: the exact state,
