@@ -33,9 +33,16 @@ func (c *Cluster) EstimateStart(req JobRequest) (time.Time, error) {
 	probe.req.User = true
 	q.queue = append(q.queue, probe)
 
+	return c.planUntil(q, p, now, probe, "the job")
+}
+
+// planUntil plans q (the scratch copy of p) forward from now, as if every running job
+// used its full walltime and nothing else arrived, until target starts, and returns
+// when; what names target in errors. EstimateStart and PlannedStart share it.
+func (c *Cluster) planUntil(q *estimatePart, p *partition, now time.Duration, target *job, what string) (time.Time, error) {
 	for range estimateMaxIterations {
 		q.schedule(now, c.cfg.BackfillDepth)
-		if probe.state == Running {
+		if target.state == Running {
 			return c.epoch.Add(now), nil
 		}
 		next := time.Duration(math.MaxInt64)
@@ -48,7 +55,7 @@ func (c *Cluster) EstimateStart(req JobRequest) (time.Time, error) {
 			}
 		}
 		if next == math.MaxInt64 {
-			return time.Time{}, fmt.Errorf("sim %s: %w: partition %s cannot fit the job with the nodes it has up", c.cfg.Name, ErrNoEstimate, p.cfg.Name)
+			return time.Time{}, fmt.Errorf("sim %s: %w: partition %s cannot fit %s with the nodes it has up", c.cfg.Name, ErrNoEstimate, p.cfg.Name, what)
 		}
 		now = c.outageEnd(max(next, now))
 		kept := q.running[:0]

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -35,38 +34,5 @@ func (c *Cluster) PlannedStart(id int64) (time.Time, error) {
 	if mine == nil {
 		return time.Time{}, fmt.Errorf("sim %s: job %d is not in partition %s's queue: %w", c.cfg.Name, id, p.cfg.Name, ErrNoEstimate)
 	}
-	for range estimateMaxIterations {
-		q.schedule(now, c.cfg.BackfillDepth)
-		if mine.state == Running {
-			return c.epoch.Add(now), nil
-		}
-		next := time.Duration(math.MaxInt64)
-		for _, r := range q.running {
-			next = min(next, r.expEnd())
-		}
-		for i := range q.nodes {
-			if q.nodes[i].down && q.nodes[i].upAt > 0 {
-				next = min(next, q.nodes[i].upAt)
-			}
-		}
-		if next == math.MaxInt64 {
-			return time.Time{}, fmt.Errorf("sim %s: %w: partition %s cannot fit job %d with the nodes it has up", c.cfg.Name, ErrNoEstimate, p.cfg.Name, id)
-		}
-		now = c.outageEnd(max(next, now))
-		kept := q.running[:0]
-		for _, r := range q.running {
-			if r.expEnd() <= now {
-				give(q.nodes, r, r.alloc)
-				continue
-			}
-			kept = append(kept, r)
-		}
-		q.running = kept
-		for i := range q.nodes {
-			if q.nodes[i].down && q.nodes[i].upAt > 0 && q.nodes[i].upAt <= now {
-				q.nodes[i] = node{cores: p.cfg.CoresPerNode, gpus: p.cfg.GPUsPerNode, mem: p.cfg.MemGBPerNode}
-			}
-		}
-	}
-	return time.Time{}, fmt.Errorf("sim %s: %w: gave up after %d planning steps", c.cfg.Name, ErrNoEstimate, estimateMaxIterations)
+	return c.planUntil(q, p, now, mine, fmt.Sprintf("job %d", id))
 }
