@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -26,7 +25,7 @@ func newExchangeCmd() *cobra.Command {
 }
 
 func newExchangeServeCmd() *cobra.Command {
-	var addr, token, tokenFile, run, file, redisURL string
+	var addr, token, tokenFile, run, file, redisURL, logFormat string
 	var q exchangeQuotaFlags
 	cmd := &cobra.Command{
 		Use:   "serve --addr HOST:PORT --token TOKEN [--run-id R] [--campaign F]",
@@ -43,6 +42,13 @@ Quotas bound what one run can make the exchange hold (429/413 beyond).`,
   mosaic exchange serve --addr 0.0.0.0:7700 --token-file run.token --run-id chat-1 \
     --campaign examples/campaigns/federated-chat.jsonc --redis redis://127.0.0.1:6379/0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if v := os.Getenv("MOSAIC_LOG_FORMAT"); !cmd.Flags().Changed("log-format") && v != "" {
+				logFormat = v
+			}
+			log, err := newLogger(cmd.ErrOrStderr(), logFormat, os.Getenv("MOSAIC_LOG_LEVEL"))
+			if err != nil {
+				return err
+			}
 			if token == "" && tokenFile != "" {
 				b, err := os.ReadFile(tokenFile)
 				if err != nil {
@@ -67,7 +73,6 @@ Quotas bound what one run can make the exchange hold (429/413 beyond).`,
 				}
 				be = r
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			cfg := exchange.Config{Backend: be, Logger: log}
 			q.apply(&cfg)
 			srv := exchange.NewServer(cfg)
@@ -104,6 +109,7 @@ Quotas bound what one run can make the exchange hold (429/413 beyond).`,
 	f.StringVar(&run, "run-id", "default", "run the token is bound to")
 	f.StringVar(&file, "campaign", "", "campaign whose allowed_peers to enforce for the run")
 	f.StringVar(&redisURL, "redis", "", "redis:// URL of a shared backend (default: in memory)")
+	f.StringVar(&logFormat, "log-format", "text", "log format on stderr: text (logfmt) or json (one object a line); env MOSAIC_LOG_FORMAT")
 	q.add(cmd)
 	return cmd
 }

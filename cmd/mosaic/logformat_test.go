@@ -49,3 +49,33 @@ func TestNewLoggerFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestExchangeServeLogFormat: `mosaic exchange serve` takes --log-format (and
+// MOSAIC_LOG_FORMAT) like serve, and refuses an unknown format before it listens.
+func TestExchangeServeLogFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  string
+		args []string
+	}{
+		{"flag", "", []string{"--log-format", "xml"}},
+		{"env", "yaml", nil},
+		{"flag over env", "json", []string{"--log-format", "logfmt"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("MOSAIC_LOG_FORMAT", tc.env)
+			root := newRootCmd()
+			var errOut bytes.Buffer
+			root.SetOut(&errOut)
+			root.SetErr(&errOut)
+			root.SetArgs(append([]string{"exchange", "serve", "--addr", "127.0.0.1:0", "--token", "mxt_x"}, tc.args...))
+			err := root.Execute()
+			if err == nil || !strings.Contains(err.Error(), "want text or json") {
+				t.Fatalf("err %v, want the format refused (output %q)", err, errOut.String())
+			}
+			if strings.Contains(errOut.String(), "serving run") {
+				t.Errorf("it listened before refusing: %q", errOut.String())
+			}
+		})
+	}
+}
