@@ -95,9 +95,13 @@ const revertedReason = "move reverted: "
 func Decide(env model.Envelope, pol model.Policy, a *model.Attempt, part *model.ResourceRecord, h History, transientSubmit bool) Action {
 	pol = pol.WithDefaults()
 	spec := a.Spec
-	if a.State == model.JobCancelled && h.MoveCancel {
-		// Before the attempt budget: Mosaic's own cancel used no attempt.
-		return Action{Kind: ActRetry, Spec: spec, Rationale: fmt.Sprintf("job %s was cancelled by Mosaic itself, for a move that was reverted before the cancel showed (the site's accounting lagged): nobody cancelled the task and the job never started, so it is submitted again in place; this uses none of the policy's attempts", orTag(a))}
+	if a.State == model.JobCancelled {
+		// Before the attempt budget: a cancel is no failure. Mosaic's own (a reverted
+		// move's) used no attempt; anyone else's ends the task cancelled, not failed.
+		if h.MoveCancel {
+			return Action{Kind: ActRetry, Spec: spec, Rationale: fmt.Sprintf("job %s was cancelled by Mosaic itself, for a move that was reverted before the cancel showed (the site's accounting lagged): nobody cancelled the task and the job never started, so it is submitted again in place; this uses none of the policy's attempts", orTag(a))}
+		}
+		return Action{Kind: ActCancel, Rationale: cancelledAtSite(a)}
 	}
 	if h.Attempts >= pol.MaxAttempts {
 		return Action{Kind: ActFail, Rationale: fmt.Sprintf("attempt %d ended %s and the policy allows %d attempts", a.N, a.State, pol.MaxAttempts)}
@@ -180,8 +184,6 @@ func Decide(env model.Envelope, pol model.Policy, a *model.Attempt, part *model.
 			return Action{Kind: ActRetry, Spec: spec, Rationale: fmt.Sprintf("the job exited %s; the policy retries a failed run %d time(s) in place", exitText(a), pol.RetryFailed)}
 		}
 		return Action{Kind: ActFail, Rationale: fmt.Sprintf("the job exited %s: its own failure, not the site's; fix the command and resubmit", exitText(a))}
-	case model.JobCancelled:
-		return Action{Kind: ActCancel, Rationale: cancelledAtSite(a)}
 	case model.JobDeadline:
 		return Action{Kind: ActFail, Rationale: "the job missed its deadline at the site"}
 	}

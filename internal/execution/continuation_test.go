@@ -74,6 +74,8 @@ func TestDecide(t *testing.T) {
 			want: ActRetry, why: "cancelled by Mosaic itself, for a move that was reverted"},
 		{name: "a reverted move's own cancel uses no attempt", a: att(model.JobCancelled), pol: model.Policy{MaxAttempts: 1}, h: History{Attempts: 1, Retries: map[model.JobState]int{}, MoveCancel: true},
 			want: ActRetry, why: "uses none of the policy's attempts"},
+		{name: "cancelled at the site on the last attempt ends cancelled, not failed", a: att(model.JobCancelled), pol: model.Policy{MaxAttempts: 1}, h: h1,
+			want: ActCancel, why: "outside Mosaic"},
 		{name: "cancelled at the site says by whom", a: func() *model.Attempt { a := att(model.JobCancelled); a.RawState = "CANCELLED by 1234"; return a }(), h: h1,
 			want: ActCancel, why: "(the site says: CANCELLED by 1234)"},
 		{name: "attempt cap", a: att(model.JobNodeFail), h: History{Attempts: 4, Retries: map[model.JobState]int{}}, want: ActFail, why: "allows 4 attempts"},
