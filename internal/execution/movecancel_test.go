@@ -100,6 +100,23 @@ func (r *replanRig) taskEnded(t *testing.T, id string, d time.Duration) *store.T
 	return tr
 }
 
+// startOnA cancels A's blockers and waits (without a tick: the engine does not see
+// it) until job id runs on A.
+func (r *replanRig) startOnA(t *testing.T, blockA []string, id string) {
+	t.Helper()
+	if err := r.a.Cancel(r.ctx, blockA); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if sts, _ := r.a.Status(r.ctx, []string{id}); sts[id].State == model.JobRunning {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s did not start on A", id)
+		}
+	}
+}
+
 // TestAMoveDecidesOnTheControllerWhenAccountingLags: the old job's cancel lands, but
 // accounting still reads it PENDING far longer than the move's 4 × 1 s of asking again.
 // The controller's listing (LiveStatus) shows it CANCELLED at once, so the move stands:
@@ -197,17 +214,7 @@ func TestTwoLiveJobsAskTheControllerWhichStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := r.attempts(t, "cut")[0].JobID
-	if err := r.a.Cancel(r.ctx, blockA); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if sts, _ := r.a.Status(r.ctx, []string{old}); sts[old].State == model.JobRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the old job did not start")
-		}
-	}
+	r.startOnA(t, blockA, old)
 	// Accounting reads the running job PENDING.
 	lag.stale[old] = 1000
 	r.e = New(Options{Store: r.st, Providers: provMap{"A": liveLagSite{lag}, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true}) // the restarted core
@@ -387,17 +394,7 @@ func TestAMoveMarkCoversOnlyTheMovesOwnCancel(t *testing.T) {
 func TestAJobThatStartedBetweenPollsIsNotResubmitted(t *testing.T) {
 	r, blockA := revertedMove(t, "ran", 4, time.Now().UTC())
 	old := r.attempts(t, "ran")[0].JobID
-	if err := r.a.Cancel(r.ctx, blockA); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if sts, _ := r.a.Status(r.ctx, []string{old}); sts[old].State == model.JobRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("job 1 did not start")
-		}
-	}
+	r.startOnA(t, blockA, old)
 	if err := r.a.Cancel(r.ctx, []string{old}); err != nil {
 		t.Fatal(err)
 	}
