@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
@@ -37,7 +38,8 @@ type History struct {
 	Migrations int
 	Retries    map[model.JobState]int // in-place retries per failure class
 	// MoveCancel: the attempt decided on ended cancelled by Mosaic's own cancel, sent
-	// for a move that was then reverted (the cancel showed late), never started.
+	// for a move that was then reverted (the cancel showed late), never started. Such
+	// an attempt is Mosaic's doing, not a failure: it is not counted in Attempts.
 	MoveCancel bool
 }
 
@@ -93,6 +95,14 @@ const revertedReason = "move reverted: "
 func Decide(env model.Envelope, pol model.Policy, a *model.Attempt, part *model.ResourceRecord, h History, transientSubmit bool) Action {
 	pol = pol.WithDefaults()
 	spec := a.Spec
+	if a.State == model.JobCancelled {
+		// Before the attempt budget: a cancel is no failure. Mosaic's own (a reverted
+		// move's) used no attempt; anyone else's ends the task cancelled, not failed.
+		if h.MoveCancel {
+			return Action{Kind: ActRetry, Spec: spec, Rationale: fmt.Sprintf("job %s was cancelled by Mosaic itself, for a move that was reverted before the cancel showed (the site's accounting lagged): nobody cancelled the task and the job never started, so it is submitted again in place; this uses none of the policy's attempts", orTag(a))}
+		}
+		return Action{Kind: ActCancel, Rationale: cancelledAtSite(a)}
+	}
 	if h.Attempts >= pol.MaxAttempts {
 		return Action{Kind: ActFail, Rationale: fmt.Sprintf("attempt %d ended %s and the policy allows %d attempts", a.N, a.State, pol.MaxAttempts)}
 	}
@@ -174,15 +184,24 @@ func Decide(env model.Envelope, pol model.Policy, a *model.Attempt, part *model.
 			return Action{Kind: ActRetry, Spec: spec, Rationale: fmt.Sprintf("the job exited %s; the policy retries a failed run %d time(s) in place", exitText(a), pol.RetryFailed)}
 		}
 		return Action{Kind: ActFail, Rationale: fmt.Sprintf("the job exited %s: its own failure, not the site's; fix the command and resubmit", exitText(a))}
-	case model.JobCancelled:
-		if h.MoveCancel {
-			return Action{Kind: ActRetry, Spec: spec, Rationale: fmt.Sprintf("job %s was cancelled by Mosaic itself, for a move that was reverted before the cancel showed (the site's accounting lagged): nobody cancelled the task, so it is submitted again in place", orTag(a))}
-		}
-		return Action{Kind: ActCancel, Rationale: "the job was cancelled at the site, outside Mosaic"}
 	case model.JobDeadline:
 		return Action{Kind: ActFail, Rationale: "the job missed its deadline at the site"}
 	}
 	return Action{Kind: ActFail, Rationale: fmt.Sprintf("the job ended %s (%s)", a.State, a.RawState)}
+}
+
+// cancelledAtSite is the reason a task ends with when its job was cancelled at the
+// site, outside Mosaic: with who cancelled it when the site says (Slurm's "CANCELLED
+// by 1234", the uid), and whether it had started. Such a cancel is never resubmitted.
+func cancelledAtSite(a *model.Attempt) string {
+	why := fmt.Sprintf("job %s was cancelled at %s, outside Mosaic", orTag(a), a.System)
+	if raw := strings.TrimSpace(a.RawState); raw != "" && !strings.EqualFold(raw, string(model.JobCancelled)) {
+		why += " (the site says: " + raw + ")"
+	}
+	if a.StartedAt != nil {
+		why += ", after it had started"
+	}
+	return why + "; the task is not submitted again (submit it anew if the cancel was a mistake)"
 }
 
 func exitText(a *model.Attempt) string {
@@ -230,10 +249,8 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 	// Each branch counts its action (OnContinuation) once it happened, not when it was
 	// decided: a migration that cannot happen ends as a failure, counted by e.fail.
 	h := historyOf(atts)
-	if a.State == model.JobCancelled {
-		if h.MoveCancel, err = e.cancelledForMove(ctx, a); err != nil {
-			return err
-		}
+	if err := e.discountMoveCancels(ctx, &h, atts, a); err != nil {
+		return err
 	}
 	act := Decide(t.Envelope, policyOf(t), a, e.partition(a.System, a.Partition), h, transientSubmit)
 	if t.UnstoredEnv && (act.Kind == ActRetry || act.Kind == ActResize || act.Kind == ActMigrate) {
@@ -287,24 +304,93 @@ func (e *Engine) continueAfter(ctx context.Context, t *store.TaskRow, a *model.A
 	return e.fail(ctx, t, a, act.Rationale)
 }
 
+// How near a move's mark (its event, stored just before its cancel) the end of a
+// cancelled job must be for the cancel to count as the move's own: the site's end
+// time may be a little before the mark (clocks differ) and, when accounting gives no
+// end time, it is when Mosaic saw the cancel, which lags by the accounting's delay.
+// A cancel outside the window (a user's scancel hours later) is the site's: the task
+// ends cancelled. Wider would resubmit a user's cancel; narrower, when accounting
+// lags more than the window, ends the task cancelled instead of continuing it (the
+// safe side: never a second run).
+const (
+	moveCancelSkew   = time.Minute
+	moveCancelWindow = 10 * time.Minute
+)
+
 // cancelledForMove reports whether attempt a ended cancelled by the cancel a move
-// sent for it (its event, stored before the cancel: moveCancelMsg), never having started:
-// nobody cancelled the task. A started job is not (an only-queued cancel leaves it
-// running; it was then stopped by someone else).
+// sent for it (moveCancelMsg, stored before the cancel), never having started: nobody
+// cancelled the task. The mark covers only the move's own cancel: the job's end must
+// fall within moveCancelWindow of it. A job that started is not (a queued-only cancel
+// leaves it running, and a start the site reports — its accounting's start time or
+// elapsed, a RUNNING state seen — means it ran: it is never submitted again blind).
 func (e *Engine) cancelledForMove(ctx context.Context, a *model.Attempt) (bool, error) {
-	if a.State != model.JobCancelled || a.StartedAt != nil {
+	if !mayBeMoveCancel(a) {
 		return false, nil
 	}
-	evs, err := e.o.Store.Events(ctx, store.EventQuery{TaskID: a.TaskID, Kinds: []string{moveCancelKind}, Limit: 10000})
+	marks, err := e.moveMarks(ctx, a.TaskID)
 	if err != nil {
-		return false, fmt.Errorf("reading whether Mosaic itself cancelled job %s of task %s for a move: %w (the next tick asks again)", a.JobID, a.TaskID, err)
+		return false, err
 	}
-	for _, x := range evs {
-		if x.Attempt == a.N && strings.HasPrefix(x.Message, moveCancelMsg) {
-			return true, nil
+	return coveredByMark(a, marks), nil
+}
+
+// discountMoveCancels sets h.MoveCancel for attempt a and takes the attempts of the
+// task's chain that ended by a reverted move's own cancel out of h.Attempts: Mosaic's
+// own cancel is not a failure and uses no attempt.
+func (e *Engine) discountMoveCancels(ctx context.Context, h *History, atts []*model.Attempt, a *model.Attempt) error {
+	c := chain(atts)
+	maybe := false
+	for _, x := range c {
+		maybe = maybe || mayBeMoveCancel(x)
+	}
+	if !maybe && !mayBeMoveCancel(a) {
+		return nil
+	}
+	marks, err := e.moveMarks(ctx, a.TaskID)
+	if err != nil {
+		return err
+	}
+	for _, x := range c {
+		if coveredByMark(x, marks) {
+			h.Attempts--
 		}
 	}
-	return false, nil
+	h.MoveCancel = coveredByMark(a, marks)
+	return nil
+}
+
+func mayBeMoveCancel(a *model.Attempt) bool {
+	return a.State == model.JobCancelled && a.StartedAt == nil
+}
+
+// moveMarks is when each of a task's attempts was marked by a move as cancelled by
+// Mosaic itself, by attempt number.
+func (e *Engine) moveMarks(ctx context.Context, taskID string) (map[int][]time.Time, error) {
+	evs, err := e.o.Store.Events(ctx, store.EventQuery{TaskID: taskID, Kinds: []string{moveCancelKind}, Limit: 10000})
+	if err != nil {
+		return nil, fmt.Errorf("reading whether Mosaic itself cancelled a job of task %s for a move: %w (the next tick asks again)", taskID, err)
+	}
+	marks := map[int][]time.Time{}
+	for _, x := range evs {
+		if strings.HasPrefix(x.Message, moveCancelMsg) {
+			marks[x.Attempt] = append(marks[x.Attempt], x.Time)
+		}
+	}
+	return marks, nil
+}
+
+// coveredByMark reports whether a, cancelled and never started, ended within the
+// window of one of its move marks.
+func coveredByMark(a *model.Attempt, marks map[int][]time.Time) bool {
+	if !mayBeMoveCancel(a) || a.EndedAt == nil {
+		return false
+	}
+	for _, m := range marks[a.N] {
+		if !a.EndedAt.Before(m.Add(-moveCancelSkew)) && !a.EndedAt.After(m.Add(moveCancelWindow)) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownerRevoked says why no new attempt of t may be submitted when its owner's user

@@ -342,12 +342,10 @@ func (e *Engine) continueFinal(ctx context.Context, a *model.Attempt) error {
 	}
 	others := atts[min(a.N, len(atts)):]
 	if a.State == model.JobCancelled {
-		// Cancelled while the store had it open: by someone at the site (left as it
-		// is), or by a move's own cancel that showed only after the move was reverted.
-		// That one is continued, unless another job of the task is live.
-		if moved, err := e.cancelledForMove(ctx, a); err != nil || !moved {
-			return err
-		}
+		// Cancelled while the store had it open: by a move's own cancel that showed
+		// only after the move was reverted (submitted again), or by someone at the site
+		// (the task ends cancelled, with who did it when the site says). Either only
+		// when no other job of the task is live: that one is then the task's job.
 		others = atts
 	}
 	for _, o := range others {
@@ -483,6 +481,13 @@ func (e *Engine) observe(ctx context.Context, t *store.TaskRow, a *model.Attempt
 		}
 		u.Started = &s
 	}
+	if st.State.Final() && a.StartedAt == nil {
+		// A job that started and ended between two polls: the site's accounting says
+		// when (start time, or elapsed before its end), so it is known to have run.
+		if s, ok := startedOf(st); ok {
+			u.Started = &s
+		}
+	}
 	code, hasCode := exitCodeOf(st)
 	if st.State.Final() {
 		if hasCode {
@@ -534,6 +539,18 @@ func (e *Engine) observe(ctx context.Context, t *store.TaskRow, a *model.Attempt
 		return false, true, nil
 	}
 	return false, false, nil
+}
+
+// startedOf is when a job that ended started, as its site reports it: its start time,
+// or its end less its elapsed time.
+func startedOf(st model.JobStatus) (time.Time, bool) {
+	switch {
+	case !st.Start.IsZero():
+		return st.Start.UTC(), true
+	case st.Elapsed > 0 && !st.End.IsZero():
+		return st.End.Add(-time.Duration(st.Elapsed)).UTC(), true
+	}
+	return time.Time{}, false
 }
 
 // exitCodeOf is the job's own exit code, when it has one: a job the site ended

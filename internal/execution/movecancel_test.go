@@ -2,6 +2,7 @@ package execution
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,6 +98,23 @@ func (r *replanRig) taskEnded(t *testing.T, id string, d time.Duration) *store.T
 		t.Fatalf("task %s did not end", id)
 	}
 	return tr
+}
+
+// startOnA cancels A's blockers and waits (without a tick: the engine does not see
+// it) until job id runs on A.
+func (r *replanRig) startOnA(t *testing.T, blockA []string, id string) {
+	t.Helper()
+	if err := r.a.Cancel(r.ctx, blockA); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if sts, _ := r.a.Status(r.ctx, []string{id}); sts[id].State == model.JobRunning {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s did not start on A", id)
+		}
+	}
 }
 
 // TestAMoveDecidesOnTheControllerWhenAccountingLags: the old job's cancel lands, but
@@ -196,17 +214,7 @@ func TestTwoLiveJobsAskTheControllerWhichStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := r.attempts(t, "cut")[0].JobID
-	if err := r.a.Cancel(r.ctx, blockA); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if sts, _ := r.a.Status(r.ctx, []string{old}); sts[old].State == model.JobRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the old job did not start")
-		}
-	}
+	r.startOnA(t, blockA, old)
 	// Accounting reads the running job PENDING.
 	lag.stale[old] = 1000
 	r.e = New(Options{Store: r.st, Providers: provMap{"A": liveLagSite{lag}, "B": r.b}, Placer: orderedPlacer{"B", "A"}, NoReplan: true}) // the restarted core
@@ -322,5 +330,119 @@ func TestARestartContinuesAMoveCancelThatShowedLate(t *testing.T) {
 			logEvents(t, r.events(t, "gap"))
 			t.Fatalf("unmarked: task %s with %d attempts; want it ended cancelled", tr.State, len(atts))
 		}
+	}
+}
+
+// revertedMove sets up what a reverted move leaves: task id's job 1 on A (queued
+// behind blockers, returned) marked as cancelled by the move at mark, the move's job 2
+// on B cancelled as reverted; the policy allows maxAttempts attempts.
+func revertedMove(t *testing.T, id string, maxAttempts int, mark time.Time) (*replanRig, []string) {
+	t.Helper()
+	r := newReplanRig(t, nil, nil)
+	blockA := r.block(t, r.a, 4*time.Hour)
+	r.block(t, r.b, 4*time.Hour)
+	pol, _ := json.Marshal(model.Policy{MaxAttempts: maxAttempts})
+	now := time.Now().UTC()
+	cmd := "echo ran >> " + filepath.Join(t.TempDir(), "ran")
+	if err := r.st.CreateTask(r.ctx, &store.TaskRow{Task: model.Task{ID: id, Name: id, Command: cmd, State: model.TaskPlaced,
+		Envelope:  model.Envelope{CPUCores: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(time.Hour)}},
+		CreatedAt: now, UpdatedAt: now}, Policy: pol}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sys := range []string{"A", "B"} {
+		if err := r.e.Dispatch(r.ctx, id, &Placement{System: sys, Partition: "cpu", Account: "acct", Spec: specFor(&model.Task{Command: cmd})}, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.e.o.NoReplan = true
+	atts := r.attempts(t, id)
+	m := ev(id, 1, "A", moveCancelKind, moveCancelMsg+atts[0].JobID, "", model.ActorSystem)
+	m.Time = mark
+	if err := r.st.AppendEventsErr(r.ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.b.Cancel(r.ctx, []string{atts[1].JobID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.st.UpdateAttempt(r.ctx, id, 2, store.AttemptUpdate{State: ptr(model.JobCancelled), Reason: ptr(revertedReason + "test"), Ended: ptr(time.Now().UTC())}); err != nil {
+		t.Fatal(err)
+	}
+	return r, blockA
+}
+
+// TestAMoveMarkCoversOnlyTheMovesOwnCancel: the mark a move left on job 1 is two hours
+// old when job 1 is cancelled at the site (a user's scancel, long after the move was
+// reverted): that cancel is not the move's. The task ends cancelled, not submitted
+// again. Before, the mark never expired and the user's cancel was resubmitted.
+func TestAMoveMarkCoversOnlyTheMovesOwnCancel(t *testing.T) {
+	r, _ := revertedMove(t, "old", 4, time.Now().UTC().Add(-2*time.Hour))
+	if err := r.a.Cancel(r.ctx, []string{r.attempts(t, "old")[0].JobID}); err != nil {
+		t.Fatal(err)
+	}
+	tr := r.taskEnded(t, "old", 10*time.Second)
+	if tr.State != model.TaskCancelled || len(r.attempts(t, "old")) != 2 || !strings.Contains(tr.Reason, "outside Mosaic") {
+		logEvents(t, r.events(t, "old"))
+		t.Fatalf("task %s (%q) with %d attempts; want it ended cancelled with no new attempt", tr.State, tr.Reason, len(r.attempts(t, "old")))
+	}
+}
+
+// TestAJobThatStartedBetweenPollsIsNotResubmitted: job 1, marked by a reverted move,
+// starts and is then cancelled between two monitor polls: the store never saw it
+// RUNNING, but the site's accounting gives its start. It ran, so it is not submitted
+// again (its command would run twice): the task ends cancelled. Before, StartedAt ==
+// nil counted it as never started and the task was resubmitted.
+func TestAJobThatStartedBetweenPollsIsNotResubmitted(t *testing.T) {
+	r, blockA := revertedMove(t, "ran", 4, time.Now().UTC())
+	old := r.attempts(t, "ran")[0].JobID
+	r.startOnA(t, blockA, old)
+	if err := r.a.Cancel(r.ctx, []string{old}); err != nil {
+		t.Fatal(err)
+	}
+	tr := r.taskEnded(t, "ran", 10*time.Second)
+	atts := r.attempts(t, "ran")
+	if tr.State != model.TaskCancelled || len(atts) != 2 || atts[0].StartedAt == nil {
+		logEvents(t, r.events(t, "ran"))
+		t.Fatalf("task %s with %d attempts (job 1 started %v); want it ended cancelled, job 1 known to have started", tr.State, len(atts), atts[0].StartedAt)
+	}
+}
+
+// TestAMoveCancelUsesNoAttempt: the policy allows one attempt; a reverted move's own
+// cancel of job 1 shows late. Mosaic's own cancel is not a failure: the task is
+// submitted again on A, not failed for its attempts being used up.
+func TestAMoveCancelUsesNoAttempt(t *testing.T) {
+	r, _ := revertedMove(t, "cap", 1, time.Now().UTC())
+	if err := r.a.Cancel(r.ctx, []string{r.attempts(t, "cap")[0].JobID}); err != nil {
+		t.Fatal(err)
+	}
+	if !r.tickUntil(t, 10*time.Second, func() bool { return len(r.attempts(t, "cap")) > 2 }) {
+		logEvents(t, r.events(t, "cap"))
+		tr, _ := r.st.Task(r.ctx, "cap")
+		t.Fatalf("task %s (%q): not submitted again after the move's own cancel", tr.State, tr.Reason)
+	}
+	tr, err := r.st.Task(r.ctx, "cap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if atts := r.attempts(t, "cap"); tr.State.Final() || atts[2].System != "A" {
+		t.Fatalf("task %s, attempt 3 on %s; want it open on A", tr.State, atts[2].System)
+	}
+}
+
+// TestACancelAtTheSiteEndsTheTask: the task's only job, queued on A, is cancelled at
+// the site outside Mosaic. The task ends cancelled with the reason and an event, and
+// is not submitted again. Before, it stayed queued with no live job forever.
+func TestACancelAtTheSiteEndsTheTask(t *testing.T) {
+	r := newReplanRig(t, nil, nil)
+	r.block(t, r.a, 4*time.Hour)
+	r.e.o.NoReplan = true
+	r.task(t, "user", "echo hi", 0)
+	if err := r.a.Cancel(r.ctx, []string{r.attempts(t, "user")[0].JobID}); err != nil {
+		t.Fatal(err)
+	}
+	tr := r.taskEnded(t, "user", 10*time.Second)
+	ev, ok := findEvent(r.events(t, "user"), "task cancelled")
+	if tr.State != model.TaskCancelled || len(r.attempts(t, "user")) != 1 || !ok || !strings.Contains(ev.Rationale, "cancelled at A, outside Mosaic") {
+		logEvents(t, r.events(t, "user"))
+		t.Fatalf("task %s (%q) with %d attempts; want it ended cancelled, with an event saying so", tr.State, tr.Reason, len(r.attempts(t, "user")))
 	}
 }
