@@ -66,17 +66,18 @@ func (p *Provider) EstimateStarts(ctx context.Context, specs []model.JobSpec) ([
 	if !found {
 		return nil, fmt.Errorf("%s: the %s estimate command does not take a script path: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
 	}
-	script := fmt.Sprintf(estimateScript, strings.Join(parts, " ")) + p.planScript()
+	pc := p.planCommands() // once: the script and the reading of its blocks agree
+	script := fmt.Sprintf(estimateScript, strings.Join(parts, " ")) + planScript(pc)
 	if p.perUser() {
-		return p.estimateByOwner(ctx, script, specs)
+		return p.estimateByOwner(ctx, script, pc, specs)
 	}
-	return p.estimateAll(ctx, script, specs)
+	return p.estimateAll(ctx, script, pc, specs)
 }
 
 // estimateByOwner runs each owner's specs under that owner's identity and account
 // (as their jobs would be submitted); the specs of an owner without an identity here
 // get that refusal as their error.
-func (p *Provider) estimateByOwner(ctx context.Context, script string, specs []model.JobSpec) ([]provider.Estimate, error) {
+func (p *Provider) estimateByOwner(ctx context.Context, script string, pc planCmds, specs []model.JobSpec) ([]provider.Estimate, error) {
 	out := make([]provider.Estimate, len(specs))
 	byOwner := map[string][]int{}
 	var order []string
@@ -103,7 +104,7 @@ func (p *Provider) estimateByOwner(ctx context.Context, script string, specs []m
 				sub[j].Account = q.userAccount(sub[j].Account)
 			}
 		}
-		res, err := q.estimateAll(ctx, script, sub)
+		res, err := q.estimateAll(ctx, script, pc, sub)
 		if err != nil {
 			return nil, err
 		}
@@ -115,11 +116,11 @@ func (p *Provider) estimateByOwner(ctx context.Context, script string, specs []m
 }
 
 // estimateAll is EstimateStarts as this provider's identity.
-func (p *Provider) estimateAll(ctx context.Context, script string, specs []model.JobSpec) ([]provider.Estimate, error) {
+func (p *Provider) estimateAll(ctx context.Context, script string, pc planCmds, specs []model.JobSpec) ([]provider.Estimate, error) {
 	out := make([]provider.Estimate, len(specs))
 	for lo := 0; lo < len(specs); lo += MaxEstimateBatch {
 		hi := min(lo+MaxEstimateBatch, len(specs))
-		if err := p.estimateBatch(ctx, script, specs[lo:hi], out[lo:hi]); err != nil {
+		if err := p.estimateBatch(ctx, script, pc, specs[lo:hi], out[lo:hi]); err != nil {
 			return nil, err
 		}
 	}
@@ -127,7 +128,7 @@ func (p *Provider) estimateAll(ctx context.Context, script string, specs []model
 }
 
 // estimateBatch runs one remote command for specs, filling out.
-func (p *Provider) estimateBatch(ctx context.Context, script string, specs []model.JobSpec, out []provider.Estimate) error {
+func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds, specs []model.JobSpec, out []provider.Estimate) error {
 	type item struct {
 		i    int
 		path string
@@ -179,7 +180,7 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, specs []mod
 		}
 		return fmt.Errorf("%s: %w", p.sys.Name, err)
 	}
-	plan := p.planStarts(blocks, specs, time.Now())
+	plan := p.planStarts(pc, blocks, specs, time.Now())
 	for _, it := range items {
 		b, ok := blocks[it.path]
 		if !ok {
@@ -204,41 +205,61 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, specs []mod
 // planBlock names the output block of the dialect's i-th plan command.
 func planBlock(i int) string { return "@plan-" + strconv.Itoa(i) }
 
-// planScript runs the dialect's plan commands (dialect.QueuePlanner) after a batch's
-// estimates, each as a block of the batch's output (stderr dropped: the plan reads
-// stdout only, and a failed command only leaves its specs unplanned); "" when the
-// dialect has none.
-func (p *Provider) planScript() string {
+// planCmds are a dialect's plan commands (dialect.QueuePlanner), asked once per
+// batch: the script that runs them and the reading of their blocks share one answer.
+type planCmds struct {
+	qp    dialect.QueuePlanner
+	cmds  [][]string
+	limit int
+}
+
+// planCommands asks the dialect for its plan commands; the zero planCmds when it has none.
+func (p *Provider) planCommands() planCmds {
 	qp, ok := p.d.(dialect.QueuePlanner)
 	if !ok {
-		return ""
+		return planCmds{}
 	}
-	var b strings.Builder
 	cmds, limit := qp.PlanCommands()
-	for i, cmd := range cmds {
+	return planCmds{qp, cmds, limit}
+}
+
+// planScript runs the plan commands after a batch's estimates, each as a block of
+// the batch's output (stderr dropped: the plan reads stdout only, and a failed
+// command only leaves its specs unplanned); "" when there are none.
+func planScript(pc planCmds) string {
+	var b strings.Builder
+	for i, cmd := range pc.cmds {
 		q := make([]string, len(cmd))
 		for k, a := range cmd {
 			q[k] = shellquote.Quote(a)
 		}
 		// Cut at the dialect's limit (a whole site's listing must not push the batch's
-		// output past the transport's cap); the exit status is head's, and a command
-		// that failed prints nothing, which plans nothing.
-		fmt.Fprintf(&b, "printf '%%s %%s\\n' \"$b\" %s\n%s 2>/dev/null | head -c %d\nprintf '%%s rc=%%d\\n' \"$b\" \"$?\"\n", planBlock(i), strings.Join(q, " "), limit)
+		// output past the transport's cap). The status is the command's own, not head's
+		// (POSIX sh has no pipefail: it travels on fd 3), so a failing command's partial
+		// output is not planned; the newline before the status line keeps a listing that
+		// does not end in one (cut at the limit) from swallowing it, which would fail the
+		// whole batch (the parsers skip blank lines).
+		fmt.Fprintf(&b, planStep, planBlock(i), strings.Join(q, " "), pc.limit)
 	}
 	return b.String()
 }
 
+// planStep is one plan command's block: %s its block name, %s the command, %d the
+// byte limit.
+const planStep = `printf '%%s %%s\n' "$b" %s
+{ r=$( { { %s 2>/dev/null; echo "$?" >&3; } | head -c %d >&4; } 3>&1 ); } 4>&1
+printf '\n%%s rc=%%s\n' "$b" "${r:-99}"
+`
+
 // planStarts is the dialect's queue-aware plan for specs from a batch's plan blocks
 // (zero times where there is none: no planner, a plan command failed or printed what
 // the dialect cannot read; the scheduler's own answers then stand, and why is logged).
-func (p *Provider) planStarts(blocks map[string]estimateBlock, specs []model.JobSpec, now time.Time) []time.Time {
+func (p *Provider) planStarts(pc planCmds, blocks map[string]estimateBlock, specs []model.JobSpec, now time.Time) []time.Time {
 	out := make([]time.Time, len(specs))
-	qp, ok := p.d.(dialect.QueuePlanner)
-	if !ok {
+	if pc.qp == nil {
 		return out
 	}
-	cmds, _ := qp.PlanCommands()
-	n := len(cmds)
+	n := len(pc.cmds)
 	outs := make([]dialect.Output, n)
 	for i := range outs {
 		b, ok := blocks[planBlock(i)]
@@ -248,7 +269,7 @@ func (p *Provider) planStarts(blocks map[string]estimateBlock, specs []model.Job
 		}
 		outs[i] = dialect.Output{Stdout: b.out, ExitCode: b.rc}
 	}
-	starts, err := qp.PlanStarts(outs, specs, now)
+	starts, err := pc.qp.PlanStarts(outs, specs, now)
 	if err != nil || len(starts) != len(specs) {
 		p.log.Info("queue plan: not planned; Slurm's own estimates stand", "system", p.sys.Name, "err", err)
 		return out
