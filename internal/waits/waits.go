@@ -246,7 +246,7 @@ func (l *Learner) factorLocked(k key, b int) (float64, bool) {
 func (l *Learner) factorFrom(k key, b int) (f float64, shared, ok bool) {
 	p := l.parts[k]
 	if p == nil {
-		p = &part{} // no history of its own: the federation's, if any
+		p = &noHistory // no history of its own: the federation's, if any
 	}
 	if q, shared, ok := l.pick(&p.bins[b], &l.fed.bins[b]); ok {
 		return math.Exp(q), shared, true
@@ -258,6 +258,10 @@ func (l *Learner) factorFrom(k key, b int) (f float64, shared, ok bool) {
 	}
 	return 1, false, false
 }
+
+// noHistory is the (empty, never written) rings of a partition the learner has not
+// seen, so a correction for it allocates nothing.
+var noHistory part
 
 // pick is the quantile of a partition's ring own, or the federation's ring fed's when
 // own has too few observations or they do not differ from fed's quantile (differs);
