@@ -133,14 +133,34 @@ type QueuedStarter interface {
 // QueuePlanner is implemented by dialects whose EstimateCommand plans a new job
 // against the running jobs only, ignoring the jobs queued ahead of it (Slurm's
 // will-run test). PlanCommands run on the login node in the same remote command as a
-// batch of estimates; PlanStarts reads their outputs (in order) and plans each spec
-// behind the queue (the zero time: not planned). The provider takes the later of the
-// plan and the scheduler's own answer.
+// batch of estimates (or a queued job's start); PlanStarts reads their outputs (in
+// order) and plans each spec behind the queue, PlanQueued a queued job in its own
+// place in line. The provider takes the later of the limits' plan and the scheduler's
+// own answer, and moves that earlier by what the predicted runtimes gain.
 type QueuePlanner interface {
 	// PlanCommands are the commands and the most bytes each may print (the provider
 	// cuts the output there; PlanStarts refuses a listing that reached it).
 	PlanCommands() (cmds [][]string, maxOutput int)
-	PlanStarts(outs []Output, specs []model.JobSpec, now time.Time) ([]time.Time, error)
+	PlanStarts(outs []Output, specs []model.JobSpec, now time.Time) ([]PlannedStart, error)
+	PlanQueued(outs []Output, jobID string, now time.Time) (PlannedStart, error)
+}
+
+// PlannedStart is a queue plan's answer for one job (zero times: not planned).
+type PlannedStart struct {
+	// Limits: every job planned for its time limit, as the site's scheduler plans.
+	Limits time.Time
+	// Predicted: the user's own jobs planned for their predicted runtimes (their
+	// history of used against asked time); zero when the history is too short.
+	Predicted time.Time
+}
+
+// Gain is how much earlier the predicted runtimes put the job than the limits do
+// (0 when either is not planned, or the prediction is not earlier).
+func (s PlannedStart) Gain() time.Duration {
+	if s.Limits.IsZero() || s.Predicted.IsZero() || !s.Predicted.Before(s.Limits) {
+		return 0
+	}
+	return s.Limits.Sub(s.Predicted)
 }
 
 // Mark returns err marked with the sentinels of d's verdict on out: errs.ErrTransient

@@ -323,18 +323,53 @@ const planHorizon = 365 * 24 * time.Hour
 // the highest priorities first; running jobs are held only on the nodes the plan
 // covers.
 func PlanStarts(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest) []time.Time {
+	out, _ := planQueue(nodes, jobs, user, now, reqs, "", Runtimes{})
+	return out
+}
+
+// PlanStartsPredicted is PlanStarts with the user's own jobs (running, queued, and the
+// requests) planned for their predicted runtimes instead of their limits (rt; the
+// zero Runtimes gives PlanStarts). A running job of the user's that has run past its
+// prediction is planned to end after the same fraction of what is left of its limit.
+func PlanStartsPredicted(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest, rt Runtimes) []time.Time {
+	out, _ := planQueue(nodes, jobs, user, now, reqs, "", rt)
+	return out
+}
+
+// PlanQueued is the start of the queued job id in the same plan (its own place in
+// line among the jobs ahead), for its runtimes rt (the zero Runtimes: the limits); the
+// zero time when it is not planned (not listed, not eligible, over the bounds).
+func PlanQueued(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, id string, rt Runtimes) time.Time {
+	_, t := planQueue(nodes, jobs, user, now, nil, id, rt)
+	return t
+}
+
+// planQueue plans the queue and then reqs behind it (see PlanStarts), and gives the
+// slot of the queued job own ("" for none) as well.
+func planQueue(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest, own string, rt Runtimes) ([]time.Time, time.Time) {
 	out := make([]time.Time, len(reqs))
+	var ownSlot time.Time
 	p := newPlan(nodes, now)
 	area := map[*planNode]bool{}
-	for _, r := range reqs {
-		if set := p.nodesOf(r.Partition); len(set) <= MaxPlanNodes {
+	addArea := func(parts ...string) {
+		if set := p.nodesOf(parts...); len(set) <= MaxPlanNodes {
 			for _, n := range set {
 				area[n] = true
 			}
 		}
 	}
+	for _, r := range reqs {
+		addArea(r.Partition)
+	}
+	if own != "" {
+		for i := range jobs {
+			if jobs[i].ID == own && !jobs[i].Running {
+				addArea(jobs[i].Partitions...)
+			}
+		}
+	}
 	if len(area) == 0 {
-		return out
+		return out, ownSlot
 	}
 	var ahead []*QueuedJob
 	var sets [][]*planNode
@@ -354,17 +389,28 @@ func PlanStarts(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, 
 		}
 	}
 	if len(area) > MaxPlanArea {
-		return out
+		return out, ownSlot
+	}
+	// The user's own jobs run for their predicted runtimes (rt), others' for their limits.
+	runtime := func(j *QueuedJob) time.Duration {
+		if j.User == user {
+			return rt.Predict(j.Limit)
+		}
+		return j.Limit
 	}
 	for i := range jobs {
 		if j := &jobs[i]; j.Running {
-			p.hold(j, now, area)
+			p.hold(j, now, area, runtime(j))
 		}
 	}
 	for k, j := range ahead {
-		req := PlanRequest{Nodes: j.Nodes, CPUsPerNode: ceilDiv(j.CPUs, j.Nodes), GPUsPerNode: j.GPUsPerNode, Walltime: j.Limit}
-		if t, chosen := p.earliest(sets[k], req); chosen != nil {
+		req := PlanRequest{Nodes: j.Nodes, CPUsPerNode: ceilDiv(j.CPUs, j.Nodes), GPUsPerNode: j.GPUsPerNode, Walltime: runtime(j)}
+		t, chosen := p.earliest(sets[k], req)
+		if chosen != nil {
 			p.take(chosen, t, req)
+		}
+		if j.ID == own {
+			ownSlot = t
 		}
 	}
 	for i, r := range reqs {
@@ -372,14 +418,15 @@ func PlanStarts(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, 
 		if len(set) == 0 || len(set) > MaxPlanNodes {
 			continue
 		}
+		r.Walltime = rt.Predict(r.Walltime)
 		if t, chosen := p.earliest(set, r); chosen != nil {
 			out[i] = t
 		}
 	}
 	if p.work > maxPlanWork {
-		return make([]time.Time, len(reqs)) // over budget: a cut-short plan is no plan
+		return make([]time.Time, len(reqs)), time.Time{} // over budget: a cut-short plan is no plan
 	}
-	return out
+	return out, ownSlot
 }
 
 // overlaps reports whether any node of set is in area.
@@ -471,12 +518,21 @@ func newPlan(nodes []NodeLine, now time.Time) *plan {
 	return p
 }
 
-// hold books a running job on its nodes until its time limit (at least a second from
-// now: a job past its limit is ending).
-func (p *plan) hold(j *QueuedJob, now time.Time, area map[*planNode]bool) {
+// hold books a running job on its nodes until it has run for runtime (its time limit,
+// or its predicted runtime, no longer than the limit), at least a second from now: a
+// job past its limit is ending. A job past a predicted runtime shorter than its limit
+// is held for the same fraction of what is left of its limit.
+func (p *plan) hold(j *QueuedJob, now time.Time, area map[*planNode]bool, runtime time.Duration) {
 	end := now.Add(planHorizon)
 	if j.Limit > 0 && !j.Start.IsZero() {
 		end = j.Start.Add(j.Limit)
+		if runtime > 0 && runtime < j.Limit {
+			if pe := j.Start.Add(runtime); pe.After(now) {
+				end = pe
+			} else if left := end.Sub(now); left > 0 {
+				end = now.Add(time.Duration(float64(left) * float64(runtime) / float64(j.Limit)))
+			}
+		}
 	}
 	end = later(end, now.Add(time.Second))
 	cpn := ceilDiv(j.CPUs, max(len(j.NodeList), 1))
@@ -602,45 +658,93 @@ var _ dialect.QueuePlanner = (*Slurm)(nil)
 // output stays within the transport's limit.
 const PlanOutputCap = 2 << 20
 
-// PlanCommands implements dialect.QueuePlanner: the node listing, the queue and the
-// site user's name.
+// PlanCommands implements dialect.QueuePlanner: the node listing, the queue, the
+// site user's name and their recent jobs' runtimes.
 func (p *Slurm) PlanCommands() ([][]string, int) {
-	return [][]string{SinfoCommand(), PlanQueueCommand(), WhoAmICommand()}, PlanOutputCap
+	return [][]string{SinfoCommand(), PlanQueueCommand(), WhoAmICommand(), RuntimeHistoryCommand()}, PlanOutputCap
 }
 
-// PlanStarts implements dialect.QueuePlanner on PlanCommands' outputs.
-func (p *Slurm) PlanStarts(outs []dialect.Output, specs []model.JobSpec, now time.Time) ([]time.Time, error) {
-	if len(outs) != 3 {
-		return nil, fmt.Errorf("slurm queue plan: want 3 outputs (sinfo, squeue, id), got %d", len(outs))
+// planInput is what PlanCommands' outputs say.
+type planInput struct {
+	nodes []NodeLine
+	jobs  []QueuedJob
+	user  string
+	rt    Runtimes
+}
+
+// readPlan reads PlanCommands' outputs. The runtime history is optional: a site
+// without accounting, or a listing that cannot be read, plans on the limits alone.
+func readPlan(outs []dialect.Output) (planInput, error) {
+	var in planInput
+	if len(outs) != 4 {
+		return in, fmt.Errorf("slurm queue plan: want 4 outputs (sinfo, squeue, id, sacct), got %d", len(outs))
 	}
 	for i, name := range []string{"sinfo", "squeue", "id -un"} {
 		if outs[i].ExitCode != 0 {
-			return nil, fmt.Errorf("slurm queue plan: %s failed: %s", name, lastLine(outs[i]))
+			return in, fmt.Errorf("slurm queue plan: %s failed: %s", name, lastLine(outs[i]))
 		}
 	}
 	nodes, err := ParseSinfo(outs[0].Stdout)
 	if err != nil {
-		return nil, fmt.Errorf("slurm queue plan: %w", err)
+		return in, fmt.Errorf("slurm queue plan: %w", err)
 	}
 	for i, name := range []string{"sinfo", "squeue"} {
 		if len(outs[i].Stdout) >= PlanOutputCap {
-			return nil, fmt.Errorf("slurm queue plan: %s printed %d bytes or more (cut at the cap): not planned", name, PlanOutputCap)
+			return in, fmt.Errorf("slurm queue plan: %s printed %d bytes or more (cut at the cap): not planned", name, PlanOutputCap)
 		}
 	}
 	jobs, err := ParsePlanQueue(outs[1].Stdout, time.UTC) // PlanQueueCommand prints UTC
 	if err != nil {
-		return nil, fmt.Errorf("slurm queue plan: %w", err)
+		return in, fmt.Errorf("slurm queue plan: %w", err)
 	}
 	user := ""
 	if ls := lines(outs[2].Stdout); len(ls) == 1 {
 		user = strings.TrimSpace(ls[0])
 	}
 	if user == "" || strings.ContainsAny(user, " \t|") {
-		return nil, fmt.Errorf("slurm queue plan: id -un printed %q, not one user name", truncate(string(outs[2].Stdout)))
+		return in, fmt.Errorf("slurm queue plan: id -un printed %q, not one user name", truncate(string(outs[2].Stdout)))
+	}
+	in = planInput{nodes: nodes, jobs: jobs, user: user}
+	if outs[3].ExitCode == 0 {
+		if hist, err := ParseRuntimeHistory(outs[3].Stdout, len(outs[3].Stdout) >= PlanOutputCap); err == nil {
+			in.rt = NewRuntimes(hist)
+		}
+	}
+	return in, nil
+}
+
+// PlanStarts implements dialect.QueuePlanner on PlanCommands' outputs.
+func (p *Slurm) PlanStarts(outs []dialect.Output, specs []model.JobSpec, now time.Time) ([]dialect.PlannedStart, error) {
+	in, err := readPlan(outs)
+	if err != nil {
+		return nil, err
 	}
 	reqs := make([]PlanRequest, len(specs))
 	for i := range specs {
 		reqs[i] = RequestOf(specs[i])
 	}
-	return PlanStarts(nodes, jobs, user, now, reqs), nil
+	res := make([]dialect.PlannedStart, len(specs))
+	for i, t := range PlanStarts(in.nodes, in.jobs, in.user, now, reqs) {
+		res[i].Limits = t
+	}
+	if in.rt.Known() {
+		for i, t := range PlanStartsPredicted(in.nodes, in.jobs, in.user, now, reqs, in.rt) {
+			res[i].Predicted = t
+		}
+	}
+	return res, nil
+}
+
+// PlanQueued implements dialect.QueuePlanner: the queued job's own slot in the plan.
+func (p *Slurm) PlanQueued(outs []dialect.Output, jobID string, now time.Time) (dialect.PlannedStart, error) {
+	var res dialect.PlannedStart
+	in, err := readPlan(outs)
+	if err != nil {
+		return res, err
+	}
+	res.Limits = PlanQueued(in.nodes, in.jobs, in.user, now, jobID, Runtimes{})
+	if in.rt.Known() {
+		res.Predicted = PlanQueued(in.nodes, in.jobs, in.user, now, jobID, in.rt)
+	}
+	return res, nil
 }

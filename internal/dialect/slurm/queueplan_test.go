@@ -259,21 +259,28 @@ func TestPlanStartsOnlyResourceWaitsAreAhead(t *testing.T) {
 func TestSlurmPlanStartsRefusesACutListing(t *testing.T) {
 	d := &Slurm{}
 	cmds, limit := d.PlanCommands()
-	if len(cmds) != 3 || limit != PlanOutputCap {
+	if len(cmds) != 4 || limit != PlanOutputCap {
 		t.Fatalf("plan commands %v, limit %d", cmds, limit)
 	}
 	sinfo := []byte("gpuA100|alpha-n1|mixed|64|0/64/0/64|256000|0|gpu:a100:4|gpu:a100:0(IDX:N/A)|1-00:00:00|up|1-infinite|(null)|\n")
 	huge := []byte(strings.Repeat("x", PlanOutputCap))
 	now := time.Now()
 	spec := []model.JobSpec{{Partition: "gpuA100", Nodes: 1, NTasks: 1, CPUsPerTask: 1, Walltime: model.Duration(time.Minute)}}
-	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {Stdout: huge}, {Stdout: []byte("me\n")}}, spec, now); err == nil {
+	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {Stdout: huge}, {Stdout: []byte("me\n")}, {}}, spec, now); err == nil {
 		t.Error("a queue listing cut at the cap was planned")
 	}
-	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("two users\n")}}, spec, now); err == nil {
+	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("two users\n")}, {}}, spec, now); err == nil {
 		t.Error("a garbled user name was accepted")
 	}
-	got, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("me\n")}}, spec, now)
-	if err != nil || len(got) != 1 || !got[0].Equal(now) {
-		t.Errorf("an empty queue: %v %v, want now", got, err)
+	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("me\n")}}, spec, now); err == nil {
+		t.Error("three outputs for four commands were planned")
+	}
+	// The runtime history is optional: failing, garbled or cut, the limits plan stands.
+	for _, hist := range []dialect.Output{{ExitCode: 1, Stdout: []byte("sacct: error: Problem talking to the database\n")},
+		{Stdout: []byte("garbage\n")}, {Stdout: huge}, {}} {
+		got, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("me\n")}, hist}, spec, now)
+		if err != nil || len(got) != 1 || !got[0].Limits.Equal(now) || !got[0].Predicted.IsZero() {
+			t.Errorf("an empty queue, history %q: %v %v, want now and no prediction", truncate(string(hist.Stdout)), got, err)
+		}
 	}
 }

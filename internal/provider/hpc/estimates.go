@@ -180,7 +180,8 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 		}
 		return fmt.Errorf("%s: %w", p.sys.Name, err)
 	}
-	plan := p.planStarts(pc, blocks, specs, time.Now())
+	now := time.Now()
+	plan := p.planStarts(pc, blocks, specs, now)
 	for _, it := range items {
 		b, ok := blocks[it.path]
 		if !ok {
@@ -192,12 +193,7 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 			out[it.i].Err = fmt.Errorf("%s: %w", p.sys.Name, err)
 			continue
 		}
-		if pt := plan[it.i]; pt.After(t) {
-			// The scheduler's will-run test counts the running jobs only; the queue
-			// ahead starts first (dialect.QueuePlanner).
-			t = pt
-		}
-		out[it.i].Start = t
+		out[it.i].Start = applyPlan(t, p.planned(plan[it.i]), now)
 	}
 	return nil
 }
@@ -251,23 +247,65 @@ const planStep = `printf '%%s %%s\n' "$b" %s
 printf '\n%%s rc=%%s\n' "$b" "${r:-99}"
 `
 
-// planStarts is the dialect's queue-aware plan for specs from a batch's plan blocks
-// (zero times where there is none: no planner, a plan command failed or printed what
-// the dialect cannot read; the scheduler's own answers then stand, and why is logged).
-func (p *Provider) planStarts(pc planCmds, blocks map[string]estimateBlock, specs []model.JobSpec, now time.Time) []time.Time {
-	out := make([]time.Time, len(specs))
-	if pc.qp == nil {
-		return out
+// applyPlan is the start estimate from the scheduler's own answer t and the queue
+// plan ps (dialect.QueuePlanner): the later of t and the limits' plan (the will-run
+// test counts the running jobs only; the queue ahead starts first), moved earlier by
+// what planning the user's own jobs for their predicted runtimes gains, never before
+// now. The scheduler's answer knows what the plan does not (reservations, limits,
+// features, memory), so only the gain of the prediction is taken from the plan, not
+// its time.
+func applyPlan(t time.Time, ps dialect.PlannedStart, now time.Time) time.Time {
+	if ps.Limits.After(t) {
+		t = ps.Limits
 	}
-	n := len(pc.cmds)
-	outs := make([]dialect.Output, n)
+	if g := ps.Gain(); g > 0 {
+		t = later(t.Add(-g), now)
+	}
+	return t
+}
+
+// planned is ps as this provider uses it: without the prediction when it plans on the
+// limits only (WithRuntimePredictions).
+func (p *Provider) planned(ps dialect.PlannedStart) dialect.PlannedStart {
+	if p.limitsOnly {
+		ps.Predicted = time.Time{}
+	}
+	return ps
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// planOutputs are the plan commands' outputs from a batch's blocks (false, logged:
+// a command printed nothing).
+func (p *Provider) planOutputs(pc planCmds, blocks map[string]estimateBlock) ([]dialect.Output, bool) {
+	outs := make([]dialect.Output, len(pc.cmds))
 	for i := range outs {
 		b, ok := blocks[planBlock(i)]
 		if !ok {
 			p.log.Debug("queue plan: a plan command printed nothing", "system", p.sys.Name, "block", planBlock(i))
-			return out
+			return nil, false
 		}
 		outs[i] = dialect.Output{Stdout: b.out, ExitCode: b.rc}
+	}
+	return outs, true
+}
+
+// planStarts is the dialect's queue-aware plan for specs from a batch's plan blocks
+// (zero times where there is none: no planner, a plan command failed or printed what
+// the dialect cannot read; the scheduler's own answers then stand, and why is logged).
+func (p *Provider) planStarts(pc planCmds, blocks map[string]estimateBlock, specs []model.JobSpec, now time.Time) []dialect.PlannedStart {
+	out := make([]dialect.PlannedStart, len(specs))
+	if pc.qp == nil {
+		return out
+	}
+	outs, ok := p.planOutputs(pc, blocks)
+	if !ok {
+		return out
 	}
 	starts, err := pc.qp.PlanStarts(outs, specs, now)
 	if err != nil || len(starts) != len(specs) {

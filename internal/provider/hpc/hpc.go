@@ -43,6 +43,8 @@ type Provider struct {
 
 	owners OwnerLookup // whose jobs are whose (WithOwners; identity.go)
 
+	limitsOnly bool // the queue plan ignores predicted runtimes (WithRuntimePredictions)
+
 	mu           sync.Mutex
 	subs         map[string]*Provider // per-owner providers (identity.go), built on first use
 	user         string
@@ -91,6 +93,11 @@ func WithGlobusBreakers(bs *globus.Breakers) Option {
 func WithProtected(paths ...string) Option {
 	return func(p *Provider) { p.protected = append(p.protected, paths...) }
 }
+
+// WithRuntimePredictions turns the queue plan's predicted runtimes on (the default)
+// or off: off, every job is planned for its time limit, as the site's scheduler plans
+// (estimates.go, applyPlan).
+func WithRuntimePredictions(on bool) Option { return func(p *Provider) { p.limitsOnly = !on } }
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.log = l } }

@@ -14,6 +14,7 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/dialect"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
+	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
 )
 
 // prepare fills defaults (account, workdir) and renders the script for spec.
@@ -194,6 +195,9 @@ func (p *Provider) QueuedStart(ctx context.Context, jobID string) (time.Time, er
 	if !ok {
 		return time.Time{}, fmt.Errorf("%s: %s cannot say when a queued job starts: %w", p.sys.Name, p.d.Name(), provider.ErrUnsupported)
 	}
+	if pc := p.planCommands(); pc.qp != nil {
+		return p.queuedStartPlanned(ctx, qs, pc, jobID)
+	}
 	out, err := p.run(ctx, qs.QueuedStartCommand(jobID), nil)
 	if err != nil {
 		return time.Time{}, err
@@ -201,6 +205,68 @@ func (p *Provider) QueuedStart(ctx context.Context, jobID string) (time.Time, er
 	t, err := qs.ParseQueuedStart(jobID, out)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%s: %w", p.sys.Name, err)
+	}
+	return t, nil
+}
+
+// queuedStartScript prints the queued-start command's output as the block
+// queuedBlock of an estimate batch (its stderr stays the whole command's stderr: the
+// plan steps drop theirs), then the plan's blocks (planScript). $1 is the boundary.
+const queuedStartScript = `b=$1
+printf '%%s %%s\n' "$b" ` + queuedBlock + `
+%s
+printf '\n%%s rc=%%d\n' "$b" "$?"
+`
+
+const queuedBlock = "@queued"
+
+// queuedStartPlanned is QueuedStart with the queue plan in the same remote command:
+// the scheduler's answer for the job's own place in line, moved earlier by what
+// planning the user's own jobs for their predicted runtimes gains (applyPlan; the
+// scheduler's backfill plans on the limits). A plan that fails leaves the answer.
+func (p *Provider) queuedStartPlanned(ctx context.Context, qs dialect.QueuedStarter, pc planCmds, jobID string) (time.Time, error) {
+	boundary, err := newBoundary()
+	if err != nil {
+		return time.Time{}, err
+	}
+	cmd := qs.QueuedStartCommand(jobID)
+	q := make([]string, len(cmd))
+	for i, a := range cmd {
+		q[i] = shellquote.Quote(a)
+	}
+	script := fmt.Sprintf(queuedStartScript, strings.Join(q, " ")) + planScript(pc)
+	res, err := p.run(ctx, []string{"sh", "-c", script, "sh", boundary}, nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	blocks, err := parseEstimateBatch(res.Stdout, boundary)
+	if err != nil {
+		return time.Time{}, dialect.Mark(p.d, res, fmt.Errorf("%s: queued start of %s (exit %d): %s: %w", p.sys.Name, jobID, res.ExitCode,
+			strings.TrimSpace(string(res.Stderr)), err))
+	}
+	b, ok := blocks[queuedBlock]
+	if !ok {
+		return time.Time{}, fmt.Errorf("%s: the queued start of %s printed nothing (the login node stopped early?); retry", p.sys.Name, jobID)
+	}
+	now := time.Now()
+	t, err := qs.ParseQueuedStart(jobID, dialect.Output{Stdout: b.out, Stderr: res.Stderr, ExitCode: b.rc})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", p.sys.Name, err)
+	}
+	if t.IsZero() {
+		return t, nil
+	}
+	outs, ok := p.planOutputs(pc, blocks)
+	if !ok {
+		return t, nil
+	}
+	ps, err := pc.qp.PlanQueued(outs, jobID, now)
+	if err != nil {
+		p.log.Info("queue plan: not planned; Slurm's own start stands", "system", p.sys.Name, "job", jobID, "err", err)
+		return t, nil
+	}
+	if g := p.planned(ps).Gain(); g > 0 {
+		t = later(t.Add(-g), now)
 	}
 	return t, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/dialect/slurm"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
@@ -38,8 +39,13 @@ func rawEstimate(t *testing.T, p *Provider, spec model.JobSpec) time.Time {
 // in the free GPU; it cannot (it would delay the queued job), and the provider's
 // estimate says when it can: after the queued job's minute. A 1-GPU job of 1 minute
 // fits before the queued job's slot and is not delayed by the plan.
+//
+// The rig's history of the user's jobs (its tests' short jobs) would predict the
+// blocker to end early: this test plans on the limits (WithRuntimePredictions(false));
+// TestRigRuntimeHistory checks the history on the rig.
 func TestRigEstimatePlansBehindTheQueue(t *testing.T) {
 	p, _ := rigProvider(t, "beta", "ssh")
+	WithRuntimePredictions(false)(p)
 	ctx := context.Background()
 	block := spec(t, "qpblock", "gpuA100", "sleep 170", 3*time.Minute)
 	block.GPUs = 3
@@ -95,5 +101,47 @@ func TestRigEstimatePlansBehindTheQueue(t *testing.T) {
 	}
 	if one.Sub(got[0].Start).Abs() > 10*time.Second {
 		t.Errorf("single estimate %v, batch %v", one, got[0].Start)
+	}
+}
+
+// TestRigRuntimeHistory: the runtime history command (sacct on Slurm 22.05) lists a job
+// of the user's that just completed, with its elapsed time and limit, and the plan
+// commands' outputs on the rig give a prediction.
+func TestRigRuntimeHistory(t *testing.T) {
+	p, _ := rigProvider(t, "alpha", "ssh")
+	ctx := context.Background()
+	s := spec(t, "rthist", "cpu", "sleep 2", 7*time.Minute)
+	id, err := p.Submit(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Cancel(context.Background(), []string{id}) })
+	waitState(t, p, id, 60*time.Second, func(s model.JobState) bool { return s.Final() })
+	var found *slurm.RanJob
+	for try := 0; try < 30 && found == nil; try++ { // slurmdbd stores the end within seconds
+		out, err := p.run(ctx, slurm.RuntimeHistoryCommand(), nil)
+		if err != nil || out.ExitCode != 0 {
+			t.Fatalf("runtime history: %v, exit %d: %s", err, out.ExitCode, out.Stderr)
+		}
+		hist, err := slurm.ParseRuntimeHistory(out.Stdout, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range hist {
+			// For a few seconds after a short job ends, slurmdbd lists it without its
+			// limit (no ratio: the predictor skips it).
+			if hist[i].ID == id && hist[i].Limit > 0 {
+				found = &hist[i]
+			}
+		}
+		if found == nil {
+			time.Sleep(time.Second)
+		}
+	}
+	if found == nil {
+		t.Fatalf("job %s is not in the user's runtime history", id)
+	}
+	if found.Limit != 7*time.Minute || found.Elapsed < time.Second || found.Elapsed > 30*time.Second {
+		t.Errorf("job %s: ran %v of %v, want about 2 s of 7m", id, found.Elapsed, found.Limit)
 	}
 }
