@@ -162,6 +162,7 @@ func TestQueuedStartMovesSlurmsAnswerByThePredictedGain(t *testing.T) {
 	listing := "18712|gpu|RUNNING|4294883062|" + now.Add(-10*time.Minute).Format(stdFmt) + "|2:00:00|1|8|gres:gpu:a100:4|n1|root|None\n" +
 		"18727|gpu|PENDING|4294883047|N/A|2:00:00|1|8|gres:gpu:a100:4||root|Resources\n"
 	slurmStart := now.Add(110 * time.Minute).In(time.Local).Format(stdFmt)
+	slurmLate := now.Add(200 * time.Minute).In(time.Local).Format(stdFmt)
 	for _, tc := range []struct {
 		name    string
 		start   string // squeue --start's line
@@ -175,6 +176,10 @@ func TestQueuedStartMovesSlurmsAnswerByThePredictedGain(t *testing.T) {
 		{"predicted gain", slurmStart + "\n", 0, rootQuarter, 0, 20 * time.Minute, false},
 		{"no history: Slurm's answer", slurmStart + "\n", 0, "", 0, 110 * time.Minute, false},
 		{"failing history: Slurm's answer", slurmStart + "\n", 0, rootQuarter, 1, 110 * time.Minute, false},
+		// squeue --start later than the plan (set when the scheduler last looked): the
+		// plan's slot, on the limits without a history, predicted with one.
+		{"late answer, no history: the limits' slot", slurmLate + "\n", 0, "", 0, 110 * time.Minute, false},
+		{"late answer: the predicted slot", slurmLate + "\n", 0, rootQuarter, 0, 20 * time.Minute, false},
 		{"not planned yet", "N/A\n", 0, rootQuarter, 0, -1, false},
 		{"squeue --start fails", "slurm_load_jobs error: Invalid job id specified\n", 1, rootQuarter, 0, 0, true},
 	} {

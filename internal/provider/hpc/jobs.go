@@ -223,7 +223,8 @@ const queuedBlock = "@queued"
 // queuedStartPlanned is QueuedStart with the queue plan in the same remote command:
 // the scheduler's answer for the job's own place in line, moved earlier by what
 // planning the user's own jobs for their predicted runtimes gains (applyPlan; the
-// scheduler's backfill plans on the limits). A plan that fails leaves the answer.
+// scheduler's backfill plans on the limits), and no later than the plan's own slot
+// for the job. A plan that fails leaves the answer.
 func (p *Provider) queuedStartPlanned(ctx context.Context, qs dialect.QueuedStarter, pc planCmds, jobID string) (time.Time, error) {
 	boundary, err := newBoundary()
 	if err != nil {
@@ -265,8 +266,18 @@ func (p *Provider) queuedStartPlanned(ctx context.Context, qs dialect.QueuedStar
 		p.log.Info("queue plan: not planned; Slurm's own start stands", "system", p.sys.Name, "job", jobID, "err", err)
 		return t, nil
 	}
-	if g := p.planned(ps).Gain(); g > 0 {
+	ps = p.planned(ps)
+	if g := ps.Gain(); g > 0 {
 		t = later(t.Add(-g), now)
+	}
+	// Where the queue decides, a new job's estimate elsewhere is the plan's own time
+	// (applyPlan: the will-run test ignores the queue), so the job's own start is the
+	// plan's too when that is sooner: squeue --start is set when the scheduler last
+	// looked at the job and runs late (seen on the rig: 52 s for a job that could
+	// start 7 s later), which made a job look slower than a new one elsewhere and
+	// moved it for nothing. A sooner plan can only keep a job where it is.
+	if pt := cmp.Or(ps.Predicted, ps.Limits); !pt.IsZero() && pt.Before(t) {
+		t = later(pt, now)
 	}
 	return t, nil
 }
