@@ -282,7 +282,10 @@ type PlanRequest struct {
 	Nodes       int
 	CPUsPerNode int
 	GPUsPerNode int
-	Walltime    time.Duration
+	Walltime    time.Duration // its time limit: what backfill fits into a hole
+	// Runtime is how long it holds its share once started (0: Walltime); the plan with
+	// predicted runtimes books a queued job for its prediction.
+	Runtime time.Duration
 }
 
 // RequestOf is the plan request for a job spec (as the sbatch script renders it).
@@ -404,7 +407,7 @@ func planQueue(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, r
 		}
 	}
 	for k, j := range ahead {
-		req := PlanRequest{Nodes: j.Nodes, CPUsPerNode: ceilDiv(j.CPUs, j.Nodes), GPUsPerNode: j.GPUsPerNode, Walltime: runtime(j)}
+		req := PlanRequest{Nodes: j.Nodes, CPUsPerNode: ceilDiv(j.CPUs, j.Nodes), GPUsPerNode: j.GPUsPerNode, Walltime: j.Limit, Runtime: runtime(j)}
 		t, chosen := p.earliest(sets[k], req)
 		if chosen != nil {
 			p.take(chosen, t, req)
@@ -418,7 +421,6 @@ func planQueue(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, r
 		if len(set) == 0 || len(set) > MaxPlanNodes {
 			continue
 		}
-		r.Walltime = rt.Predict(r.Walltime)
 		if t, chosen := p.earliest(set, r); chosen != nil {
 			out[i] = t
 		}
@@ -492,6 +494,12 @@ type planNode struct {
 	name       string
 	cpus, gpus int
 	held       []span
+	// reserved are the planned starts of the queued jobs placed on the node. Slurm's
+	// backfill reserves whole nodes for a queued job (its node_space_map is a node
+	// bitmap per time slot), so a job of lower priority may start on the node before
+	// such a start only if its limit ends by then; once the queued job has started it
+	// holds only its share.
+	reserved []time.Time
 }
 
 // span is [from, to) holding cpus and gpus of a node.
@@ -562,9 +570,10 @@ func (p *plan) nodesOf(parts ...string) []*planNode {
 	return out
 }
 
-// earliest is the first time (now, or when some hold on the set ends) at which r.Nodes
-// nodes of set each have room for r for its whole walltime, and those nodes (nil: it
-// never fits: too big for the nodes, or the set is empty).
+// earliest is the first time (now, or when some hold on the set ends or a queued job is
+// planned to start) at which r.Nodes nodes of set each have room for r for its whole
+// walltime, ending by every reserved start after it, and those nodes (nil: it never
+// fits: too big for the nodes, or the set is empty).
 func (p *plan) earliest(set []*planNode, r PlanRequest) (time.Time, []*planNode) {
 	if r.Nodes < 1 || r.Nodes > len(set) {
 		return time.Time{}, nil
@@ -578,6 +587,11 @@ func (p *plan) earliest(set []*planNode, r PlanRequest) (time.Time, []*planNode)
 		for _, s := range n.held {
 			if s.to.After(p.now) {
 				times = append(times, s.to)
+			}
+		}
+		for _, t := range n.reserved {
+			if t.After(p.now) {
+				times = append(times, t)
 			}
 		}
 	}
@@ -600,11 +614,18 @@ func (p *plan) earliest(set []*planNode, r PlanRequest) (time.Time, []*planNode)
 	return time.Time{}, nil
 }
 
-// fits reports whether the node has cpus and gpus free throughout [from, to), adding
-// the holds it looked at to *work.
+// fits reports whether the node has cpus and gpus free throughout [from, to) and no
+// queued job is planned to start on it within (from, to), adding the holds it looked
+// at to *work.
 func (n *planNode) fits(from, to time.Time, cpus, gpus int, work *int) bool {
 	if cpus > n.cpus || gpus > n.gpus {
 		return false
+	}
+	*work += len(n.reserved)
+	for _, t := range n.reserved {
+		if t.After(from) && t.Before(to) {
+			return false
+		}
 	}
 	// The use only rises where a hold begins: check at from and at each such start.
 	*work += len(n.held)
@@ -633,14 +654,16 @@ func (n *planNode) startsWithin(from, to time.Time) []time.Time {
 	return out
 }
 
-// take books r on the chosen nodes from t.
+// take books the queued job r on the chosen nodes from t, for its runtime, and
+// reserves the nodes at t.
 func (p *plan) take(chosen []*planNode, t time.Time, r PlanRequest) {
-	d := r.Walltime
+	d := cmp.Or(r.Runtime, r.Walltime)
 	if d <= 0 {
 		d = planHorizon
 	}
 	for _, n := range chosen {
 		n.held = append(n.held, span{t, t.Add(d), r.CPUsPerNode, r.GPUsPerNode})
+		n.reserved = append(n.reserved, t)
 	}
 }
 

@@ -219,3 +219,42 @@ func FuzzParseRuntimeHistory(f *testing.F) {
 		}
 	})
 }
+
+// TestPlanStartsReservesWholeNodes: Slurm's backfill reserves a queued job's whole
+// node from its planned start, so a lower-priority job may use a free GPU before it
+// only if its limit ends by then. Seen on the rig (beta, 02:13:41 UTC): a 3-GPU job
+// with 44 s of its limit left, a 2-GPU job queued for the node, and a new 1-GPU job of
+// 2 minutes in the free GPU waited for the queued job's start, though the GPUs would
+// have sufficed for both.
+func TestPlanStartsReservesWholeNodes(t *testing.T) {
+	now := time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
+	running := QueuedJob{ID: "22163", Partitions: []string{"cpu"}, Running: true, Priority: 100, Start: now.Add(-16 * time.Second),
+		Limit: time.Minute, Nodes: 1, CPUs: 6, GPUsPerNode: 3, NodeList: []string{"alpha-n1"}, User: "me"}
+	queued := QueuedJob{ID: "22168", Partitions: []string{"cpu"}, Priority: 99, Limit: time.Minute, Nodes: 1, CPUs: 4, GPUsPerNode: 2, User: "me", Eligible: true}
+	one := func(limit time.Duration) PlanRequest {
+		return PlanRequest{Partition: "gpuA100", Nodes: 1, CPUsPerNode: 2, GPUsPerNode: 1, Walltime: limit}
+	}
+	jobs := []QueuedJob{running, queued}
+	for _, c := range []struct {
+		name  string
+		limit time.Duration
+		want  time.Duration
+	}{
+		{"a 2-minute job waits for the queued job's start", 2 * time.Minute, 44 * time.Second},
+		{"a job that ends by then backfills now", 40 * time.Second, 0},
+	} {
+		if got := PlanStarts(rigNodes(), jobs, "me", now, []PlanRequest{one(c.limit)})[0]; got.Sub(now) != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got.Sub(now), c.want)
+		}
+	}
+	// With predicted runtimes (18 s of a minute) the running job ends in 2 s, the
+	// queued job starts then, and the new job beside it.
+	rt := NewRuntimes(history(1, 8, time.Minute, 0.3))
+	if got := PlanStartsPredicted(rigNodes(), jobs, "me", now, []PlanRequest{one(2 * time.Minute)}, rt)[0]; got.Sub(now) != 2*time.Second {
+		t.Errorf("predicted: %v, want 2s", got.Sub(now))
+	}
+	// The queued job's own slot: the running job's limit, or its prediction.
+	if got := PlanQueued(rigNodes(), jobs, "me", now, "22168", Runtimes{}); got.Sub(now) != 44*time.Second {
+		t.Errorf("queued job's slot %v, want 44s", got.Sub(now))
+	}
+}
