@@ -48,8 +48,8 @@ var queueColumns = []string{"JobID", "Partition", "State", "PriorityLong", "Star
 // queueFormat is queueColumns as one `-O` argument. `Field:|` is size 0 with the
 // suffix "|": squeue's _parse_long_token reads the size with strtol ("|" → 0) and
 // print.c's _print_str prints a field of size 0 whole, neither padded nor cut (a field
-// without ':' would be padded and cut at 20 characters). On the rig's 22.05.8 a
-// 63-character tres-alloc and an 86-character reason print whole, and the twelve
+// without ':' is padded to 20 characters and cut there). On the rig's 22.05.8 a
+// 57-character tres-alloc and a 91-character reason print whole, and the twelve
 // fields `--format=%i|%P|%T|%Q|%S|%l|%D|%C|%b|%N|%u|%r` printed before print the same
 // bytes (testdata/squeue-plan-*.txt).
 var queueFormat = func() string {
@@ -83,11 +83,9 @@ type QueuedJob struct {
 	Priority    int64
 	Start       time.Time     // a running job's start (zero for queued jobs)
 	Limit       time.Duration // 0: unlimited
-	Nodes int
-	CPUs  int
-	// GPUsPerNode is what the job holds (running) or asked for (queued) on each of its
-	// nodes, however it asked: see jobGPUsPerNode.
-	GPUsPerNode int
+	Nodes       int
+	CPUs        int
+	GPUsPerNode int      // held (running) or asked for (queued) per node, however asked: jobGPUsPerNode
 	NodeList    []string // a running job's nodes
 	User        string
 	// Eligible: a queued job that waits only for resources or priority (not held, not
@@ -276,6 +274,7 @@ func tresGPUs(s string) (int, bool, error) {
 	}
 	return typed, named, nil
 }
+
 // tresItem reads one item of a TRES or GRES list: "gres:NAME[:TYPE][:COUNT]" (COUNT
 // 1 when absent), "gres/NAME[:TYPE]=COUNT", a bare "gpu[:TYPE][:COUNT]" (old %b), or
 // any other TRES "name=value" / "name:value" (cpu=2, mem=16G, license/x=1: not GPUs).
