@@ -187,24 +187,20 @@ const maxTRESGPUs = 1 << 20
 // (`--gpus N`: ceil(N/nodes)), else tres-per-task × tasks (`--gpus-per-task`: ceil
 // over its nodes), else what tres-alloc says it requested (`--gpus-per-socket`, say).
 func jobGPUsPerNode(running bool, nodes int, perNode, perJob, perTask, tasks, alloc string) (int, error) {
-	pn, pnNamed, err := tresGPUs(perNode)
-	if err != nil {
-		return 0, fmt.Errorf("TRES per node %q: %w", truncate(perNode), err)
+	// The four fields in the order they are preferred for a queued job.
+	fields := [4]struct{ what, s string }{{"per node", perNode}, {"per job", perJob}, {"per task", perTask}, {"allocated", alloc}}
+	var gpus [4]int
+	var named [4]bool
+	for i, f := range fields {
+		var err error
+		if gpus[i], named[i], err = tresGPUs(f.s); err != nil {
+			return 0, fmt.Errorf("TRES %s %q: %w", f.what, truncate(f.s), err)
+		}
 	}
-	pj, pjNamed, err := tresGPUs(perJob)
-	if err != nil {
-		return 0, fmt.Errorf("TRES per job %q: %w", truncate(perJob), err)
-	}
-	pt, ptNamed, err := tresGPUs(perTask)
-	if err != nil {
-		return 0, fmt.Errorf("TRES per task %q: %w", truncate(perTask), err)
-	}
-	al, alNamed, err := tresGPUs(alloc)
-	if err != nil {
-		return 0, fmt.Errorf("TRES allocated %q: %w", truncate(alloc), err)
-	}
+	pn, pj, pt, al := gpus[0], gpus[1], gpus[2], gpus[3]
 	nt := 1 // NumTasks N/A: not set, one task
 	if cleanNull(tasks) != "" {
+		var err error
 		if nt, err = atoiField("task count", tasks); err != nil {
 			return 0, err
 		}
@@ -213,16 +209,16 @@ func jobGPUsPerNode(running bool, nodes int, perNode, perJob, perTask, tasks, al
 	switch {
 	case running && cleanNull(alloc) != "":
 		return ceilDiv(al, nodes), nil
-	case pnNamed:
+	case named[0]:
 		return pn, nil
-	case pjNamed:
+	case named[1]:
 		return ceilDiv(pj, nodes), nil
-	case ptNamed:
+	case named[2]:
 		if pt > 0 && nt > maxTRESGPUs/pt {
 			return 0, fmt.Errorf("%d GPUs per task × %d tasks: more than %d GPUs", pt, nt, maxTRESGPUs)
 		}
 		return ceilDiv(pt*nt, nodes), nil
-	case alNamed:
+	case named[3]:
 		return ceilDiv(al, nodes), nil
 	}
 	return 0, nil
