@@ -33,12 +33,34 @@ import (
 // plan does not: reservations, limits, features, memory), so a plan only ever delays
 // an estimate. docs/PLACEMENT.md ("On real Slurm") has the measurements.
 
-// queueFormat is the squeue format PlanQueueCommand prints: job id, partition(s), state,
-// priority, start (actual for running jobs), time limit, nodes, CPUs, GRES per node,
-// node list (running jobs), user, reason (pending jobs).
-const queueFormat = "%i|%P|%T|%Q|%S|%l|%D|%C|%b|%N|%u|%r"
+// queueColumns are the squeue `-O` fields PlanQueueCommand prints: job id,
+// partition(s), state, priority, start (actual for running jobs), time limit, nodes,
+// CPUs, TRES per node (%b), node list (running jobs), user, reason (pending jobs),
+// TRES per job (`--gpus N`), TRES per task (`--gpus-per-task`), tasks, and the TRES a
+// running job holds (a pending job's: what it asked for). `%b` alone shows only GPUs
+// asked for per node; a job that asked with `--gpus N` would be planned without its
+// GPUs. The TRES fields have no `--format` letter, and `-O` and `--format` do not mix,
+// so the whole listing is `-O`.
+var queueColumns = []string{"JobID", "Partition", "State", "PriorityLong", "StartTime", "TimeLimit",
+	"NumNodes", "NumCPUs", "tres-per-node", "NodeList", "UserName", "Reason",
+	"tres-per-job", "tres-per-task", "NumTasks", "tres-alloc"}
 
-const queueFields = 12
+// queueFormat is queueColumns as one `-O` argument. `Field:|` is size 0 with the
+// suffix "|": squeue's _parse_long_token reads the size with strtol ("|" → 0) and
+// print.c's _print_str prints a field of size 0 whole, neither padded nor cut (a field
+// without ':' is padded to 20 characters and cut there). On the rig's 22.05.8 a
+// 57-character tres-alloc and a 91-character reason print whole, and the twelve
+// fields `--format=%i|%P|%T|%Q|%S|%l|%D|%C|%b|%N|%u|%r` printed before print the same
+// bytes (testdata/squeue-plan-*.txt).
+var queueFormat = func() string {
+	cols := make([]string, len(queueColumns))
+	for i, c := range queueColumns {
+		cols[i] = c + ":|"
+	}
+	return strings.Join(cols, ",")
+}()
+
+var queueFields = len(queueColumns)
 
 // PlanQueueCommand lists every running and queued job of the cluster with what planning
 // needs, its times in UTC and Slurm's standard format (whatever the login node's zone
@@ -46,7 +68,7 @@ const queueFields = 12
 // the plan then counts those only.
 func PlanQueueCommand() []string {
 	return []string{"env", "TZ=UTC", "SLURM_TIME_FORMAT=standard", "squeue", "--noheader", "--all",
-		"--states=PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED", "--format=" + queueFormat}
+		"--states=PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED", "--Format=" + queueFormat}
 }
 
 // WhoAmICommand prints the site user's name (whose queued jobs tell a new job's
@@ -63,7 +85,7 @@ type QueuedJob struct {
 	Limit       time.Duration // 0: unlimited
 	Nodes       int
 	CPUs        int
-	GPUsPerNode int
+	GPUsPerNode int      // held (running) or asked for (queued) per node, however asked: jobGPUsPerNode
 	NodeList    []string // a running job's nodes
 	User        string
 	// Eligible: a queued job that waits only for resources or priority (not held, not
@@ -76,9 +98,11 @@ func ParsePlanQueue(out []byte, loc *time.Location) ([]QueuedJob, error) {
 	var res []QueuedJob
 	names := 0 // host names expanded so far: one budget for the whole listing
 	for n, l := range lines(out) {
-		f, ok := splitDelimited(l, queueFields, -1)
-		if !ok {
-			return nil, fmt.Errorf("squeue line %d: want %d '|'-separated fields (%s), got %q", n+1, queueFields, queueFormat, truncate(l))
+		// Every field ends in its '|' suffix: a line is queueFields fields, each with
+		// its '|' (so an empty last field and a missing one are told apart).
+		f := strings.Split(strings.TrimSuffix(l, "|"), "|")
+		if !strings.HasSuffix(l, "|") || len(f) != queueFields {
+			return nil, fmt.Errorf("squeue line %d: want %d fields each ending in '|' (squeue --Format=%s), got %q", n+1, queueFields, queueFormat, truncate(l))
 		}
 		for i := range f {
 			f[i] = strings.TrimSpace(f[i])
@@ -118,7 +142,7 @@ func ParsePlanQueue(out []byte, loc *time.Location) ([]QueuedJob, error) {
 		if j.CPUs, err = atoiField("CPUs", f[7]); err != nil {
 			return nil, fmt.Errorf("squeue line %d: job %s: %w", n+1, j.ID, err)
 		}
-		if j.GPUsPerNode, err = tresPerNodeGPUs(f[8]); err != nil {
+		if j.GPUsPerNode, err = jobGPUsPerNode(j.Running, j.Nodes, f[8], f[12], f[13], f[14], f[15]); err != nil {
 			return nil, fmt.Errorf("squeue line %d: job %s: %w", n+1, j.ID, err)
 		}
 		if j.Running {
@@ -152,33 +176,185 @@ func eligibleReason(r string) bool {
 	return false
 }
 
-// tresPerNodeGPUs reads the GPUs per node of squeue's %b (TRES per node):
-// "gres:gpu:a100:4" (22.05), "gres/gpu:a100=4" or "gres/gpu=2" (later releases),
-// "gres:gpu:2,gres:mps:100", "N/A". A job that asked for GPUs per job (--gpus) shows
-// none here; the plan counts it without GPUs.
-func tresPerNodeGPUs(s string) (int, error) {
-	if cleanNull(s) == "" {
-		return 0, nil
-	}
-	var items []string
-	for _, it := range strings.Split(s, ",") {
-		it = strings.TrimSpace(it)
-		switch {
-		case strings.HasPrefix(it, "gres:"):
-			it = it[len("gres:"):]
-		case strings.HasPrefix(it, "gres/"):
-			it = strings.ReplaceAll(it[len("gres/"):], "=", ":")
-		default:
-			continue // cpu=, mem=, license: not GPUs
+// maxTRESGPUs bounds the GPUs one TRES field, or a job's tasks × GPUs per task, may
+// name: a larger count is a garbled listing, not a job.
+const maxTRESGPUs = 1 << 20
+
+// jobGPUsPerNode is the GPUs a job of the listing holds or asks for on each of its
+// nodes, from its TRES fields (each is read strictly, used or not). A running job holds
+// what tres-alloc says (gres/gpu=N over its nodes: ceil(N/nodes) each); a queued job
+// (or a running one without tres-alloc) asks for tres-per-node (%b), else tres-per-job
+// (`--gpus N`: ceil(N/nodes)), else tres-per-task × tasks (`--gpus-per-task`: ceil
+// over its nodes), else what tres-alloc says it requested (`--gpus-per-socket`, say).
+func jobGPUsPerNode(running bool, nodes int, perNode, perJob, perTask, tasks, alloc string) (int, error) {
+	// The four fields in the order they are preferred for a queued job.
+	fields := [4]struct{ what, s string }{{"per node", perNode}, {"per job", perJob}, {"per task", perTask}, {"allocated", alloc}}
+	var gpus [4]int
+	var named [4]bool
+	for i, f := range fields {
+		var err error
+		if gpus[i], named[i], err = tresGPUs(f.s); err != nil {
+			return 0, fmt.Errorf("TRES %s %q: %w", f.what, truncate(f.s), err)
 		}
-		items = append(items, it)
 	}
-	gs, err := ParseGres(strings.Join(items, ","))
-	if err != nil {
-		return 0, fmt.Errorf("GRES per node %q: %w", s, err)
+	pn, pj, pt, al := gpus[0], gpus[1], gpus[2], gpus[3]
+	nt := 1 // NumTasks N/A: not set, one task
+	if cleanNull(tasks) != "" {
+		var err error
+		if nt, err = atoiField("task count", tasks); err != nil {
+			return 0, err
+		}
+		nt = max(nt, 1)
 	}
-	n, _ := gpuSummary(gs)
+	switch {
+	case running && cleanNull(alloc) != "":
+		return ceilDiv(al, nodes), nil
+	case named[0]:
+		return pn, nil
+	case named[1]:
+		return ceilDiv(pj, nodes), nil
+	case named[2]:
+		if pt > 0 && nt > maxTRESGPUs/pt {
+			return 0, fmt.Errorf("%d GPUs per task × %d tasks: more than %d GPUs", pt, nt, maxTRESGPUs)
+		}
+		return ceilDiv(pt*nt, nodes), nil
+	case named[3]:
+		return ceilDiv(al, nodes), nil
+	}
+	return 0, nil
+}
+
+// tresGPUs reads the GPUs a TRES or GRES list as squeue prints it names, and whether
+// it names any: "gres:gpu:a100:4" and "gres:gpu:2" (22.05's tres-per-node, -job and
+// -task), "gres/gpu=2" and "gres/gpu:a100=4" (tres-alloc, and later releases' tres-per-*),
+// "cpu=2,mem=16G,node=1,billing=2,gres/gpu=1,gres/gpu:a100=1" (a job's TRES: the
+// untyped gres/gpu is the total, the typed ones its breakdown, so they are not added
+// to it), "gres:gpu:2,gres:mps:100" (other GRES are not GPUs), "N/A" or "(null)"
+// (none). Strict: an empty item, an item that is not name=value or name:value, a GPU
+// count that is not a whole number of at most 2^20, is an error.
+func tresGPUs(s string) (int, bool, error) {
+	s = cleanNull(s)
+	if s == "" {
+		return 0, false, nil
+	}
+	untyped, typed := 0, 0
+	named, anyUntyped := false, false
+	for _, it := range splitTopLevel(s) {
+		it = strings.TrimSpace(it)
+		if i := strings.IndexByte(it, '('); i >= 0 { // "gres:gpu:2(IDX:0-1)"
+			if !strings.HasSuffix(it, ")") {
+				return 0, false, fmt.Errorf("item %q: unbalanced parenthesis", truncate(it))
+			}
+			it = it[:i]
+		}
+		typ, count, isGPU, err := tresItem(it)
+		if err != nil {
+			return 0, false, err
+		}
+		if !isGPU {
+			continue
+		}
+		named = true
+		if typ == "" {
+			anyUntyped = true
+			untyped += count
+		} else {
+			typed += count
+		}
+		if untyped > maxTRESGPUs || typed > maxTRESGPUs {
+			return 0, false, fmt.Errorf("more than %d GPUs", maxTRESGPUs)
+		}
+	}
+	if anyUntyped {
+		return untyped, named, nil
+	}
+	return typed, named, nil
+}
+
+// tresItem reads one item of a TRES or GRES list: "gres:NAME[:TYPE][:COUNT]" (COUNT
+// 1 when absent), "gres/NAME[:TYPE]=COUNT", a bare "gpu[:TYPE][:COUNT]" (old %b), or
+// any other TRES "name=value" / "name:value" (cpu=2, mem=16G, license/x=1: not GPUs).
+func tresItem(it string) (typ string, count int, isGPU bool, err error) {
+	if it == "" {
+		return "", 0, false, errors.New("empty item")
+	}
+	switch {
+	case strings.HasPrefix(it, "gres/"):
+		key, val, ok := strings.Cut(it[len("gres/"):], "=")
+		if !ok {
+			return "", 0, false, fmt.Errorf("item %q: want gres/NAME[:TYPE]=COUNT", truncate(it))
+		}
+		name, typ, _ := strings.Cut(key, ":")
+		if !tresName(name) || (typ != "" && !gresType(typ)) || val == "" {
+			return "", 0, false, fmt.Errorf("item %q: want gres/NAME[:TYPE]=COUNT", truncate(it))
+		}
+		if name != "gpu" {
+			return "", 0, false, nil
+		}
+		count, err = gpuCount(val)
+		return typ, count, true, err
+	case strings.HasPrefix(it, "gres:"), strings.HasPrefix(it, "gpu:"), it == "gpu":
+		parts := strings.Split(strings.TrimPrefix(it, "gres:"), ":")
+		if !tresName(parts[0]) {
+			return "", 0, false, fmt.Errorf("item %q: want gres:NAME[:TYPE][:COUNT]", truncate(it))
+		}
+		rest := parts[1:]
+		count = 1
+		if k := len(rest) - 1; k >= 0 && allDigits(rest[k]) {
+			if count, err = gpuCount(rest[k]); err != nil {
+				return "", 0, false, fmt.Errorf("item %q: %w", truncate(it), err)
+			}
+			rest = rest[:k]
+		}
+		for _, t := range rest {
+			if !gresType(t) {
+				return "", 0, false, fmt.Errorf("item %q: want gres:NAME[:TYPE][:COUNT]", truncate(it))
+			}
+		}
+		return strings.Join(rest, ":"), count, parts[0] == "gpu", nil
+	}
+	i := strings.IndexAny(it, "=:")
+	if i <= 0 || !tresName(it[:i]) || i == len(it)-1 || strings.ContainsAny(it, " \t") {
+		return "", 0, false, fmt.Errorf("item %q: want name=value (cpu=2, gres/gpu=1, gres:gpu:a100:1)", truncate(it))
+	}
+	return "", 0, false, nil
+}
+
+// gpuCount reads a GPU count: a whole number of at most maxTRESGPUs.
+func gpuCount(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if !allDigits(s) || err != nil || n > maxTRESGPUs {
+		return 0, fmt.Errorf("GPU count %q: want a whole number of at most %d", truncate(s), maxTRESGPUs)
+	}
 	return n, nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// tresName: a TRES or GRES name (cpu, mem, gpu, license/x, fs/disk, billing).
+func tresName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// gresType: a GRES type (a100, nvidia_a100-sxm4-80gb, 3g.20gb), not led by a sign.
+func gresType(s string) bool {
+	return tresName(s) && !strings.ContainsRune(s, '/') && s[0] != '-'
 }
 
 // maxHostlist bounds one hostlist's expansion.

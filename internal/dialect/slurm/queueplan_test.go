@@ -11,33 +11,38 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/model"
 )
 
-// rigQueue is PlanQueueCommand's output captured on the rig (two partitions, cpu and
-// gpuA100, on one node of 64 cores and 4 A100s), trimmed.
-const rigQueue = `18717|cpu|PENDING|4294883057|2026-12-01T19:03:43|1:00|1|8|gres:gpu:a100:4||root|Resources
-18727|gpuA100|PENDING|4294883047|N/A|2:00|1|6|gres:gpu:a100:3||root|Priority
-18712|gpuA100|RUNNING|4294883062|2026-12-01T19:01:43|2:00|1|2|gres:gpu:a100:1|alpha-n1|root|None
-18724|gpuA100|RUNNING|4294883050|2026-12-01T19:01:55|1:00|1|4|gres:gpu:a100:2|alpha-n1|root|None
-`
+// gpuLine is a PlanQueueCommand line of the rig's format with the given state, start,
+// nodes, node list, reason and the four GPU fields (%b, tres-per-job, tres-per-task and
+// tasks, tres-alloc).
+func gpuLine(id, state, start string, nodes int, nodeList, reason, perNode, perJob, perTask, tasks, alloc string) string {
+	return strings.Join([]string{id, "gpuA100", state, "4294875269", start, "2:00", strconv.Itoa(nodes), "2", perNode, nodeList,
+		"root", reason, perJob, perTask, tasks, alloc}, "|") + "|\n"
+}
 
 func TestParsePlanQueue(t *testing.T) {
-	jobs, err := ParsePlanQueue([]byte(rigQueue), time.UTC)
+	jobs, err := ParsePlanQueue(fixture(t, "squeue-plan-alpha.txt"), time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 4 {
-		t.Fatalf("%d jobs, want 4", len(jobs))
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs, want 2", len(jobs))
 	}
-	j := jobs[0]
-	if j.ID != "18717" || j.Running || !j.Eligible || j.GPUsPerNode != 4 || j.CPUs != 8 || j.Limit != time.Minute || j.Partitions[0] != "cpu" || j.User != "root" {
+	if j := jobs[0]; j.ID != "26513" || j.Running || !j.Eligible || j.GPUsPerNode != 1 || j.CPUs != 2 || j.Limit != time.Minute || j.Partitions[0] != "gpuA100" || j.User != "root" {
 		t.Errorf("queued job: %+v", j)
 	}
-	r := jobs[2]
-	if !r.Running || r.Start != time.Date(2026, 12, 1, 19, 1, 43, 0, time.UTC) || r.Limit != 2*time.Minute || !slices.Equal(r.NodeList, []string{"alpha-n1"}) || r.GPUsPerNode != 1 {
+	if r := jobs[1]; !r.Running || r.Start != time.Date(2026, 12, 2, 1, 38, 9, 0, time.UTC) || r.Limit != 2*time.Minute || !slices.Equal(r.NodeList, []string{"alpha-n1"}) || r.GPUsPerNode != 1 {
 		t.Errorf("running job: %+v", r)
 	}
-	more := `7|a,b|PENDING|10|N/A|UNLIMITED|2|16|gres/gpu:h100=2,gres/mps:100|(null)|u|Dependency
-8|a|PENDING|0|N/A|1:00:00|1|1|N/A||u|JobHeldUser
-9|a|SUSPENDED|5|2026-12-01T10:00:00|1-00:00:00|2|128|gres/gpu=4|n[01-02]|v|None
+	jobs, err = ParsePlanQueue(fixture(t, "squeue-plan-beta.txt"), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 || jobs[0].Running || !jobs[0].Eligible || jobs[0].GPUsPerNode != 2 || !jobs[1].Running || jobs[1].GPUsPerNode != 3 || jobs[1].CPUs != 6 {
+		t.Errorf("beta: %+v", jobs)
+	}
+	more := `7|a,b|PENDING|10|N/A|UNLIMITED|2|16|gres/gpu:h100=2,gres/mps=100|(null)|u|Dependency|N/A|N/A|N/A|N/A|
+8|a|PENDING|0|N/A|1:00:00|1|1|N/A||u|JobHeldUser|N/A|N/A|1|cpu=1,mem=4G,node=1,billing=1|
+9|a|SUSPENDED|5|2026-12-01T10:00:00|1-00:00:00|2|128|gres/gpu=4|n[01-02]|v|None|N/A|N/A|2|cpu=128,node=2,gres/gpu=8|
 `
 	jobs, err = ParsePlanQueue([]byte(more), time.UTC)
 	if err != nil {
@@ -46,29 +51,88 @@ func TestParsePlanQueue(t *testing.T) {
 	if j := jobs[0]; j.Eligible || j.GPUsPerNode != 2 || j.Limit != 0 || !slices.Equal(j.Partitions, []string{"a", "b"}) {
 		t.Errorf("dependency job: %+v", j)
 	}
-	if jobs[1].Eligible {
-		t.Errorf("held job eligible: %+v", jobs[1])
+	if jobs[1].Eligible || jobs[1].GPUsPerNode != 0 {
+		t.Errorf("held job without GPUs: %+v", jobs[1])
 	}
 	if j := jobs[2]; !j.Running || !slices.Equal(j.NodeList, []string{"n01", "n02"}) || j.GPUsPerNode != 4 || j.Limit != 24*time.Hour {
 		t.Errorf("suspended job: %+v", j)
 	}
 }
 
+// TestParsePlanQueueGPUsHoweverAsked: a job's GPUs per node come from what it holds
+// (running: tres-alloc) or asked for (per node, per job, per task × tasks, else its
+// requested TRES), spread over its nodes.
+func TestParsePlanQueueGPUsHoweverAsked(t *testing.T) {
+	const at = "2026-12-02T01:38:09"
+	for _, c := range []struct {
+		name string
+		line string
+		want int
+	}{
+		{"running --gpus 4: what it holds", gpuLine("1", "RUNNING", at, 1, "alpha-n1", "None", "N/A", "gres:gpu:4", "N/A", "1", "cpu=2,mem=8G,node=1,billing=2,gres/gpu=4,gres/gpu:a100=4"), 4},
+		{"running --gpus 3 on 2 nodes: ceil", gpuLine("2", "RUNNING", at, 2, "n[1-2]", "None", "N/A", "gres:gpu:3", "N/A", "1", "cpu=4,node=2,gres/gpu=3"), 2},
+		{"running: tres-alloc over %b", gpuLine("3", "RUNNING", at, 1, "n1", "None", "gres:gpu:a100:1", "N/A", "N/A", "1", "cpu=2,gres/gpu=2,gres/gpu:a100=2"), 2},
+		{"running without tres-alloc: the request", gpuLine("4", "RUNNING", at, 1, "n1", "None", "N/A", "gres:gpu:2", "N/A", "1", "N/A"), 2},
+		{"running: tres-alloc without GPUs", gpuLine("5", "RUNNING", at, 1, "n1", "None", "N/A", "N/A", "N/A", "1", "cpu=2,mem=8G,node=1,billing=2"), 0},
+		{"pending per node", gpuLine("6", "PENDING", "N/A", 2, "", "Priority", "gres:gpu:a100:2", "N/A", "N/A", "1", "cpu=2,gres/gpu=4"), 2},
+		{"pending --gpus 4 on 1 node", gpuLine("7", "PENDING", "N/A", 1, "", "Resources", "N/A", "gres:gpu:4", "N/A", "1", "cpu=2,gres/gpu=4"), 4},
+		{"pending --gpus a100:3 on 2 nodes", gpuLine("8", "PENDING", "N/A", 2, "", "Resources", "N/A", "gres:gpu:a100:3", "N/A", "N/A", "N/A"), 2},
+		{"pending later release's form", gpuLine("9", "PENDING", "N/A", 1, "", "Resources", "N/A", "gres/gpu:a100=3", "N/A", "1", "N/A"), 3},
+		{"pending --gpus-per-task 1 × 4 tasks on 2 nodes", gpuLine("10", "PENDING", "N/A", 2, "", "Resources", "N/A", "N/A", "gres:gpu:1", "4", "N/A"), 2},
+		{"pending per task, no task count: one", gpuLine("11", "PENDING", "N/A", 1, "", "Resources", "N/A", "N/A", "cpu=4,gres:gpu:2", "N/A", "N/A"), 2},
+		{"pending --gpus-per-socket: requested TRES", gpuLine("12", "PENDING", "N/A", 1, "", "Resources", "N/A", "N/A", "N/A", "1", "cpu=2,node=1,gres/gpu=2"), 2},
+		{"pending other GRES only", gpuLine("13", "PENDING", "N/A", 1, "", "Resources", "gres:mps:100", "N/A", "N/A", "1", "cpu=2,gres/mps=100"), 0},
+		{"pending two types per node add up", gpuLine("14", "PENDING", "N/A", 1, "", "Resources", "gres:gpu:a100:1,gres:gpu:v100:2", "N/A", "N/A", "1", "N/A"), 3},
+		{"pending bare gpu: one", gpuLine("15", "PENDING", "N/A", 1, "", "Resources", "gres:gpu", "N/A", "N/A", "1", "N/A"), 1},
+		{"pending MIG type, count", gpuLine("16", "PENDING", "N/A", 1, "", "Resources", "gres:gpu:3g.20gb:2(IDX:0-1)", "N/A", "N/A", "1", "N/A"), 2},
+	} {
+		jobs, err := ParsePlanQueue([]byte(c.line), time.UTC)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if jobs[0].GPUsPerNode != c.want {
+			t.Errorf("%s: %d GPUs per node, want %d", c.name, jobs[0].GPUsPerNode, c.want)
+		}
+	}
+}
+
 func TestParsePlanQueueMalformed(t *testing.T) {
+	pend := func(perNode, perJob, perTask, tasks, alloc string) string {
+		return gpuLine("1", "PENDING", "N/A", 1, "", "None", perNode, perJob, perTask, tasks, alloc)
+	}
 	for name, in := range map[string]string{
-		"too few fields":  "1|a|PENDING|1|N/A|1:00|1|1|N/A||u\n",
-		"too many fields": "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|x\n",
-		"empty id":        "|a|PENDING|1|N/A|1:00|1|1|N/A||u|None\n",
-		"no partition":    "1||PENDING|1|N/A|1:00|1|1|N/A||u|None\n",
-		"unknown state":   "1|a|COMPLETED|1|N/A|1:00|1|1|N/A||u|None\n",
-		"bad priority":    "1|a|PENDING|high|N/A|1:00|1|1|N/A||u|None\n",
-		"negative prio":   "1|a|PENDING|-3|N/A|1:00|1|1|N/A||u|None\n",
-		"bad limit":       "1|a|PENDING|1|N/A|soon|1|1|N/A||u|None\n",
-		"zero nodes":      "1|a|PENDING|1|N/A|1:00|0|1|N/A||u|None\n",
-		"bad cpus":        "1|a|PENDING|1|N/A|1:00|1|x|N/A||u|None\n",
-		"bad gres":        "1|a|PENDING|1|N/A|1:00|1|1|gres:gpu:2(S:0|n1|u|None\n",
-		"bad hostlist":    "1|a|RUNNING|1|2026-12-01T10:00:00|1:00|1|1|N/A|n[1-|u|None\n",
-		"reversed range":  "1|a|RUNNING|1|2026-12-01T10:00:00|1:00|1|1|N/A|n[3-1]|u|None\n",
+		"too few fields":          "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|\n",
+		"too many fields":         "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|x|\n",
+		"the old --format line":   "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None\n",
+		"empty id":                "|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
+		"no partition":            "1||PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
+		"unknown state":           "1|a|COMPLETED|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
+		"bad priority":            "1|a|PENDING|high|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
+		"negative prio":           "1|a|PENDING|-3|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
+		"bad limit":               "1|a|PENDING|1|N/A|soon|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
+		"zero nodes":              "1|a|PENDING|1|N/A|1:00|0|1|N/A||u|None|N/A|N/A|1|N/A|\n",
+		"bad cpus":                "1|a|PENDING|1|N/A|1:00|1|x|N/A||u|None|N/A|N/A|1|N/A|\n",
+		"bad gres":                "1|a|PENDING|1|N/A|1:00|1|1|gres:gpu:2(S:0|n1|u|None|N/A|N/A|1|N/A|\n",
+		"bad hostlist":            "1|a|RUNNING|1|2026-12-01T10:00:00|1:00|1|1|N/A|n[1-|u|None|N/A|N/A|1|N/A|\n",
+		"reversed range":          "1|a|RUNNING|1|2026-12-01T10:00:00|1:00|1|1|N/A|n[3-1]|u|None|N/A|N/A|1|N/A|\n",
+		"per node: empty count":   pend("gres:gpu:", "N/A", "N/A", "1", "N/A"),
+		"per node: garbage":       pend("!!", "N/A", "N/A", "1", "N/A"),
+		"per node: sign type":     pend("gres:gpu:-1", "N/A", "N/A", "1", "N/A"),
+		"per job: bad count":      pend("N/A", "gres/gpu=x", "N/A", "1", "N/A"),
+		"per job: negative":       pend("N/A", "gres/gpu=-4", "N/A", "1", "N/A"),
+		"per job: overflow":       pend("N/A", "gres:gpu:99999999999999999999", "N/A", "1", "N/A"),
+		"per job: over 2^20":      pend("N/A", "gres/gpu=1048577", "N/A", "1", "N/A"),
+		"per job: no value":       pend("N/A", "gres/gpu", "N/A", "1", "N/A"),
+		"per job: empty item":     pend("N/A", "gres:gpu:1,,cpu=2", "N/A", "1", "N/A"),
+		"per task: bare word":     pend("N/A", "N/A", "gpus", "1", "N/A"),
+		"per task × tasks > 2^20": pend("N/A", "N/A", "gres:gpu:1024", "2048", "N/A"),
+		"bad task count":          pend("N/A", "N/A", "gres:gpu:1", "x", "N/A"),
+		"negative task count":     pend("N/A", "N/A", "gres:gpu:1", "-2", "N/A"),
+		"alloc: bad GPU count":    pend("N/A", "N/A", "N/A", "1", "cpu=2,gres/gpu=abc"),
+		"alloc: typed over 2^20":  pend("N/A", "N/A", "N/A", "1", "gres/gpu:a100=1048576,gres/gpu:v100=1"),
+		"alloc: no value":         pend("N/A", "N/A", "N/A", "1", "cpu=,mem=8G"),
+		"alloc: space":            pend("N/A", "N/A", "N/A", "1", "cpu=2 mem=8G"),
 	} {
 		if _, err := ParsePlanQueue([]byte(in), time.UTC); err == nil {
 			t.Errorf("%s: no error for %q", name, in)
@@ -77,6 +141,37 @@ func TestParsePlanQueueMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanStartsCountsGPUsAskedPerJob: a job that asked with --gpus N (no GPUs in %b)
+// holds them when running and takes them ahead of a new job when queued.
+func TestPlanStartsCountsGPUsAskedPerJob(t *testing.T) {
+	now := time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)
+	started := now.Add(-time.Minute).Format(stdFmtQ)
+	one := []PlanRequest{{Partition: "gpuA100", Nodes: 1, CPUsPerNode: 2, GPUsPerNode: 1, Walltime: 2 * time.Minute}}
+	// A running job of --gpus 4 for 2 minutes, started a minute ago: the node's four
+	// GPUs are taken for one more minute.
+	running := gpuLine("1", "RUNNING", started, 1, "alpha-n1", "None", "N/A", "gres:gpu:4", "N/A", "1", "cpu=2,mem=8G,node=1,billing=2,gres/gpu=4,gres/gpu:a100=4")
+	jobs, err := ParsePlanQueue([]byte(running), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := PlanStarts(rigNodes(), jobs, "me", now, one)[0]; !got.Equal(now.Add(time.Minute)) {
+		t.Errorf("behind a running --gpus 4 job: %v, want 1m (its GPUs are held)", got.Sub(now))
+	}
+	// A queued job of --gpus 4 (2 minutes) waits for a running 1-GPU job's last minute:
+	// it takes the node's GPUs from then, so a new 1-GPU job of 2 minutes (which would
+	// fit now beside the running one) starts after it.
+	queue := gpuLine("2", "RUNNING", started, 1, "alpha-n1", "None", "gres:gpu:a100:1", "N/A", "N/A", "1", "cpu=2,mem=8G,node=1,billing=2,gres/gpu=1,gres/gpu:a100=1") +
+		gpuLine("3", "PENDING", "N/A", 1, "", "Resources", "N/A", "gres:gpu:4", "N/A", "1", "cpu=2,mem=8G,node=1,billing=2,gres/gpu=4")
+	if jobs, err = ParsePlanQueue([]byte(queue), time.UTC); err != nil {
+		t.Fatal(err)
+	}
+	if got := PlanStarts(rigNodes(), jobs, "me", now, one)[0]; !got.Equal(now.Add(3 * time.Minute)) {
+		t.Errorf("behind a queued --gpus 4 job: %v, want 3m (after it)", got.Sub(now))
+	}
+}
+
+const stdFmtQ = "2006-01-02T15:04:05"
 
 func TestExpandHostlist(t *testing.T) {
 	for in, want := range map[string][]string{
@@ -113,8 +208,10 @@ func FuzzExpandHostlist(f *testing.F) {
 }
 
 func FuzzParsePlanQueue(f *testing.F) {
-	f.Add([]byte(rigQueue))
-	f.Add([]byte("1|a|RUNNING|1|2026-12-01T10:00:00|1:00|2|1|gres/gpu=2|n[1-2]|u|None\n"))
+	addFixtures(f, "squeue-plan-alpha.txt", "squeue-plan-beta.txt")
+	f.Add([]byte("1|a|RUNNING|1|2026-12-01T10:00:00|1:00|2|1|gres/gpu=2|n[1-2]|u|None|N/A|N/A|2|cpu=2,node=2,gres/gpu=4,gres/gpu:a100=4|\n"))
+	f.Add([]byte("2|a|PENDING|1|N/A|1:00|2|1|N/A||u|Resources|gres:gpu:3|N/A|N/A|N/A|\n3|a|PENDING|1|N/A|1:00|1|1|N/A||u|Resources|N/A|gres:gpu:1|4|cpu=4|\n"))
+	f.Add([]byte("4|a|PENDING|1|N/A|1:00|1|1|gres:gpu:3g.20gb:2(IDX:0-1),gres:mps:100||u|None|gres/gpu:a100=1048576|gres/gpu=x|-1|cpu=,gres/gpu|\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		jobs, err := ParsePlanQueue(b, time.UTC)
 		if err != nil {
@@ -243,7 +340,7 @@ func TestPlanStartsBounds(t *testing.T) {
 
 func TestPlanStartsOnlyResourceWaitsAreAhead(t *testing.T) {
 	now := time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
-	out := []byte("5|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|QOSMaxJobsPerUserLimit\n6|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|Resources\n")
+	out := []byte("5|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|QOSMaxJobsPerUserLimit|N/A|N/A|1|cpu=64,node=1|\n6|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|Resources|N/A|N/A|1|cpu=64,node=1|\n")
 	jobs, err := ParsePlanQueue(out, time.UTC)
 	if err != nil {
 		t.Fatal(err)
