@@ -24,14 +24,19 @@ import (
 // systematic (it depends on the queue at that moment), so learning a correction from
 // history cannot remove it.
 //
-// PlanStarts plans each new job behind the queue instead, as conservative backfill
-// does: every node's running jobs hold their cores and GPUs until their time limit;
-// the queued jobs ahead, in priority order, each take the earliest slot where enough
-// nodes of their partition have room for their whole time limit; the new job then
-// takes the earliest slot left, which may be a hole before a queued job's slot. The
-// caller takes the later of this plan and the site's own answer (which knows what the
-// plan does not: reservations, limits, features, memory), so a plan only ever delays
-// an estimate. docs/PLACEMENT.md ("On real Slurm") has the measurements.
+// PlanStarts plans each new job behind the queue instead, as Slurm's backfill does:
+// every node's running jobs hold their cores and GPUs until their time limit; the
+// queued jobs ahead, in priority order, each take the earliest slot where enough nodes
+// of their partition have room for their whole time limit, and reserve those whole
+// nodes from that start (Slurm's backfill keeps its future as node bitmaps: a job of
+// lower priority may start on them before it only if its limit ends by then; a queued
+// job that has started holds its share only); the new job then takes the earliest slot
+// left, which may be a hole before a queued job's slot. PlanStartsPredicted does the
+// same with the user's own jobs holding for their predicted runtimes (runtimes.go).
+// The caller takes the later of the limits' plan and the site's own answer (which
+// knows what the plan does not: reservations, limits, features, memory) and moves it
+// earlier by what the prediction gains. docs/PLACEMENT.md ("On real Slurm") has the
+// measurements.
 
 // queueColumns are the squeue `-O` fields PlanQueueCommand prints: job id,
 // partition(s), state, priority, start (actual for running jobs), time limit, nodes,
