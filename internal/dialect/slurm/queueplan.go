@@ -170,15 +170,20 @@ func ParsePlanQueue(out []byte, loc *time.Location) ([]QueuedJob, error) {
 }
 
 // eligibleReason reports whether a queued job with this pending reason waits only for
-// resources or priority (Resources, Priority, None): a job held, waiting on a
-// dependency, a begin time, a reservation, or a limit of its user, account or QOS
-// (QOSMaxJobsPerUserLimit, AssocGrp…Limit, …) does not take a slot ahead soon.
+// resources or priority (Resources, Priority, None, and "Nodes required for job are
+// DOWN, DRAINED or reserved for jobs in higher priority partitions", which Slurm 22.05
+// gives a job whose node a queued job of another partition has reserved: seen on the
+// rig for a gpuA100 job behind a cpu job on the same node; its nodes that are really
+// down are not in the plan anyway): a job held, waiting on a dependency, a begin time,
+// a reservation, or a limit of its user, account or QOS (QOSMaxJobsPerUserLimit,
+// AssocGrp…Limit, …) does not take a slot ahead soon.
 func eligibleReason(r string) bool {
-	switch strings.ToLower(strings.TrimSpace(r)) {
+	r = strings.ToLower(strings.ReplaceAll(strings.TrimSpace(r), "_", " "))
+	switch r {
 	case "", "none", "resources", "priority":
 		return true
 	}
-	return false
+	return strings.HasPrefix(r, "nodes required for job are down, drained or reserved")
 }
 
 // maxTRESGPUs bounds the GPUs one TRES field, or a job's tasks × GPUs per task, may

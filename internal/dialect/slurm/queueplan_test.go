@@ -381,3 +381,42 @@ func TestSlurmPlanStartsRefusesACutListing(t *testing.T) {
 		}
 	}
 }
+
+// TestAJobBehindAnotherPartitionsReservationIsAhead: on the rig a gpuA100 job queued
+// behind a cpu job on the same node waits with the reason "Nodes required for job are
+// DOWN, DRAINED or reserved for jobs in higher priority partitions" (Slurm 22.05). It
+// waits for resources: it is ahead of a new job and has its own place in the plan.
+// Before, it was neither, and its own start fell back to squeue --start (53 s for a
+// job that started 11 s later, which moved it for nothing).
+func TestAJobBehindAnotherPartitionsReservationIsAhead(t *testing.T) {
+	now := time.Date(2026, 12, 2, 3, 3, 14, 0, time.UTC)
+	// Captured on alpha at 03:03:14 UTC (the TRES tails shortened as squeue printed them).
+	out := []byte("29297|cpu|PENDING|4294872485|2026-12-02T03:03:57|1:00|1|4|gres:gpu:2||root|Resources|N/A|N/A|1|cpu=4,mem=1G,node=1,billing=4,gres/gpu=2|\n" +
+		"29296|cpu|RUNNING|4294872486|2026-12-02T03:02:57|1:00|1|6|gres:gpu:3|alpha-n1|root|None|N/A|N/A|1|cpu=6,mem=1G,node=1,billing=6,gres/gpu=3,gres/gpu:a100=3|\n" +
+		"29298|gpuA100|PENDING|4294872484|2026-12-02T03:04:00|1:00|1|4|gres:gpu:2||root|Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions|N/A|N/A|1|cpu=4,mem=1G,node=1,billing=4,gres/gpu=2|\n")
+	jobs, err := ParsePlanQueue(out, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jobs[2].Eligible {
+		t.Fatal("the job behind another partition's reservation is not counted ahead")
+	}
+	for _, r := range []string{"Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions", "Resources", "Priority"} {
+		if !eligibleReason(r) {
+			t.Errorf("%q: not a resource wait", r)
+		}
+	}
+	for _, r := range []string{"ReqNodeNotAvail, Reserved for maintenance", "Dependency", "BeginTime", "JobHeldUser", "QOSMaxGRESPerUser"} {
+		if eligibleReason(r) {
+			t.Errorf("%q: counted as a resource wait", r)
+		}
+	}
+	// Its own slot: when the running job's limit ends, beside the cpu job (2 + 2 GPUs).
+	if got := PlanQueued(rigNodes(), jobs, "root", now, "29298", Runtimes{}); got.Sub(now) != 43*time.Second {
+		t.Errorf("its own slot in %v, want 43s (the running job's limit)", got.Sub(now))
+	}
+	// A new 1-GPU job of a minute waits behind both.
+	if got := PlanStarts(rigNodes(), jobs, "root", now, []PlanRequest{{Partition: "gpuA100", Nodes: 1, CPUsPerNode: 2, GPUsPerNode: 1, Walltime: time.Minute}})[0]; got.Sub(now) != 103*time.Second {
+		t.Errorf("a new job in %v, want 1m43s (after the two queued jobs' minute)", got.Sub(now))
+	}
+}
