@@ -123,3 +123,15 @@ func BenchmarkPlanLargeSitePlanOnly(b *testing.B) {
 		PlanStartsPredicted(nodes, jobs, "u7", now, reqs, rt)
 	}
 }
+
+// BenchmarkParsePlanQueue20k parses the large site's 20,000-job listing alone.
+func BenchmarkParsePlanQueue20k(b *testing.B) {
+	listing := benchPlanListing()
+	b.SetBytes(int64(len(listing)))
+	b.ResetTimer()
+	for b.Loop() {
+		if jobs, err := ParsePlanQueue(listing, time.UTC); err != nil || len(jobs) != benchJobs {
+			b.Fatalf("%d jobs, %v", len(jobs), err)
+		}
+	}
+}
