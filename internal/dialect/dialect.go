@@ -141,8 +141,22 @@ type QueuePlanner interface {
 	// PlanCommands are the commands and the most bytes each may print (the provider
 	// cuts the output there; PlanStarts refuses a listing that reached it).
 	PlanCommands() (cmds [][]string, maxOutput int)
-	PlanStarts(outs []Output, specs []model.JobSpec, now time.Time) ([]PlannedStart, error)
+	// PlanStarts plans specs behind the listed queue and, ahead of them, the jobs in
+	// submitted (this core's own submissions the listing may predate) that it does
+	// not list.
+	PlanStarts(outs []Output, specs []model.JobSpec, submitted []Submitted, now time.Time) ([]PlannedStart, error)
 	PlanQueued(outs []Output, jobID string, now time.Time) (PlannedStart, error)
+}
+
+// Submitted is a job this core submitted to the site whose submission may not show
+// in a plan's listing yet: still in flight (JobID empty), or accepted after the listing
+// was taken. Two placements a moment apart would otherwise both see the same idle
+// GPUs. Own: submitted as the identity the plan is made for (its runtime predicted as
+// that user's).
+type Submitted struct {
+	JobID string
+	Spec  model.JobSpec
+	Own   bool
 }
 
 // PlannedStart is a queue plan's answer for one job (zero times: not planned).

@@ -1000,11 +1000,12 @@ func readPlan(outs []dialect.Output) (planInput, error) {
 }
 
 // PlanStarts implements dialect.QueuePlanner on PlanCommands' outputs.
-func (p *Slurm) PlanStarts(outs []dialect.Output, specs []model.JobSpec, now time.Time) ([]dialect.PlannedStart, error) {
+func (p *Slurm) PlanStarts(outs []dialect.Output, specs []model.JobSpec, submitted []dialect.Submitted, now time.Time) ([]dialect.PlannedStart, error) {
 	in, err := readPlan(outs)
 	if err != nil {
 		return nil, err
 	}
+	in.jobs = withSubmitted(in.jobs, in.user, submitted)
 	reqs := make([]PlanRequest, len(specs))
 	for i := range specs {
 		reqs[i] = RequestOf(specs[i])
@@ -1033,4 +1034,48 @@ func (p *Slurm) PlanQueued(outs []dialect.Output, jobID string, now time.Time) (
 		res.Predicted = PlanQueued(in.nodes, in.jobs, in.user, now, jobID, in.rt)
 	}
 	return res, nil
+}
+
+// withSubmitted adds to the listed jobs the submitted ones it does not list, as
+// eligible queued jobs of their user (the site user for Own ones) in line behind every
+// job listed of their priority and ahead of a new request: at the priority of the
+// user's lowest eligible queued job (where a new job's is taken; see PlanStarts), or
+// the lowest there is when the user has none queued. Ids that are listed are there
+// already (queued, or running on their nodes).
+func withSubmitted(jobs []QueuedJob, user string, submitted []dialect.Submitted) []QueuedJob {
+	if len(submitted) == 0 {
+		return jobs
+	}
+	listed := make(map[string]bool, len(jobs))
+	prio := int64(-1)
+	for i := range jobs {
+		listed[jobs[i].ID] = true
+		if j := &jobs[i]; !j.Running && j.Eligible && j.User == user && (prio < 0 || j.Priority < prio) {
+			prio = j.Priority
+		}
+	}
+	if prio < 1 {
+		prio = 1
+	}
+	out := slices.Clip(jobs)
+	for k, s := range submitted {
+		if s.JobID != "" && listed[s.JobID] {
+			continue
+		}
+		r := RequestOf(s.Spec)
+		owner := "\x00another user of this core"
+		if s.Own {
+			owner = user
+		}
+		parts := []string{}
+		for _, pt := range strings.Split(s.Spec.Partition, ",") {
+			if pt = strings.TrimSpace(pt); pt != "" {
+				parts = append(parts, pt)
+			}
+		}
+		out = append(out, QueuedJob{ID: "~submitted-" + strconv.Itoa(k), Partitions: parts, Priority: prio,
+			Limit: r.Walltime, Nodes: r.Nodes, CPUs: r.CPUsPerNode * r.Nodes, GPUsPerNode: r.GPUsPerNode,
+			User: owner, Eligible: true})
+	}
+	return out
 }

@@ -363,19 +363,19 @@ func TestSlurmPlanStartsRefusesACutListing(t *testing.T) {
 	huge := []byte(strings.Repeat("x", PlanOutputCap))
 	now := time.Now()
 	spec := []model.JobSpec{{Partition: "gpuA100", Nodes: 1, NTasks: 1, CPUsPerTask: 1, Walltime: model.Duration(time.Minute)}}
-	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {Stdout: huge}, {Stdout: []byte("me\n")}, {}}, spec, now); err == nil {
+	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {Stdout: huge}, {Stdout: []byte("me\n")}, {}}, spec, nil, now); err == nil {
 		t.Error("a queue listing cut at the cap was planned")
 	}
-	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("two users\n")}, {}}, spec, now); err == nil {
+	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("two users\n")}, {}}, spec, nil, now); err == nil {
 		t.Error("a garbled user name was accepted")
 	}
-	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("me\n")}}, spec, now); err == nil {
+	if _, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("me\n")}}, spec, nil, now); err == nil {
 		t.Error("three outputs for four commands were planned")
 	}
 	// The runtime history is optional: failing, garbled or cut, the limits plan stands.
 	for _, hist := range []dialect.Output{{ExitCode: 1, Stdout: []byte("sacct: error: Problem talking to the database\n")},
 		{Stdout: []byte("garbage\n")}, {Stdout: huge}, {}} {
-		got, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("me\n")}, hist}, spec, now)
+		got, err := d.PlanStarts([]dialect.Output{{Stdout: sinfo}, {}, {Stdout: []byte("me\n")}, hist}, spec, nil, now)
 		if err != nil || len(got) != 1 || !got[0].Limits.Equal(now) || !got[0].Predicted.IsZero() {
 			t.Errorf("an empty queue, history %q: %v %v, want now and no prediction", truncate(string(hist.Stdout)), got, err)
 		}

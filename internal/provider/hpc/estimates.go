@@ -168,6 +168,7 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 		stdin.WriteString(boundary + "\n")
 		argv = append(argv, it.path)
 	}
+	start := time.Now()
 	res, err := p.run(ctx, argv, &stdin)
 	if err != nil {
 		return err
@@ -181,7 +182,7 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 		return fmt.Errorf("%s: %w", p.sys.Name, err)
 	}
 	now := time.Now()
-	plan := p.planStarts(pc, blocks, specs, now)
+	plan := p.planStarts(pc, blocks, specs, p.submitted.since(start, p), now)
 	for _, it := range items {
 		b, ok := blocks[it.path]
 		if !ok {
@@ -298,7 +299,7 @@ func (p *Provider) planOutputs(pc planCmds, blocks map[string]estimateBlock) ([]
 // planStarts is the dialect's queue-aware plan for specs from a batch's plan blocks
 // (zero times where there is none: no planner, a plan command failed or printed what
 // the dialect cannot read; the scheduler's own answers then stand, and why is logged).
-func (p *Provider) planStarts(pc planCmds, blocks map[string]estimateBlock, specs []model.JobSpec, now time.Time) []dialect.PlannedStart {
+func (p *Provider) planStarts(pc planCmds, blocks map[string]estimateBlock, specs []model.JobSpec, submitted []dialect.Submitted, now time.Time) []dialect.PlannedStart {
 	out := make([]dialect.PlannedStart, len(specs))
 	if pc.qp == nil {
 		return out
@@ -307,7 +308,7 @@ func (p *Provider) planStarts(pc planCmds, blocks map[string]estimateBlock, spec
 	if !ok {
 		return out
 	}
-	starts, err := pc.qp.PlanStarts(outs, specs, now)
+	starts, err := pc.qp.PlanStarts(outs, specs, submitted, now)
 	if err != nil || len(starts) != len(specs) {
 		p.log.Info("queue plan: not planned; Slurm's own estimates stand", "system", p.sys.Name, "err", err)
 		return out

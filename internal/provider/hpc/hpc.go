@@ -45,6 +45,8 @@ type Provider struct {
 
 	limitsOnly bool // the queue plan ignores predicted runtimes (WithRuntimePredictions)
 
+	submitted *submissions // recent submissions, shared with the per-owner providers (submitted.go)
+
 	mu           sync.Mutex
 	subs         map[string]*Provider // per-owner providers (identity.go), built on first use
 	user         string
@@ -107,7 +109,7 @@ func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.log = l } 
 // connect.New (unless WithTransport gave one), and the dialect by dialects.For
 // (unless WithDialect did). Kind globus needs WithGlobusClient.
 func New(sys site.System, opts ...Option) (*Provider, error) {
-	p := &Provider{sys: sys, kind: sys.Kind, now: time.Now, log: slog.Default(), user: sys.User}
+	p := &Provider{sys: sys, kind: sys.Kind, now: time.Now, log: slog.Default(), user: sys.User, submitted: &submissions{}}
 	for _, o := range opts {
 		o(p)
 	}

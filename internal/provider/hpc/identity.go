@@ -56,7 +56,8 @@ func (p *Provider) forOwner(owner string) (*Provider, error) {
 	}
 	sys := p.sys.WithIdentity(id)
 	sub := &Provider{sys: sys, kind: p.kind, now: p.now, log: p.log.With("owner", owner), user: sys.User,
-		protected: p.protected, conn: p.conn, d: p.d, endpoint: connect.Endpoint(sys), limitsOnly: p.limitsOnly}
+		protected: p.protected, conn: p.conn, d: p.d, endpoint: connect.Endpoint(sys), limitsOnly: p.limitsOnly,
+		submitted: p.submitted}
 	tr, err := connect.New(sys, p.conn)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the site identity of %s: %w", p.sys.Name, owner, err)

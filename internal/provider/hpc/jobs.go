@@ -52,18 +52,24 @@ func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, erro
 			return q.Submit(ctx, spec)
 		}
 	}
-	_, files, script, err := p.prepare(spec)
+	spec, files, script, err := p.prepare(spec)
 	if err != nil {
 		return "", err
 	}
+	rec := p.submitted.begin(p, spec) // until the site answers, estimates plan it ahead
 	if err := p.upload(ctx, files.Script, script); err != nil {
+		p.submitted.end(rec, "", false)
 		return "", err
 	}
 	out, err := p.run(ctx, p.d.SubmitCommand(files.Script), nil)
 	if err != nil {
+		// The outcome may be open (a lost connection after sbatch ran): counted, like
+		// an accepted job, by the estimate batches that overlapped it.
+		p.submitted.end(rec, "", true)
 		return "", err
 	}
 	id, err := p.d.ParseSubmit(out)
+	p.submitted.end(rec, id, err == nil)
 	if err != nil {
 		// The dialect says whether the refusal is transient or left the outcome open
 		// (errs.ErrTransient, errs.ErrOutcomeUnknown); the dispatcher acts on that.

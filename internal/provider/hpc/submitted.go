@@ -1,0 +1,107 @@
+package hpc
+
+import (
+	"sync"
+	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/dialect"
+	"github.com/mosaic-hpc/mosaic/internal/model"
+)
+
+// Bounds of the record of recent submissions.
+const (
+	// submittedKeep is how long a submission is kept after the site accepted it: an
+	// estimate batch that started before then (and so may not list it) has ended long
+	// before (its command is bounded by the transport's timeout).
+	submittedKeep = 15 * time.Minute
+	// maxSubmitted bounds the record; the oldest accepted submissions go first.
+	maxSubmitted = 4096
+)
+
+// submissions records this site's recent submissions (every identity's: the per-owner
+// providers share one), so an estimate batch can plan the jobs its listing may
+// predate: one submitted while the batch ran, or still in flight. Without it two
+// placements a moment apart both see the same idle GPUs and pick the same site (on the
+// rig: a 4-GPU job sent to a cluster where a 1-GPU job had just been placed, while the
+// other cluster was idle). The lock is held for the record only, never across I/O.
+type submissions struct {
+	mu   sync.Mutex
+	list []*submission
+}
+
+type submission struct {
+	by    *Provider // the identity that submitted it
+	spec  model.JobSpec
+	done  time.Time // when the site answered (zero: in flight)
+	jobID string
+}
+
+// begin records a submission about to be sent (a nil record keeps nothing).
+func (s *submissions) begin(by *Provider, spec model.JobSpec) *submission {
+	e := &submission{by: by, spec: spec}
+	if s == nil {
+		return e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneLocked(time.Now())
+	s.list = append(s.list, e)
+	return e
+}
+
+// end records the site's answer: the job id, or ok false when it refused (the
+// submission is dropped: there is no job).
+func (s *submissions) end(e *submission, jobID string, ok bool) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ok {
+		for i, x := range s.list {
+			if x == e {
+				s.list = append(s.list[:i], s.list[i+1:]...)
+				break
+			}
+		}
+		return
+	}
+	e.done, e.jobID = time.Now(), jobID
+}
+
+// since are the submissions a listing taken after start may not show: in flight, or
+// accepted after start. Own: submitted by the identity by.
+func (s *submissions) since(start time.Time, by *Provider) []dialect.Submitted {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []dialect.Submitted
+	for _, e := range s.list {
+		if e.done.IsZero() || e.done.After(start) {
+			out = append(out, dialect.Submitted{JobID: e.jobID, Spec: e.spec, Own: e.by == by})
+		}
+	}
+	return out
+}
+
+// pruneLocked drops accepted submissions older than submittedKeep, and the oldest
+// accepted ones beyond maxSubmitted.
+func (s *submissions) pruneLocked(now time.Time) {
+	keep := s.list[:0]
+	for _, e := range s.list {
+		if e.done.IsZero() || now.Sub(e.done) < submittedKeep {
+			keep = append(keep, e)
+		}
+	}
+	clear(s.list[len(keep):])
+	s.list = keep
+	for i := 0; len(s.list) >= maxSubmitted && i < len(s.list); {
+		if !s.list[i].done.IsZero() {
+			s.list = append(s.list[:i], s.list[i+1:]...)
+			continue
+		}
+		i++
+	}
+}
