@@ -12,6 +12,7 @@ import (
 
 	"github.com/mosaic-hpc/mosaic/internal/execution"
 	"github.com/mosaic-hpc/mosaic/internal/model"
+	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/scheduler"
 	"github.com/mosaic-hpc/mosaic/internal/scheduler/draft"
 	"github.com/mosaic-hpc/mosaic/internal/store"
@@ -247,6 +248,8 @@ func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key 
 		d.Explain()
 		return &SubmitResult{Decision: d, DryRun: true}, nil
 	}
+	// From here until the site has the job, placements made meanwhile count it.
+	defer c.expectSubmit(d, model.JobTag(task.ID, 1))()
 	// MarshalJSON directly: json.Marshal would re-scan the megabyte a 1,000-partition
 	// trace is (encoding/json checks every Marshaler's output), which costs more than
 	// writing it.
@@ -292,6 +295,23 @@ func (c *Core) SubmitTaskIdempotent(ctx context.Context, req SubmitRequest, key 
 	}
 	detail.DraftFallback = fallback
 	return &SubmitResult{Task: detail, Decision: d}, nil
+}
+
+// expectSubmit announces the decided job to its site's provider (its estimates count
+// it until the site lists it: provider.SubmissionExpecter) and returns the release.
+func (c *Core) expectSubmit(d *scheduler.Decision, tag string) (release func()) {
+	ch := d.ChosenCandidate()
+	if ch == nil || d.Spec == nil {
+		return func() {}
+	}
+	p, _ := c.collector.Provider(ch.System)
+	ex, ok := p.(provider.SubmissionExpecter)
+	if !ok {
+		return func() {}
+	}
+	spec := *d.Spec
+	spec.Tag, spec.System, spec.Partition, spec.Account = tag, ch.System, ch.Partition, ch.Account
+	return ex.ExpectSubmit(spec)
 }
 
 // placementOf turns a decision into a placement. The candidate's wait is in the site's

@@ -24,3 +24,13 @@ type BatchEstimator interface {
 	// its own Err.
 	EstimateStarts(ctx context.Context, specs []model.JobSpec) ([]Estimate, error)
 }
+
+// SubmissionExpecter is implemented by providers whose estimates count this core's own
+// submissions that the site does not list yet (hpc: its queue plan). The core
+// announces a job the moment it decides on it, before storing and dispatching it (a
+// few hundred milliseconds on a real site), so that a placement made meanwhile does
+// not see the same idle GPUs. release drops the announcement, unless a Submit with
+// the same tag has taken it over (then the submission's own record stands).
+type SubmissionExpecter interface {
+	ExpectSubmit(spec model.JobSpec) (release func())
+}

@@ -57,6 +57,8 @@ var (
 	_ provider.Provider  = (*Provider)(nil)
 	_ provider.TagFinder = (*Provider)(nil)
 	_ provider.Closer    = (*Provider)(nil)
+
+	_ provider.SubmissionExpecter = (*Provider)(nil)
 )
 
 // Option adjusts a Provider.

@@ -34,17 +34,74 @@ type submission struct {
 	spec  model.JobSpec
 	done  time.Time // when the site answered (zero: in flight)
 	jobID string
+	// expected: announced by the core before its Submit (ExpectSubmit, since begun);
+	// adopted once the Submit of its tag has taken it over.
+	expected, adopted bool
+	begun             time.Time
 }
 
-// begin records a submission about to be sent (a nil record keeps nothing).
-func (s *submissions) begin(by *Provider, spec model.JobSpec) *submission {
-	e := &submission{by: by, spec: spec}
+// expectedKeep bounds an announcement whose Submit never comes (its release is lost).
+const expectedKeep = 2 * time.Minute
+
+// ExpectSubmit implements provider.SubmissionExpecter: until released, or taken over by
+// the Submit of spec's tag, estimates plan spec ahead of theirs.
+func (p *Provider) ExpectSubmit(spec model.JobSpec) (release func()) {
+	e := p.submitted.expect(p, spec)
+	return func() { p.submitted.release(e) }
+}
+
+// expect records an announced submission.
+func (s *submissions) expect(by *Provider, spec model.JobSpec) *submission {
+	e := &submission{by: by, spec: spec, expected: true, begun: time.Now()}
 	if s == nil {
 		return e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pruneLocked(time.Now())
+	s.pruneLocked(e.begun)
+	s.list = append(s.list, e)
+	return e
+}
+
+// release drops an announcement no Submit has taken over.
+func (s *submissions) release(e *submission) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !e.adopted {
+		s.dropLocked(e)
+	}
+}
+
+func (s *submissions) dropLocked(e *submission) {
+	for i, x := range s.list {
+		if x == e {
+			s.list = append(s.list[:i], s.list[i+1:]...)
+			return
+		}
+	}
+}
+
+// begin records a submission about to be sent, taking over its tag's announcement if
+// there is one (a nil record keeps nothing).
+func (s *submissions) begin(by *Provider, spec model.JobSpec) *submission {
+	e := &submission{by: by, spec: spec, begun: time.Now()}
+	if s == nil {
+		return e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneLocked(e.begun)
+	if spec.Tag != "" {
+		for _, x := range s.list {
+			if x.expected && !x.adopted && x.done.IsZero() && x.spec.Tag == spec.Tag {
+				x.by, x.spec, x.adopted = by, spec, true
+				return x
+			}
+		}
+	}
 	s.list = append(s.list, e)
 	return e
 }
@@ -58,12 +115,7 @@ func (s *submissions) end(e *submission, jobID string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !ok {
-		for i, x := range s.list {
-			if x == e {
-				s.list = append(s.list[:i], s.list[i+1:]...)
-				break
-			}
-		}
+		s.dropLocked(e)
 		return
 	}
 	e.done, e.jobID = time.Now(), jobID
@@ -86,12 +138,14 @@ func (s *submissions) since(start time.Time, by *Provider) []dialect.Submitted {
 	return out
 }
 
-// pruneLocked drops accepted submissions older than submittedKeep, and the oldest
-// accepted ones beyond maxSubmitted.
+// pruneLocked drops accepted submissions older than submittedKeep, announcements
+// older than expectedKeep that no Submit took over, and the oldest accepted ones
+// beyond maxSubmitted.
 func (s *submissions) pruneLocked(now time.Time) {
 	keep := s.list[:0]
 	for _, e := range s.list {
-		if e.done.IsZero() || now.Sub(e.done) < submittedKeep {
+		stale := e.expected && !e.adopted && now.Sub(e.begun) >= expectedKeep
+		if !stale && (e.done.IsZero() || now.Sub(e.done) < submittedKeep) {
 			keep = append(keep, e)
 		}
 	}

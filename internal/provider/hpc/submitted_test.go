@@ -144,3 +144,49 @@ func TestSubmissionsRecord(t *testing.T) {
 		t.Error("a nil record keeps something")
 	}
 }
+
+// TestAnnouncedSubmissions: the core's announcement counts from the decision; the
+// Submit of its tag takes it over (counted once), after which the release leaves the
+// submission's own record; an announcement released without a Submit is gone, and one
+// whose release is lost ages out.
+func TestAnnouncedSubmissions(t *testing.T) {
+	p, err := New(site.System{Name: "X", Kind: site.KindLocal, WorkDir: t.TempDir()},
+		WithTransport(&shellSite{bin: t.TempDir()}), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.submitted
+	t0 := time.Now()
+	release := p.ExpectSubmit(model.JobSpec{Tag: "mosaic-t1-1", GPUs: 1})
+	if got := s.since(t0, p); len(got) != 1 || got[0].Spec.GPUs != 1 || !got[0].Own {
+		t.Fatalf("announced: %+v, want it counted as our own", got)
+	}
+	e := s.begin(p, model.JobSpec{Tag: "mosaic-t1-1", GPUs: 1, Partition: "gpu"})
+	if got := s.since(t0, p); len(got) != 1 || got[0].Spec.Partition != "gpu" {
+		t.Fatalf("submitting: %+v, want the announcement taken over (one job, the rendered spec)", got)
+	}
+	release()
+	if got := s.since(t0, p); len(got) != 1 {
+		t.Fatalf("released after the Submit took it over: %+v, want the submission kept", got)
+	}
+	s.end(e, "5", true)
+	if got := s.since(t0, p); len(got) != 1 || got[0].JobID != "5" {
+		t.Fatalf("accepted: %+v", got)
+	}
+
+	other := p.ExpectSubmit(model.JobSpec{Tag: "mosaic-t2-1"})
+	other()
+	if got := s.since(time.Now(), p); len(got) != 0 {
+		t.Fatalf("an announcement released without a Submit: %+v, want none", got)
+	}
+	p.ExpectSubmit(model.JobSpec{Tag: "mosaic-t3-1"}) // its release is lost
+	s.mu.Lock()
+	s.list[len(s.list)-1].begun = time.Now().Add(-expectedKeep - time.Second)
+	s.mu.Unlock()
+	if x := s.begin(p, model.JobSpec{Tag: "mosaic-t3-1"}); x.adopted {
+		t.Error("a Submit took over an announcement that had aged out")
+	}
+	if got := s.since(time.Now(), p); len(got) != 1 || got[0].Spec.Tag != "mosaic-t3-1" {
+		t.Errorf("in flight: %+v, want only the Submit of mosaic-t3-1 (its aged-out announcement dropped)", got)
+	}
+}
