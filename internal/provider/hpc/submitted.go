@@ -50,9 +50,16 @@ func (p *Provider) ExpectSubmit(spec model.JobSpec) (release func()) {
 	return func() { p.submitted.release(e) }
 }
 
+// sizeOnly is what the record keeps of a spec: its size and place, not its command,
+// script or environment (which may carry the job's secrets).
+func sizeOnly(spec model.JobSpec) model.JobSpec {
+	spec.Command, spec.Script, spec.Env = "", "", nil
+	return spec
+}
+
 // expect records an announced submission.
 func (s *submissions) expect(by *Provider, spec model.JobSpec) *submission {
-	e := &submission{by: by, spec: spec, expected: true, begun: time.Now()}
+	e := &submission{by: by, spec: sizeOnly(spec), expected: true, begun: time.Now()}
 	if s == nil {
 		return e
 	}
@@ -87,6 +94,7 @@ func (s *submissions) dropLocked(e *submission) {
 // begin records a submission about to be sent, taking over its tag's announcement if
 // there is one (a nil record keeps nothing).
 func (s *submissions) begin(by *Provider, spec model.JobSpec) *submission {
+	spec = sizeOnly(spec)
 	e := &submission{by: by, spec: spec, begun: time.Now()}
 	if s == nil {
 		return e

@@ -138,6 +138,10 @@ func TestSubmissionsRecord(t *testing.T) {
 			t.Fatalf("record grew to %d after %d submissions", len(s.list), i)
 		}
 	}
+	z := s.begin(a, model.JobSpec{Tag: "z", GPUs: 2, Command: "echo $TOKEN", Script: "#!/bin/sh", Env: map[string]string{"TOKEN": "s3cret"}})
+	if z.spec.Command != "" || z.spec.Script != "" || z.spec.Env != nil || z.spec.GPUs != 2 {
+		t.Errorf("recorded %+v, want the size kept and no command, script or environment (secrets)", z.spec)
+	}
 	var none *submissions
 	none.end(none.begin(a, model.JobSpec{}), "1", true)
 	if none.since(t0, a) != nil {
