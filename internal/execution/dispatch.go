@@ -56,6 +56,13 @@ func (e *Engine) dispatch(ctx context.Context, t *store.TaskRow, n int, pl *Plac
 			sub.Env[k] = v
 		}
 	}
+	// Until the site has the job, estimates made meanwhile (another placement, a
+	// move's alternative) count it: the site's listing cannot show it yet.
+	if p, ok := e.o.Providers.Provider(pl.System); ok {
+		if ex, ok := p.(provider.SubmissionExpecter); ok {
+			defer ex.ExpectSubmit(spec)()
+		}
+	}
 	a := &model.Attempt{TaskID: t.ID, N: n, Tag: spec.Tag, System: pl.System, Partition: pl.Partition, Account: pl.Account,
 		Spec: spec, State: model.JobSubmitting, CreatedAt: e.now()}
 	if !pl.EstimatedStart.IsZero() {

@@ -38,6 +38,7 @@ type submission struct {
 	// adopted once the Submit of its tag has taken it over.
 	expected, adopted bool
 	begun             time.Time
+	holds             int // announcements of the tag not yet released (the core's, the dispatch's)
 }
 
 // expectedKeep bounds an announcement whose Submit never comes (its release is lost).
@@ -47,7 +48,8 @@ const expectedKeep = 2 * time.Minute
 // the Submit of spec's tag, estimates plan spec ahead of theirs.
 func (p *Provider) ExpectSubmit(spec model.JobSpec) (release func()) {
 	e := p.submitted.expect(p, spec)
-	return func() { p.submitted.release(e) }
+	var once sync.Once
+	return func() { once.Do(func() { p.submitted.release(e) }) }
 }
 
 // sizeOnly is what the record keeps of a spec: its size and place, not its command,
@@ -59,25 +61,34 @@ func sizeOnly(spec model.JobSpec) model.JobSpec {
 
 // expect records an announced submission.
 func (s *submissions) expect(by *Provider, spec model.JobSpec) *submission {
-	e := &submission{by: by, spec: sizeOnly(spec), expected: true, begun: time.Now()}
+	e := &submission{by: by, spec: sizeOnly(spec), expected: true, begun: time.Now(), holds: 1}
 	if s == nil {
 		return e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneLocked(e.begun)
+	if spec.Tag != "" { // announced twice (the core at the decision, the dispatch): one job
+		for _, x := range s.list {
+			if x.expected && !x.adopted && x.done.IsZero() && x.spec.Tag == spec.Tag {
+				x.holds++
+				return x
+			}
+		}
+	}
 	s.list = append(s.list, e)
 	return e
 }
 
-// release drops an announcement no Submit has taken over.
+// release drops an announcement no Submit has taken over, once every announcement of
+// its tag is released.
 func (s *submissions) release(e *submission) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !e.adopted {
+	if e.holds--; e.holds <= 0 && !e.adopted {
 		s.dropLocked(e)
 	}
 }

@@ -179,9 +179,18 @@ func TestAnnouncedSubmissions(t *testing.T) {
 	}
 
 	other := p.ExpectSubmit(model.JobSpec{Tag: "mosaic-t2-1"})
+	again := p.ExpectSubmit(model.JobSpec{Tag: "mosaic-t2-1"}) // the dispatch's, same job
+	if got := s.since(time.Now(), p); len(got) != 1 {
+		t.Fatalf("one tag announced twice: %+v, want one job", got)
+	}
 	other()
+	other() // a release is idempotent
+	if got := s.since(time.Now(), p); len(got) != 1 {
+		t.Fatalf("one of two announcements released (twice): %+v, want the job still counted", got)
+	}
+	again()
 	if got := s.since(time.Now(), p); len(got) != 0 {
-		t.Fatalf("an announcement released without a Submit: %+v, want none", got)
+		t.Fatalf("announcements released without a Submit: %+v, want none", got)
 	}
 	p.ExpectSubmit(model.JobSpec{Tag: "mosaic-t3-1"}) // its release is lost
 	s.mu.Lock()
