@@ -811,19 +811,9 @@ func (p *plan) earliest(set []*planNode, r PlanRequest) (time.Time, []*planNode)
 	from := firsts[r.Nodes-1]
 	times := []time.Time{from}
 	for _, n := range set {
-		for _, s := range n.held {
-			if s.to.After(from) {
-				times = append(times, s.to)
-			}
-		}
-		for _, t := range n.reserved {
-			if t.After(from) {
-				times = append(times, t)
-			}
-		}
+		times = n.appendTimes(times, from)
 	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	times = slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
+	times = sortedTimes(times)
 	chosen := make([]*planNode, 0, r.Nodes)
 	for _, t := range times {
 		chosen = chosen[:0]
@@ -844,6 +834,28 @@ func (p *plan) earliest(set []*planNode, r PlanRequest) (time.Time, []*planNode)
 	return time.Time{}, nil
 }
 
+// appendTimes appends the node's own times after from: its holds' ends and its
+// reserved starts.
+func (n *planNode) appendTimes(dst []time.Time, from time.Time) []time.Time {
+	for _, s := range n.held {
+		if s.to.After(from) {
+			dst = append(dst, s.to)
+		}
+	}
+	for _, t := range n.reserved {
+		if t.After(from) {
+			dst = append(dst, t)
+		}
+	}
+	return dst
+}
+
+// sortedTimes sorts times in place and drops repeats.
+func sortedTimes(times []time.Time) []time.Time {
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	return slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
+}
+
 // earliestOwn is the first of the node's own times (now, its holds' ends after now,
 // its reserved starts after now) at which it has cpus and gpus free for d (see fits);
 // false: at none of them, so at no time.
@@ -852,20 +864,8 @@ func (p *plan) earliestOwn(n *planNode, d time.Duration, cpus, gpus int) (time.T
 		return time.Time{}, false
 	}
 	now, work := p.now, &p.work
-	times := append(p.scratch[:0], now)
+	times := sortedTimes(n.appendTimes(append(p.scratch[:0], now), now))
 	defer func() { p.scratch = times[:0] }()
-	for _, s := range n.held {
-		if s.to.After(now) {
-			times = append(times, s.to)
-		}
-	}
-	for _, t := range n.reserved {
-		if t.After(now) {
-			times = append(times, t)
-		}
-	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	times = slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
 	for _, t := range times {
 		if *work > maxPlanWork {
 			return time.Time{}, false
