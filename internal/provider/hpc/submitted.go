@@ -68,13 +68,9 @@ func (s *submissions) expect(by *Provider, spec model.JobSpec) *submission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneLocked(e.begun)
-	if spec.Tag != "" { // announced twice (the core at the decision, the dispatch): one job
-		for _, x := range s.list {
-			if x.expected && !x.adopted && x.done.IsZero() && x.spec.Tag == spec.Tag {
-				x.holds++
-				return x
-			}
-		}
+	if x := s.announcedLocked(spec.Tag); x != nil { // the core's and the dispatch's: one job
+		x.holds++
+		return x
 	}
 	s.list = append(s.list, e)
 	return e
@@ -91,6 +87,19 @@ func (s *submissions) release(e *submission) {
 	if e.holds--; e.holds <= 0 && !e.adopted {
 		s.dropLocked(e)
 	}
+}
+
+// announcedLocked is the tag's announcement no Submit has taken over yet (nil: none).
+func (s *submissions) announcedLocked(tag string) *submission {
+	if tag == "" {
+		return nil
+	}
+	for _, x := range s.list {
+		if x.expected && !x.adopted && x.done.IsZero() && x.spec.Tag == tag {
+			return x
+		}
+	}
+	return nil
 }
 
 func (s *submissions) dropLocked(e *submission) {
@@ -113,13 +122,9 @@ func (s *submissions) begin(by *Provider, spec model.JobSpec) *submission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneLocked(e.begun)
-	if spec.Tag != "" {
-		for _, x := range s.list {
-			if x.expected && !x.adopted && x.done.IsZero() && x.spec.Tag == spec.Tag {
-				x.by, x.spec, x.adopted = by, spec, true
-				return x
-			}
-		}
+	if x := s.announcedLocked(spec.Tag); x != nil {
+		x.by, x.spec, x.adopted = by, spec, true
+		return x
 	}
 	s.list = append(s.list, e)
 	return e
