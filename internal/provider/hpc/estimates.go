@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"strconv"
 	"strings"
@@ -182,7 +183,8 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 		return fmt.Errorf("%s: %w", p.sys.Name, err)
 	}
 	now := time.Now()
-	plan := p.planStarts(pc, blocks, specs, p.submitted.since(start, p), now)
+	submitted := p.submitted.since(start, p)
+	plan := p.planStarts(pc, blocks, specs, submitted, now)
 	for _, it := range items {
 		b, ok := blocks[it.path]
 		if !ok {
@@ -194,9 +196,31 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 			out[it.i].Err = fmt.Errorf("%s: %w", p.sys.Name, err)
 			continue
 		}
-		out[it.i].Start = applyPlan(t, p.planned(plan[it.i]), now)
+		ps := p.planned(plan[it.i])
+		out[it.i].Start = applyPlan(t, ps, now)
+		p.logEstimate(ctx, specs[it.i], t, ps, out[it.i].Start, len(submitted), now)
 	}
 	return nil
+}
+
+// logEstimate logs, at Debug, how one estimate was made: the scheduler's own answer,
+// the queue plan's two times, the start taken and how many recorded submissions the
+// listing did not show yet were planned ahead. It names the job only by its size and
+// place (no command, script or environment).
+func (p *Provider) logEstimate(ctx context.Context, spec model.JobSpec, site time.Time, ps dialect.PlannedStart, start time.Time, submitted int, now time.Time) {
+	if !p.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	wait := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return max(t.Sub(now), 0).Round(time.Second).String()
+	}
+	p.log.Debug("estimate", "system", p.sys.Name, "partition", spec.Partition,
+		"nodes", spec.Nodes, "ntasks", spec.NTasks, "gpus", spec.GPUs, "walltime", spec.Walltime.D(),
+		"site_wait", wait(site), "plan_limits_wait", wait(ps.Limits), "plan_predicted_wait", wait(ps.Predicted),
+		"wait", wait(start), "submissions_planned", submitted)
 }
 
 // planBlock names the output block of the dialect's i-th plan command.
