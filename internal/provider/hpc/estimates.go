@@ -204,9 +204,9 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 }
 
 // logEstimate logs, at Debug, how one estimate was made: the scheduler's own answer,
-// the queue plan's two times, the start taken and how many recorded submissions the
-// listing did not show yet were planned ahead. It names the job only by its size and
-// place (no command, script or environment).
+// the queue plan's two times, the start taken and how many recorded submissions were
+// handed to the plan (it plans ahead those the listing does not show yet). It names
+// the job only by its size and place (no command, script or environment).
 func (p *Provider) logEstimate(ctx context.Context, spec model.JobSpec, site time.Time, ps dialect.PlannedStart, start time.Time, submitted int, now time.Time) {
 	if !p.log.Enabled(ctx, slog.LevelDebug) {
 		return
@@ -220,7 +220,7 @@ func (p *Provider) logEstimate(ctx context.Context, spec model.JobSpec, site tim
 	p.log.Debug("estimate", "system", p.sys.Name, "partition", spec.Partition,
 		"nodes", spec.Nodes, "ntasks", spec.NTasks, "gpus", spec.GPUs, "walltime", spec.Walltime.D(),
 		"site_wait", wait(site), "plan_limits_wait", wait(ps.Limits), "plan_predicted_wait", wait(ps.Predicted),
-		"wait", wait(start), "submissions_planned", submitted)
+		"wait", wait(start), "submissions_recorded", submitted)
 }
 
 // planBlock names the output block of the dialect's i-th plan command.
