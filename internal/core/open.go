@@ -416,7 +416,7 @@ func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string,
 	for _, sys := range cat.Systems {
 		switch {
 		case sys.Kind == site.KindSim:
-			p, err := simprov.New(sys, cat.Sim, simprov.Options{Logger: log.With("system", sys.Name), Standby: standby})
+			p, err := simprov.New(sys, cat.Sim, simprov.Options{Logger: log, Standby: standby})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("system %s: %w", sys.Name, err))
 				continue
@@ -424,7 +424,7 @@ func buildProvidersWith(cat *site.Catalog, log *slog.Logger, protected []string,
 			p.Start() // advance simulated time in the background so jobs start promptly
 			out = append(out, p)
 		case connect.Supports(sys.Kind): // a batch system behind a transport
-			opts := []hpc.Option{hpc.WithLogger(log.With("system", sys.Name)), hpc.WithProtected(protected...),
+			opts := []hpc.Option{hpc.WithLogger(log), hpc.WithProtected(protected...),
 				hpc.WithGlobusClient(g.Client), hpc.WithGlobusBreakers(g.Breakers)}
 			if owners != nil {
 				opts = append(opts, hpc.WithOwners(owners))

@@ -217,7 +217,7 @@ func (p *Provider) logEstimate(ctx context.Context, spec model.JobSpec, site tim
 		}
 		return max(t.Sub(now), 0).Round(time.Second).String()
 	}
-	p.log.Debug("estimate", "system", p.sys.Name, "partition", spec.Partition,
+	p.log.Debug("estimate", "partition", spec.Partition,
 		"nodes", spec.Nodes, "ntasks", spec.NTasks, "gpus", spec.GPUs, "walltime", spec.Walltime.D(),
 		"site_wait", wait(site), "plan_limits_wait", wait(ps.Limits), "plan_predicted_wait", wait(ps.Predicted),
 		"wait", wait(start), "submissions_recorded", submitted)
@@ -312,7 +312,7 @@ func (p *Provider) planOutputs(pc planCmds, blocks map[string]estimateBlock) ([]
 	for i := range outs {
 		b, ok := blocks[planBlock(i)]
 		if !ok {
-			p.log.Debug("queue plan: a plan command printed nothing", "system", p.sys.Name, "block", planBlock(i))
+			p.log.Debug("queue plan: a plan command printed nothing", "block", planBlock(i))
 			return nil, false
 		}
 		outs[i] = dialect.Output{Stdout: b.out, ExitCode: b.rc}
@@ -334,7 +334,7 @@ func (p *Provider) planStarts(pc planCmds, blocks map[string]estimateBlock, spec
 	}
 	starts, err := pc.qp.PlanStarts(outs, specs, submitted, now)
 	if err != nil || len(starts) != len(specs) {
-		p.log.Info("queue plan: not planned; Slurm's own estimates stand", "system", p.sys.Name, "err", err)
+		p.log.Info("queue plan: not planned; Slurm's own estimates stand", "err", err)
 		return out
 	}
 	return starts

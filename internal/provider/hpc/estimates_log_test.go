@@ -60,6 +60,9 @@ func TestEstimateIsLoggedAtDebug(t *testing.T) {
 			}
 			// Slurm says a minute; the plan on the limits an hour; predicted, 15 min. The
 			// stubs print times to the second, so the waits are checked to within 2 s.
+			if n := strings.Count(line, " system="); n != 1 {
+				t.Errorf("estimate line names its system %d times, want once:\n%s", n, line)
+			}
 			fields := map[string]string{}
 			for _, f := range strings.Fields(line) {
 				if k, v, ok := strings.Cut(f, "="); ok {

@@ -103,7 +103,8 @@ func WithProtected(paths ...string) Option {
 // (estimates.go, applyPlan).
 func WithRuntimePredictions(on bool) Option { return func(p *Provider) { p.limitsOnly = !on } }
 
-// WithLogger sets the logger (default slog.Default()).
+// WithLogger sets the logger (default slog.Default()); the provider adds the system's
+// name to every line itself, so l should not carry it.
 func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.log = l } }
 
 // New builds a provider for a catalog system of kind ssh, local or globus. Options
@@ -115,6 +116,7 @@ func New(sys site.System, opts ...Option) (*Provider, error) {
 	for _, o := range opts {
 		o(p)
 	}
+	p.log = p.log.With("system", sys.Name) // every line names its system, once (the caller's logger does not)
 	if !connect.Supports(sys.Kind) {
 		return nil, fmt.Errorf("system %s: kind %q is not an HPC kind (want one of %s)", sys.Name, sys.Kind, strings.Join(connect.Kinds(), ", "))
 	}

@@ -75,7 +75,7 @@ func (p *Provider) Submit(ctx context.Context, spec model.JobSpec) (string, erro
 		// (errs.ErrTransient, errs.ErrOutcomeUnknown); the dispatcher acts on that.
 		return "", dialect.Mark(p.d, out, fmt.Errorf("%s: submit %s: %w", p.sys.Name, spec.Tag, err))
 	}
-	p.log.Debug("submitted", "system", p.sys.Name, "tag", spec.Tag, "job", id)
+	p.log.Debug("submitted", "tag", spec.Tag, "job", id)
 	return id, nil
 }
 
@@ -133,7 +133,7 @@ func (p *Provider) statusChunk(ctx context.Context, ids []string) (map[string]mo
 		if !errors.Is(err, dialect.ErrFallback) {
 			return nil, fmt.Errorf("%s: status: %w", p.sys.Name, err)
 		}
-		p.log.Info("job accounting unavailable; using the fallback status query", "system", p.sys.Name, "reason", err)
+		p.log.Info("job accounting unavailable; using the fallback status query", "reason", err)
 		p.mu.Lock()
 		p.noAccounting = true
 		p.mu.Unlock()
@@ -269,7 +269,7 @@ func (p *Provider) queuedStartPlanned(ctx context.Context, qs dialect.QueuedStar
 	}
 	ps, err := pc.qp.PlanQueued(outs, jobID, now)
 	if err != nil {
-		p.log.Info("queue plan: not planned; Slurm's own start stands", "system", p.sys.Name, "job", jobID, "err", err)
+		p.log.Info("queue plan: not planned; Slurm's own start stands", "job", jobID, "err", err)
 		return t, nil
 	}
 	ps = p.planned(ps)
