@@ -64,17 +64,17 @@ const sizingFailed failCode = 255
 // mode gives the verdicts the placement saw, provided the snapshot is not modified
 // (snapshots are immutable once published).
 type lazyTrace struct {
-	req     Request // explaining copy
-	rules   []Rule
-	snap    *model.ResourceSnapshot
-	health  healthIndex
-	codes   []failCode     // per record: first failing rule, or sizingFailed
-	sizing  map[int]string // record index → why sizing failed
-	rows    []row          // feasible candidates, until built (nil after)
-	order   []uint32       // rows' indices in rank order
-	minCost float64        // the least cost among the rows (for their scores)
-	probes  []wallProbe    // walltime comparisons the ranker made (usually none)
-	chosen  *Candidate     // the first in rank order, built by Place; build reuses it
+	req    Request // explaining copy
+	rules  []Rule
+	snap   *model.ResourceSnapshot
+	health healthIndex
+	codes  []failCode     // per record: first failing rule, or sizingFailed
+	sizing map[int]string // record index → why sizing failed
+	rows   []row          // feasible candidates, until built (nil after)
+	order  []uint32       // rows' indices in rank order
+	least  leastOf        // the least cost and wait among the rows (for their scores)
+	probes []wallProbe    // walltime comparisons the ranker made (usually none)
+	chosen *Candidate     // the first in rank order, built by Place; build reuses it
 }
 
 // sizedCandidate is a feasible candidate with its sizing, allocated together.
@@ -90,7 +90,7 @@ func (lz *lazyTrace) fill(c *Candidate, w *row, spec *model.JobSpec, hrank int) 
 	c.System, c.Partition, c.Account, c.Record = rec.System, rec.Partition, rec.Account, rec
 	c.SystemHealth, c.Feasible = lz.health.of(rec.System), true
 	c.Sizing, c.SizingNote = spec, sizingNotes[w.note]
-	c.Scores = roundedScores(&lz.req.Envelope, rec, w, lz.minCost)
+	c.Scores = roundedScores(&lz.req.Envelope, rec, w, lz.least)
 	c.EstWait, c.WaitSource, c.CostSU, c.OverWait = w.wait, waitSources[w.src], w.cost, w.over
 	c.SiteWait = w.siteWait()
 	c.HeuristicRank, c.Rank = hrank, hrank

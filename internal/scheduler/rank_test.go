@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -71,6 +72,45 @@ func TestShortJobStartsNowRatherThanWaitForACheaperSite(t *testing.T) {
 				tab += "\n  " + c.Key() + " wait " + c.EstWait.String()
 			}
 			t.Errorf("walltime %s: chose %s, want %s; candidates:%s", tc.wall, d.Chosen, tc.want, tab)
+		}
+	}
+}
+
+// Waits of hours are weighed against each other, as costs are: relative to the best
+// candidate's. Scored as an absolute 1/(1+wait/hour), a 6-hour and a 40-hour wait
+// scored 0.14 and 0.02, and a site charging 16× fewer SUs took the job for 34 more
+// hours of wait under earliest_start (nasa-lublin seed 7, docs/PLACEMENT.md). Under
+// min_cost the cheaper site still wins.
+func TestLongWaitsAreWeighedAgainstTheBest(t *testing.T) {
+	snap := &model.ResourceSnapshot{TakenAt: fixedNow, Records: []model.ResourceRecord{
+		cpuRec("Near@A", "normal", "acct-a", 128, 256, 100, 0, 10, 48, false, 16),
+		cpuRec("Far@B", "normal", "acct-b", 128, 256, 100, 0, 10, 48, false, 1),
+	}}
+	model.SortRecords(snap.Records)
+	est := fixedEstimator{"Near@A": 6 * time.Hour, "Far@B": 40 * time.Hour}
+	for _, tc := range []struct {
+		obj  model.Objective
+		want string
+	}{
+		{model.ObjEarliestStart, "Near@A/normal/acct-a"},
+		{model.ObjMinCost, "Far@B/normal/acct-b"},
+	} {
+		task := &model.Task{ID: "t-long", Name: "long", Command: "./run", Envelope: model.Envelope{
+			CPUCores: model.IntRange{Min: 64, Max: 64}, Walltime: model.DurationRange{Min: hours(24), Max: hours(24)},
+			Objective: tc.obj}}
+		d, err := newTestScheduler(Options{Estimator: est}).Place(context.Background(), task, snap, PlaceOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tab string
+		for _, c := range d.Feasible() {
+			tab += fmt.Sprintf("\n  %s wait %s cost %.0f SU scores %+v", c.Key(), c.EstWait, c.CostSU, c.Scores)
+			if c.Key() == tc.want && tc.obj == model.ObjEarliestStart && c.Scores.Wait != 1 {
+				t.Errorf("the least wait scores %.4f, want 1", c.Scores.Wait)
+			}
+		}
+		if d.Chosen != tc.want {
+			t.Errorf("%s: chose %s, want %s; candidates:%s", tc.obj, d.Chosen, tc.want, tab)
 		}
 	}
 }

@@ -250,7 +250,7 @@ func (s *Scheduler) place(ctx context.Context, task *model.Task, snap *model.Res
 		return d, s.noFeasible(task.ID, d, req)
 	}
 
-	lz.order, lz.minCost, lz.probes = s.heur.rank(ctx, req, snap.Records, rows)
+	lz.order, lz.least, lz.probes = s.heur.rank(ctx, req, snap.Records, rows)
 	lz.rows = rows
 	if s.llm != nil && !opts.NoLLM && len(rows) > 1 {
 		ranked := d.Feasible() // heuristic order
