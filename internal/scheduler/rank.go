@@ -300,15 +300,15 @@ func waitScore(wait, walltime time.Duration) float64 {
 }
 
 // relativeWaitScore is waitScore(wait)/waitScore(best) = (scale+best)/(scale+wait):
-// 1 for the candidate with the least wait best, ½ for one that waits a scale longer
-// than that plus best again. Scored as an absolute 1/(1+wait/scale), waits of hours
+// 1 for the candidate with the least wait best, ½ for one that waits scale + 2·best. Scored as an absolute 1/(1+wait/scale), waits of hours
 // all scored near 0, and cost decided between them: on nasa-lublin a job went to a
 // site it would wait 40 hours on rather than one of 6 hours (scores 0.024 and 0.14),
 // because the first charged 16× fewer SUs for it. Relative to the best candidate's,
 // as cost already was, the hours count again: over seeds 1–30 mosaic's mean wait is
 // 5.4% lower on nasa-lublin and 1.4% on demo, and even on grid (docs/PLACEMENT.md,
-// "The wait score, relative"). Where every other component ties (the rig's two
-// identical clusters), it orders candidates as waitScore does.
+// "The wait score, relative"). Where every other component ties and the candidates
+// ask the same walltime (the rig's two identical clusters), it orders them as
+// waitScore does.
 func relativeWaitScore(wait, best, walltime time.Duration) float64 {
 	best = min(max(best, 0), wait)
 	return waitScore(wait, walltime) / waitScore(best, walltime)
