@@ -326,6 +326,9 @@ type Config struct {
 	SimSpeed   float64 // 0 = catalog/default
 	AllowHosts []string
 	LogLevel   string
+	// NoLearnedWaits (MOSAIC_LEARNED_WAITS=off) ranks and replans on the sites' own
+	// start estimates, without the correction learned from the store's history.
+	NoLearnedWaits bool
 	// EnvFiles are the dotenv files the settings were loaded from (Loaded.Files);
 	// the caller sets it. They hold keys, so local look-around never reads them.
 	EnvFiles []string
@@ -379,6 +382,15 @@ func Resolve(env Env) (*Config, error) {
 			return nil, fmt.Errorf("MOSAIC_SIM_SPEED=%q: want a positive number (simulated seconds per real second)", v)
 		}
 		c.SimSpeed = f
+	}
+	if v := get("MOSAIC_LEARNED_WAITS"); v != "" {
+		switch strings.ToLower(v) {
+		case "on", "true", "1", "yes":
+		case "off", "false", "0", "no":
+			c.NoLearnedWaits = true
+		default:
+			return nil, fmt.Errorf("MOSAIC_LEARNED_WAITS=%q: want on or off (off ranks on the sites' own estimates, uncorrected)", v)
+		}
 	}
 	if v := get("MOSAIC_ALLOW_HOST"); v != "" {
 		c.AllowHosts = append(c.AllowHosts, model.SplitList(v)...)

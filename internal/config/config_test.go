@@ -275,7 +275,7 @@ func TestResolve(t *testing.T) {
 	if c.DBPath != "/s/mosaic/mosaic.db" || c.TokenPath != "/c/mosaic/token" || c.Tick.String() != "2s" || c.URL != "http://127.0.0.1:8642" {
 		t.Fatalf("%+v", c)
 	}
-	for _, bad := range []map[string]string{{"MOSAIC_TICK": "fast"}, {"MOSAIC_TICK": "1ms"}, {"MOSAIC_SIM_SPEED": "-1"}} {
+	for _, bad := range []map[string]string{{"MOSAIC_TICK": "fast"}, {"MOSAIC_TICK": "1ms"}, {"MOSAIC_SIM_SPEED": "-1"}, {"MOSAIC_LEARNED_WAITS": "maybe"}, {"MOSAIC_LEARNED_WAITS": " "}} {
 		if _, err := Resolve(env(bad)); err == nil {
 			t.Errorf("%v: want error", bad)
 		}

@@ -61,6 +61,9 @@ type Options struct {
 	// triggers remain): tests of those triggers use it so that a replan cannot move
 	// the job first.
 	NoReplan bool
+	// NoLearnedWaits ranks and replans on the sites' own start estimates: no
+	// correction is learned from the store's history or applied (MOSAIC_LEARNED_WAITS=off).
+	NoLearnedWaits bool
 }
 
 // Core is Mosaic's service.
@@ -126,9 +129,12 @@ func New(opts Options) (*Core, error) {
 			return nil, fmt.Errorf("LLM configuration: %w", err)
 		}
 	}
-	c.waits = newWaitLearner()
-	c.loadWaitHistory(context.Background())
-	so := scheduler.Options{Estimator: estimator{c}, Waits: c.waits, Logger: opts.Logger, Now: opts.Clock, OnPlace: m.ObservePlacement}
+	so := scheduler.Options{Estimator: estimator{c}, Logger: opts.Logger, Now: opts.Clock, OnPlace: m.ObservePlacement}
+	if !opts.NoLearnedWaits {
+		c.waits = newWaitLearner()
+		c.loadWaitHistory(context.Background())
+		so.Waits = c.waits
+	}
 	if llmClient != nil {
 		so.LLM = scheduler.NewLLMRanker(llmClient)
 	}

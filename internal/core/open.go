@@ -191,7 +191,8 @@ func Open(ctx context.Context, o OpenOptions) (*Core, error) {
 			tick = DefaultSimTick
 		}
 	}
-	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: tick, MonitorEvery: o.MonitorEvery, Logger: log, Getenv: getenv})
+	c, err := New(Options{Catalog: cat, Store: st, Providers: provs, Tick: tick, MonitorEvery: o.MonitorEvery, Logger: log, Getenv: getenv,
+		NoLearnedWaits: cfg.NoLearnedWaits})
 	if err != nil {
 		closeAll()
 		return nil, err

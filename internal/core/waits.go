@@ -32,7 +32,7 @@ func (c *Core) loadWaitHistory(ctx context.Context) {
 
 // observeStart is the execution engine's hook for an attempt seen starting.
 func (c *Core) observeStart(a *model.Attempt, started time.Time) {
-	if a == nil || a.EstimatedStart == nil {
+	if a == nil || a.EstimatedStart == nil || c.waits == nil {
 		return
 	}
 	c.learnStart(a.System, a.Partition, a.CreatedAt, *a.EstimatedStart, started)

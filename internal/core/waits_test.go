@@ -3,12 +3,14 @@ package core
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mosaic-hpc/mosaic/internal/config"
 	"github.com/mosaic-hpc/mosaic/internal/model"
 	"github.com/mosaic-hpc/mosaic/internal/provider"
 	"github.com/mosaic-hpc/mosaic/internal/provider/simprov"
@@ -187,5 +189,68 @@ func TestCoreBatchesSiteEstimatesPerSystem(t *testing.T) {
 		if cs.single != 0 || len(cs.batches) != 1 || cs.batches[0] != 12 {
 			t.Errorf("%s: %d single estimates, batches %v; want one batch of 12", name, cs.single, cs.batches)
 		}
+	}
+}
+
+// MOSAIC_LEARNED_WAITS=off (config.Config.NoLearnedWaits) reaches the core through
+// Open: no learner is built, the store's history is not loaded, and attempts seen
+// starting are not learned from; on (the default), the same store's history is.
+func TestLearnedWaitsCanBeTurnedOff(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sites := filepath.Join(dir, "sites.yaml")
+	cat := "systems:\n  - name: Solo\n    kind: sim\n    accounts: [a]\n    partitions:\n      - {name: cpu, nodes: 2, cpu_cores: 8, memory_gb: 16, max_walltime: 1h}\n    sim:\n      load: {utilization: 0}\n"
+	if err := os.WriteFile(sites, []byte(cat), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "state", "mosaic.db")
+	if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).UTC()
+	if err := st.CreateTask(ctx, &store.TaskRow{Task: model.Task{ID: "old", Name: "old", Command: "true", State: model.TaskSucceeded, CreatedAt: t0, UpdatedAt: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 10; n++ {
+		created := t0.Add(time.Duration(n) * time.Minute)
+		est, started := created.Add(3*time.Minute), created.Add(time.Minute)
+		if err := st.CreateAttempt(ctx, &model.Attempt{TaskID: "old", N: n, Tag: model.JobTag("old", n), System: "Solo", Partition: "cpu",
+			State: model.JobSucceeded, Spec: model.JobSpec{Tag: model.JobTag("old", n), Nodes: 1}, CreatedAt: created, EstimatedStart: &est}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.UpdateAttempt(ctx, "old", n, store.AttemptUpdate{Started: &started}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	for _, off := range []bool{false, true} {
+		cfg := &config.Config{SitesFile: sites, DBPath: db, StateDir: filepath.Join(dir, "state"), NoLearnedWaits: off}
+		c, err := Open(ctx, OpenOptions{Config: cfg, ListenAddr: "127.0.0.1:8642"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off {
+			if c.waits != nil {
+				t.Errorf("learned waits off: the core built a learner")
+			}
+			est := time.Now().Add(time.Hour)
+			c.observeStart(&model.Attempt{System: "Solo", Partition: "cpu", CreatedAt: time.Now(), EstimatedStart: &est}, time.Now()) // must not learn (or panic)
+		} else {
+			var total int64
+			if c.waits != nil {
+				for _, s := range c.waits.Stats() {
+					total += s.Total
+				}
+			}
+			if total != 10 {
+				t.Errorf("learned waits on: the learner holds %d observations of the store's history, want 10", total)
+			}
+		}
+		c.Close()
 	}
 }
