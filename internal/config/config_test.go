@@ -275,6 +275,15 @@ func TestResolve(t *testing.T) {
 	if c.DBPath != "/s/mosaic/mosaic.db" || c.TokenPath != "/c/mosaic/token" || c.Tick.String() != "2s" || c.URL != "http://127.0.0.1:8642" {
 		t.Fatalf("%+v", c)
 	}
+	if c.NoLearnedWaits {
+		t.Errorf("learned waits are off by default")
+	}
+	for v, off := range map[string]bool{"off": true, "OFF": true, "false": true, "0": true, "no": true, "on": false, "true": false, "1": false, "yes": false} {
+		c, err := Resolve(env(map[string]string{"XDG_STATE_HOME": "/s", "XDG_CONFIG_HOME": "/c", "MOSAIC_LEARNED_WAITS": v}))
+		if err != nil || c.NoLearnedWaits != off {
+			t.Errorf("MOSAIC_LEARNED_WAITS=%s: NoLearnedWaits %v, err %v; want %v", v, c != nil && c.NoLearnedWaits, err, off)
+		}
+	}
 	for _, bad := range []map[string]string{{"MOSAIC_TICK": "fast"}, {"MOSAIC_TICK": "1ms"}, {"MOSAIC_SIM_SPEED": "-1"}, {"MOSAIC_LEARNED_WAITS": "maybe"}, {"MOSAIC_LEARNED_WAITS": " "}} {
 		if _, err := Resolve(env(bad)); err == nil {
 			t.Errorf("%v: want error", bad)

@@ -7,8 +7,11 @@ estimates (sbatch --test-only, as the ranker saw them) promised, and what happen
 RUN_DIR is rigplace's --out directory: it reads jobs.csv (both sides' measured waits)
 and the core's store (mosaic-home/state/mosaic/mosaic.db, opened read-only). Prints, per
 seed, the mean of the chosen candidate's estimated wait against the mean observed wait,
-how many jobs Mosaic sent to the cluster sbatch -M chose, and how many went to the
-gpuA100 partition; --jobs adds one line per job. Python standard library only.
+how many jobs Mosaic sent to the cluster sbatch -M chose, how many went to the
+gpuA100 partition, and how many placements the learned correction of site estimates
+touched: in how many it changed some candidate's wait, and in how many the chosen
+cluster is not the one the sites' own (uncorrected) estimates put first; --jobs adds
+one line per job. Python standard library only.
 """
 import csv
 import json
@@ -40,7 +43,7 @@ def main(argv):
     db = os.path.join(run, "mosaic-home", "state", "mosaic", "mosaic.db")
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
     pred = obs = 0.0
-    n = same = gpu_part = 0
+    n = same = gpu_part = corrected = flipped = 0
     for name, dec in con.execute(
             "SELECT name, decision FROM tasks WHERE name LIKE ? ORDER BY name", ("%%-s%s-m-%%" % seed,)):
         i = int(name.rsplit("-", 1)[1])
@@ -56,6 +59,12 @@ def main(argv):
         n += 1
         same += bool(s) and s["cluster"] == ch["system"]
         gpu_part += ch["partition"] == "gpuA100"
+        feas = [c for c in d["candidates"] if c.get("feasible")]
+        corrected += any(c.get("site_wait") is not None for c in feas)
+        # The sites' own first choice: least uncorrected wait (site_wait is present only
+        # where the correction changed it), ties in the ranker's order.
+        raw = min(feas, key=lambda c: (seconds(c.get("site_wait") or c.get("est_wait")) or 0.0, c.get("rank", len(feas))))
+        flipped += raw["system"] != ch["system"]
         if per_job:
             ests = " ".join("%s/%s=%s" % (c["system"], c["partition"], c.get("est_wait")) for c in d["candidates"] if c.get("feasible"))
             print("job %2d  %s GPUs %3ss | sbatch -M: %-5s %4ss | mosaic: %-22s est %5.0fs  waited %4ss | %s" % (
@@ -64,8 +73,10 @@ def main(argv):
     if n == 0:
         sys.exit("no Mosaic tasks of seed %s in %s" % (seed, db))
     print("seed %s: Mosaic's estimate for its choice %.0fs mean, observed %.0fs mean (observed/estimated %.2f); "
-          "same cluster as sbatch -M for %d/%d jobs; gpuA100 partition for %d/%d" % (
-              seed, pred / n, obs / n, obs / pred if pred else float("nan"), same, n, gpu_part, n))
+          "same cluster as sbatch -M for %d/%d jobs; gpuA100 partition for %d/%d; "
+          "learned correction changed a wait in %d/%d placements and the chosen cluster in %d" % (
+              seed, pred / n, obs / n, obs / pred if pred else float("nan"), same, n, gpu_part, n,
+              corrected, n, flipped))
 
 
 if __name__ == "__main__":
