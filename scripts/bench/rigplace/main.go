@@ -158,7 +158,7 @@ func run(ctx context.Context, c config) error {
 	}
 	defer f.Close()
 	b.csv = csv.NewWriter(f)
-	_ = b.csv.Write([]string{"seed", "side", "job", "arrival_offset_s", "gpus", "runtime_s", "walltime_min", "wait_s", "cluster", "slurm_jobs"})
+	_ = b.csv.Write([]string{"seed", "side", "job", "arrival_offset_s", "gpus", "runtime_s", "walltime_min", "wait_s", "cluster", "slurm_jobs", "submit_lag_s"})
 	fmt.Printf("rigplace: %d stream(s) of %d GPU jobs (1-4 GPUs, 5-40 s, Poisson arrivals, mean gap %s) on %s (%d GPUs); run dir %s\n",
 		c.streams, c.jobs, c.gap, strings.Join(b.clusters, "+"), b.gpus, c.out)
 
@@ -313,7 +313,7 @@ func (b *bench) runSide(ctx context.Context, seed uint64, jobs []Job, which stri
 	for _, r := range s.Results {
 		_ = b.csv.Write([]string{strconv.FormatUint(seed, 10), which, strconv.Itoa(r.Job.Index),
 			fmt.Sprintf("%.1f", r.Job.At.Seconds()), strconv.Itoa(r.Job.GPUs), strconv.Itoa(int(r.Job.Runtime.Seconds())),
-			strconv.Itoa(r.Job.WallMinutes()), strconv.Itoa(int(r.Wait.Seconds())), r.Cluster, strconv.Itoa(r.Jobs)})
+			strconv.Itoa(r.Job.WallMinutes()), strconv.Itoa(int(r.Wait.Seconds())), r.Cluster, strconv.Itoa(r.Jobs), strconv.Itoa(int(r.Lag.Seconds()))})
 	}
 	return s, nil
 }
@@ -323,8 +323,9 @@ func printSide(label string, s *side) {
 	for _, c := range []string{"alpha", "beta"} {
 		sites = append(sites, fmt.Sprintf("%s %d", c, s.Summary.PerSite[c]))
 	}
-	fmt.Printf("  %-24s mean %6.1fs  p95 %5.0fs  max %5.0fs  (%s; moved %d; took %s)\n", label,
-		s.Summary.Mean.Seconds(), s.Summary.P95.Seconds(), s.Summary.Max.Seconds(), strings.Join(sites, ", "), s.Summary.Moved, s.Elapsed.Round(time.Second))
+	fmt.Printf("  %-24s mean %6.1fs  p95 %5.0fs  max %5.0fs  (%s; moved %d; mean lag to the first submit %.1fs; took %s)\n", label,
+		s.Summary.Mean.Seconds(), s.Summary.P95.Seconds(), s.Summary.Max.Seconds(), strings.Join(sites, ", "), s.Summary.Moved,
+		s.Summary.MeanLag.Seconds(), s.Elapsed.Round(time.Second))
 	if s.Foreign.GPUJobs > 0 {
 		fmt.Printf("  %-24s WARNING: %d GPU job(s) of other rig users ran meanwhile (%.0f GPU·s, e.g. %s): this side's waits include their load\n",
 			"", s.Foreign.GPUJobs, s.Foreign.GPUSeconds, strings.Join(s.Foreign.Names, ", "))

@@ -28,6 +28,10 @@ type Result struct {
 	Wait    time.Duration
 	Cluster string // where it started
 	Jobs    int    // Slurm jobs it became (more than 1: Mosaic moved or retried it)
+	// Lag is from arrival to the first of its Slurm jobs' submit time: the submitter's
+	// own cost (sbatch -M's will-run tests; Mosaic's CLI, decision and ssh), included in
+	// Wait, before the job is in any queue.
+	Lag time.Duration
 }
 
 // Wait is the time from arrival to start on one clock. sacct reports whole seconds
@@ -51,7 +55,7 @@ func Waits(subs []Submitted, rows []SacctRow) ([]Result, error) {
 		if len(s.Keys) == 0 {
 			return nil, fmt.Errorf("job %d: no Slurm job was submitted for it", s.Job.Index)
 		}
-		var first *SacctRow
+		var first, firstSub *SacctRow
 		for _, k := range s.Keys {
 			cands := byKey[[2]string{k.Cluster, k.JobID}]
 			var row *SacctRow
@@ -69,11 +73,15 @@ func Waits(subs []Submitted, rows []SacctRow) ([]Result, error) {
 			if row.Started() && (first == nil || row.Start.Before(first.Start)) {
 				first = row
 			}
+			if firstSub == nil || row.Submit.Before(firstSub.Submit) {
+				firstSub = row
+			}
 		}
 		if first == nil {
 			return nil, fmt.Errorf("job %d: none of its %d Slurm job(s) started (%s job %s: %s)", s.Job.Index, len(s.Keys), s.Keys[0].Cluster, s.Keys[0].JobID, byKey[[2]string{s.Keys[0].Cluster, s.Keys[0].JobID}][0].State)
 		}
-		out = append(out, Result{Job: s.Job, Wait: Wait(s.Arrival, first.Start), Cluster: first.Cluster, Jobs: len(s.Keys)})
+		out = append(out, Result{Job: s.Job, Wait: Wait(s.Arrival, first.Start), Cluster: first.Cluster, Jobs: len(s.Keys),
+			Lag: Wait(s.Arrival, firstSub.Submit)})
 	}
 	return out, nil
 }
@@ -83,6 +91,7 @@ type Summary struct {
 	N         int
 	Mean, P95 time.Duration
 	Max       time.Duration
+	MeanLag   time.Duration  // mean Result.Lag: the part of Mean spent before the queue
 	PerSite   map[string]int // jobs started per cluster
 	Moved     int            // jobs that became more than one Slurm job
 }
@@ -94,10 +103,11 @@ func Summarize(rs []Result) Summary {
 		return s
 	}
 	ws := make([]time.Duration, len(rs))
-	var sum time.Duration
+	var sum, lag time.Duration
 	for i, r := range rs {
 		ws[i] = r.Wait
 		sum += r.Wait
+		lag += r.Lag
 		s.PerSite[r.Cluster]++
 		if r.Jobs > 1 {
 			s.Moved++
@@ -105,6 +115,7 @@ func Summarize(rs []Result) Summary {
 	}
 	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
 	s.Mean = sum / time.Duration(len(ws))
+	s.MeanLag = lag / time.Duration(len(ws))
 	s.P95 = ws[int(math.Ceil(0.95*float64(len(ws))))-1]
 	s.Max = ws[len(ws)-1]
 	return s

@@ -20,7 +20,7 @@ func row(cluster, id, name string, submit, start, end int64, gpus int) SacctRow 
 
 // TestWaitsFromSacct: waits are sacct's start minus the arrival, per job; a Mosaic task
 // moved from alpha to beta waits until its first start; a reused job id from before
-// the arrival is not mistaken for ours.
+// the arrival is not mistaken for ours; the lag runs to the first attempt's submit.
 func TestWaitsFromSacct(t *testing.T) {
 	base := int64(1796130000)
 	at := func(off float64) time.Time { return time.Unix(base, 0).Add(time.Duration(off * float64(time.Second))) }
@@ -32,7 +32,7 @@ func TestWaitsFromSacct(t *testing.T) {
 	}
 	rows := []SacctRow{
 		row("beta", "7", "old-job", base-5000, base-5000, base-4990, 1), // same id, earlier rig life
-		row("alpha", "10", "s-00", base, base+12, base+40, 2),
+		row("alpha", "10", "s-00", base+2, base+12, base+40, 2), // 2 s in the submitter
 		row("beta", "7", "s-01", base+3, base+3, base+20, 1),
 		row("alpha", "11", "m-1", base+5, 0, 0, 0),
 		row("beta", "8", "m-2", base+30, base+31, base+60, 4),
@@ -46,14 +46,15 @@ func TestWaitsFromSacct(t *testing.T) {
 		wait    time.Duration
 		cluster string
 		jobs    int
-	}{{12 * time.Second, "alpha", 1}, {0, "beta", 1}, {26 * time.Second, "beta", 2}}
+		lag     time.Duration
+	}{{12 * time.Second, "alpha", 1, 2 * time.Second}, {0, "beta", 1, 0}, {26 * time.Second, "beta", 2, 0}}
 	for i, w := range want {
-		if rs[i].Wait != w.wait || rs[i].Cluster != w.cluster || rs[i].Jobs != w.jobs {
+		if rs[i].Wait != w.wait || rs[i].Cluster != w.cluster || rs[i].Jobs != w.jobs || rs[i].Lag != w.lag {
 			t.Errorf("job %d: %+v, want %+v", i, rs[i], w)
 		}
 	}
 	s := Summarize(rs)
-	if s.N != 3 || s.Mean != (38*time.Second)/3 || s.P95 != 26*time.Second || s.Max != 26*time.Second || s.PerSite["beta"] != 2 || s.Moved != 1 {
+	if s.N != 3 || s.Mean != (38*time.Second)/3 || s.P95 != 26*time.Second || s.Max != 26*time.Second || s.PerSite["beta"] != 2 || s.Moved != 1 || s.MeanLag != (2*time.Second)/3 {
 		t.Fatalf("summary %+v", s)
 	}
 
