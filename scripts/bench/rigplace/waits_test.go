@@ -32,7 +32,7 @@ func TestWaitsFromSacct(t *testing.T) {
 	}
 	rows := []SacctRow{
 		row("beta", "7", "old-job", base-5000, base-5000, base-4990, 1), // same id, earlier rig life
-		row("alpha", "10", "s-00", base+2, base+12, base+40, 2), // 2 s in the submitter
+		row("alpha", "10", "s-00", base+2, base+12, base+40, 2),         // 2 s in the submitter
 		row("beta", "7", "s-01", base+3, base+3, base+20, 1),
 		row("alpha", "11", "m-1", base+5, 0, 0, 0),
 		row("beta", "8", "m-2", base+30, base+31, base+60, 4),
