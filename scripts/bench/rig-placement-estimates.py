@@ -66,7 +66,7 @@ def main(argv):
         raw = min(feas, key=lambda c: (seconds(c.get("site_wait") or c.get("est_wait")) or 0.0, c.get("rank", len(feas))))
         flipped += raw["system"] != ch["system"]
         if per_job:
-            ests = " ".join("%s/%s=%s" % (c["system"], c["partition"], c.get("est_wait")) for c in d["candidates"] if c.get("feasible"))
+            ests = " ".join("%s/%s=%s" % (c["system"], c["partition"], c.get("est_wait")) for c in feas)
             print("job %2d  %s GPUs %3ss | sbatch -M: %-5s %4ss | mosaic: %-22s est %5.0fs  waited %4ss | %s" % (
                 i, m["gpus"], m["runtime_s"], s["cluster"] if s else "-", s["wait_s"] if s else "-",
                 d["chosen"], est, m["wait_s"], ests))
