@@ -514,89 +514,63 @@ const planHorizon = 365 * 24 * time.Hour
 // the highest priorities first; running jobs are held only on the nodes the plan
 // covers.
 func PlanStarts(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest) []time.Time {
-	out, _ := planQueue(nodes, jobs, user, now, reqs, "", Runtimes{})
+	out, _, _ := planQueue(nodes, jobs, user, now, reqs, "", Runtimes{})
 	return out
 }
 
 // PlanStartsPredicted is PlanStarts with the user's own jobs (running, queued, and the
-// requests) planned for their predicted runtimes instead of their limits (rt; the
+// requests) ending after their predicted runtimes instead of their limits (rt; the
 // zero Runtimes gives PlanStarts). A running job of the user's that has run past its
 // prediction is planned to end after the same fraction of what is left of its limit.
+// The plan is made again at each predicted end, on the limits, as the backfill
+// scheduler does (simulateQueue); where that is too costly (a large site), the one
+// plan made now, with the user's queued jobs booked for their predictions, is the
+// answer.
 func PlanStartsPredicted(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest, rt Runtimes) []time.Time {
-	out, _ := planQueue(nodes, jobs, user, now, reqs, "", rt)
+	out, _, work := planQueue(nodes, jobs, user, now, reqs, "", rt)
+	if !rt.Known() {
+		return out
+	}
+	if sim, _, ok := simulateQueue(nodes, jobs, user, now, reqs, "", rt, work); ok {
+		return sim
+	}
 	return out
 }
 
 // PlanQueued is the start of the queued job id in the same plan (its own place in
-// line among the jobs ahead), for its runtimes rt (the zero Runtimes: the limits); the
-// zero time when it is not planned (not listed, not eligible, over the bounds).
+// line among the jobs ahead), for its runtimes rt (the zero Runtimes: the limits, one
+// plan; else simulated forward as PlanStartsPredicted is); the zero time when it is
+// not planned (not listed, not eligible, over the bounds).
 func PlanQueued(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, id string, rt Runtimes) time.Time {
-	_, t := planQueue(nodes, jobs, user, now, nil, id, rt)
+	_, t, work := planQueue(nodes, jobs, user, now, nil, id, rt)
+	if !rt.Known() {
+		return t
+	}
+	if _, sim, ok := simulateQueue(nodes, jobs, user, now, nil, id, rt, work); ok {
+		return sim
+	}
 	return t
 }
 
 // planQueue plans the queue and then reqs behind it (see PlanStarts), and gives the
-// slot of the queued job own ("" for none) as well.
-func planQueue(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest, own string, rt Runtimes) ([]time.Time, time.Time) {
+// slot of the queued job own ("" for none) as well, and the span checks the plan took.
+func planQueue(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest, own string, rt Runtimes) ([]time.Time, time.Time, int) {
 	out := make([]time.Time, len(reqs))
 	var ownSlot time.Time
 	p := newPlan(nodes, now)
-	area := map[*planNode]bool{}
-	addArea := func(parts ...string) {
-		if set := p.nodesOf(parts...); len(set) <= MaxPlanNodes {
-			for _, n := range set {
-				area[n] = true
-			}
-		}
+	sc, ok := p.scope(jobs, user, reqs, own)
+	if !ok {
+		return out, ownSlot, 0
 	}
-	for _, r := range reqs {
-		addArea(r.Partition)
-	}
-	if own != "" {
-		for i := range jobs {
-			if jobs[i].ID == own && !jobs[i].Running {
-				addArea(jobs[i].Partitions...)
-			}
-		}
-	}
-	if len(area) == 0 {
-		return out, ownSlot
-	}
-	var ahead []*QueuedJob
-	var sets [][]*planNode
-	for _, j := range queuedAhead(jobs, user) {
-		set := p.nodesOf(j.Partitions...)
-		if len(set) > MaxPlanNodes || !overlaps(set, area) {
-			continue
-		}
-		ahead, sets = append(ahead, j), append(sets, set)
-		if len(ahead) == MaxPlanQueued {
-			break
-		}
-	}
-	for _, set := range sets {
-		for _, n := range set {
-			area[n] = true
-		}
-	}
-	if len(area) > MaxPlanArea {
-		return out, ownSlot
-	}
-	// The user's own jobs run for their predicted runtimes (rt), others' for their limits.
-	runtime := func(j *QueuedJob) time.Duration {
-		if j.User == user {
-			return rt.Predict(j.Limit)
-		}
-		return j.Limit
-	}
+	runtime := sc.runtimes(user, rt)
 	for i := range jobs {
 		if j := &jobs[i]; j.Running {
-			p.hold(j, now, area, runtime(j))
+			p.hold(j, now, sc.area, runtime(j))
 		}
 	}
-	for k, j := range ahead {
+	for k, j := range sc.ahead {
 		req := PlanRequest{Nodes: j.Nodes, CPUsPerNode: ceilDiv(j.CPUs, j.Nodes), GPUsPerNode: j.GPUsPerNode, Walltime: j.Limit, Runtime: runtime(j)}
-		t, chosen := p.earliest(sets[k], req)
+		t, chosen := p.earliest(sc.sets[k], req)
 		if chosen != nil {
 			p.take(chosen, t, req)
 		}
@@ -614,9 +588,71 @@ func planQueue(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, r
 		}
 	}
 	if p.work > maxPlanWork {
-		return make([]time.Time, len(reqs)), time.Time{} // over budget: a cut-short plan is no plan
+		return make([]time.Time, len(reqs)), time.Time{}, p.work // over budget: a cut-short plan is no plan
 	}
-	return out, ownSlot
+	return out, ownSlot, p.work
+}
+
+// scope is what one plan covers: the nodes (area) the requests, the queued job own and
+// the jobs ahead may use, and the jobs ahead (queuedAhead, at most MaxPlanQueued) with
+// each one's usable nodes.
+type scope struct {
+	area  map[*planNode]bool
+	ahead []*QueuedJob
+	sets  [][]*planNode
+}
+
+// scope selects what a plan of reqs (and of the queued job own, "" for none) covers;
+// false: nothing to plan, or more than MaxPlanArea nodes.
+func (p *plan) scope(jobs []QueuedJob, user string, reqs []PlanRequest, own string) (scope, bool) {
+	sc := scope{area: map[*planNode]bool{}}
+	addArea := func(parts ...string) {
+		if set := p.nodesOf(parts...); len(set) <= MaxPlanNodes {
+			for _, n := range set {
+				sc.area[n] = true
+			}
+		}
+	}
+	for _, r := range reqs {
+		addArea(r.Partition)
+	}
+	if own != "" {
+		for i := range jobs {
+			if jobs[i].ID == own && !jobs[i].Running {
+				addArea(jobs[i].Partitions...)
+			}
+		}
+	}
+	if len(sc.area) == 0 {
+		return sc, false
+	}
+	for _, j := range queuedAhead(jobs, user) {
+		set := p.nodesOf(j.Partitions...)
+		if len(set) > MaxPlanNodes || !overlaps(set, sc.area) {
+			continue
+		}
+		sc.ahead, sc.sets = append(sc.ahead, j), append(sc.sets, set)
+		if len(sc.ahead) == MaxPlanQueued {
+			break
+		}
+	}
+	for _, set := range sc.sets {
+		for _, n := range set {
+			sc.area[n] = true
+		}
+	}
+	return sc, len(sc.area) <= MaxPlanArea
+}
+
+// runtimes is how long each job runs in a plan: the user's own jobs for their
+// predicted runtimes (rt; the zero Runtimes: their limits), others' for their limits.
+func (scope) runtimes(user string, rt Runtimes) func(*QueuedJob) time.Duration {
+	return func(j *QueuedJob) time.Duration {
+		if j.User == user {
+			return rt.Predict(j.Limit)
+		}
+		return j.Limit
+	}
 }
 
 // overlaps reports whether any node of set is in area.
@@ -716,11 +752,23 @@ func newPlan(nodes []NodeLine, now time.Time) *plan {
 	return p
 }
 
-// hold books a running job on its nodes until it has run for runtime (its time limit,
-// or its predicted runtime, no longer than the limit), at least a second from now: a
-// job past its limit is ending. A job past a predicted runtime shorter than its limit
-// is held for the same fraction of what is left of its limit.
+// hold books a running job on its nodes until heldUntil.
 func (p *plan) hold(j *QueuedJob, now time.Time, area map[*planNode]bool, runtime time.Duration) {
+	end := heldUntil(j, now, runtime)
+	cpn := ceilDiv(j.CPUs, max(len(j.NodeList), 1))
+	for _, name := range j.NodeList {
+		if n := p.nodes[name]; n != nil && area[n] {
+			n.held = append(n.held, span{now, end, cpn, j.GPUsPerNode})
+		}
+	}
+}
+
+// heldUntil is when the running job j is planned to end: once it has run for runtime
+// (its time limit, or its predicted runtime, no longer than the limit), at least a
+// second from now (a job past its limit is ending). A job past a predicted runtime
+// shorter than its limit is planned to end after the same fraction of what is left of
+// its limit.
+func heldUntil(j *QueuedJob, now time.Time, runtime time.Duration) time.Time {
 	end := now.Add(planHorizon)
 	if j.Limit > 0 && !j.Start.IsZero() {
 		end = j.Start.Add(j.Limit)
@@ -732,13 +780,7 @@ func (p *plan) hold(j *QueuedJob, now time.Time, area map[*planNode]bool, runtim
 			}
 		}
 	}
-	end = later(end, now.Add(time.Second))
-	cpn := ceilDiv(j.CPUs, max(len(j.NodeList), 1))
-	for _, name := range j.NodeList {
-		if n := p.nodes[name]; n != nil && area[n] {
-			n.held = append(n.held, span{now, end, cpn, j.GPUsPerNode})
-		}
-	}
+	return later(end, now.Add(time.Second))
 }
 
 // nodesOf is the usable nodes of any of the partitions, each once, by name.
