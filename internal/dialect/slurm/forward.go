@@ -18,10 +18,11 @@ import (
 // scheduler's own, on the limits.
 //
 // An offline model of the rig (two one-node clusters of 4 GPUs, the benchmark's
-// streams, Slurm's backfill on the limits with whole-node reservations) put the
-// placement on one plan with predictions at 0.80× `sbatch -M`'s mean wait over 100
-// seeds and the placement on the simulated plan at 0.76× (paired difference −0.041,
-// standard error 0.0075); docs/PLACEMENT.md, "The plan simulated forward".
+// streams, a backfill scheduler on the limits with whole-node reservations) puts the
+// placement on one plan with predictions at 0.81× `sbatch -M`'s mean wait over 100
+// seeds and the placement on the simulated plan at 0.77× (paired by seed −0.044,
+// standard error 0.0075): `go run ./scripts/bench/rigplace --model --streams 100`,
+// docs/PLACEMENT.md "The plan simulated forward".
 
 // simRun is a job holding its nodes in the simulation.
 type simRun struct {

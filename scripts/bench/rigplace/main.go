@@ -46,6 +46,7 @@ type config struct {
 	sides        string
 	drainTimeout time.Duration
 	idleTimeout  time.Duration
+	model        bool
 }
 
 func main() {
@@ -61,7 +62,15 @@ func main() {
 	flag.StringVar(&c.sides, "sides", "both", "both, sbatch or mosaic")
 	flag.DurationVar(&c.drainTimeout, "drain-timeout", 10*time.Minute, "give up on a side whose jobs have not all started and ended this long after the last arrival")
 	flag.DurationVar(&c.idleTimeout, "idle-timeout", 3*time.Minute, "wait at most this long for the rig's GPUs to be free before a side (then run anyway, flagged)")
+	flag.BoolVar(&c.model, "model", false, "run the offline model of the rig instead (no rig, no Mosaic: model.go), over the same streams")
 	flag.Parse()
+	if c.model {
+		if err := runModel(os.Stdout, c); err != nil {
+			fmt.Fprintln(os.Stderr, "rigplace:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, c); err != nil {
