@@ -53,7 +53,17 @@ func TestLaunchRecordsTheExternalExchangesTimeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := d.State(); st.ExchangeLocalURL != ts.URL || st.ExchangeListen != "" || st.ExchangeBackend != "" || len(st.Counts) == 0 {
+	// The counts reach state.json after the timeline, in the same follow round: wait
+	// for them (bounded) rather than read state.json between the two writes.
+	st := d.State()
+	for i := 0; i < 400 && len(st.Counts) == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		if d, err = OpenRunDir(r.opts.Root, "t1"); err != nil {
+			t.Fatal(err)
+		}
+		st = d.State()
+	}
+	if st.ExchangeLocalURL != ts.URL || st.ExchangeListen != "" || st.ExchangeBackend != "" || len(st.Counts) == 0 {
 		t.Errorf("run state: local url %q listen %q backend %q counts %+v", st.ExchangeLocalURL, st.ExchangeListen, st.ExchangeBackend, st.Counts)
 	}
 	cancel()
