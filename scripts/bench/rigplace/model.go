@@ -46,10 +46,10 @@ type mJob struct {
 }
 
 type mRun struct {
-	id             int
-	gpus           int
-	end, limitEnd  int64 // real end; the end its limit sets
-	start, predEnd int64 // when it started; its predicted end (estimates only)
+	id            int
+	gpus          int
+	end, limitEnd int64 // real end; the end its limit sets
+	predEnd       int64 // its predicted end (estimates only)
 }
 
 // mHold is gpus in use over [from, to).
@@ -160,7 +160,7 @@ func (c *mCluster) schedule(jobs []mJob, now int64, pred func(int64) int64, star
 		}
 		j := jobs[id]
 		c.running = append(c.running, mRun{id: id, gpus: j.gpus, end: now + j.run, limitEnd: now + j.limit,
-			start: now, predEnd: now + pred(j.limit)})
+			predEnd: now + pred(j.limit)})
 		started(id, now)
 	}
 	c.queue = kept
@@ -337,7 +337,7 @@ func schedulePooled(clusters []*mCluster, jobs []mJob, now int64, pred func(int6
 		case at == now:
 			hs[best] = append(hs[best], mHold{j.gpus, now, now + j.limit})
 			clusters[best].running = append(clusters[best].running, mRun{id: id, gpus: j.gpus, end: now + j.run,
-				limitEnd: now + j.limit, start: now, predEnd: now + pred(j.limit)})
+				limitEnd: now + j.limit, predEnd: now + pred(j.limit)})
 			started(id, now)
 		case at != math.MaxInt64:
 			hs[best] = append(hs[best], mHold{modelGPUs, at, at + j.limit})

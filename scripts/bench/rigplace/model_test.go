@@ -55,7 +55,7 @@ func TestModelSimulatedEstimateIsTheStart(t *testing.T) {
 			used += jobs[id].gpus
 			started := now - int64(rng.IntN(15))*int64(time.Second)
 			c.running = append(c.running, mRun{id: id, gpus: jobs[id].gpus, end: started + jobs[id].run,
-				limitEnd: started + jobs[id].limit, start: started, predEnd: started + jobs[id].run})
+				limitEnd: started + jobs[id].limit, predEnd: started + jobs[id].run})
 		}
 		for range rng.IntN(5) {
 			c.queue = append(c.queue, job())
