@@ -166,6 +166,13 @@ type PlannedStart struct {
 	// Predicted: the user's own jobs planned for their predicted runtimes (their
 	// history of used against asked time); zero when the history is too short.
 	Predicted time.Time
+	// QueueAllowance is the part of the scheduler's own estimate for a new job that is
+	// its rough allowance for the queue ahead, not a fit of the queue (Slurm's will-run
+	// test adds the pending jobs' CPU-time in the partition spread over its CPUs); the
+	// plan counts that queue itself, so the caller takes this off the scheduler's
+	// answer before it takes the later of the two. Zero when Limits is not planned or
+	// the allowance cannot be worked out.
+	QueueAllowance time.Duration
 }
 
 // Gain is how much earlier the predicted runtimes put the job than the limits do

@@ -668,12 +668,7 @@ func overlaps(set []*planNode, area map[*planNode]bool) bool {
 // queuedAhead are the eligible queued jobs counted ahead of a new job of user's, highest
 // priority first (ties: lower job id, i.e. submitted first).
 func queuedAhead(jobs []QueuedJob, user string) []*QueuedJob {
-	own := int64(-1)
-	for i := range jobs {
-		if j := &jobs[i]; !j.Running && j.Eligible && j.User == user && (own < 0 || j.Priority < own) {
-			own = j.Priority
-		}
-	}
+	own := newJobPriority(jobs, user)
 	var ahead []*QueuedJob
 	for i := range jobs {
 		if j := &jobs[i]; !j.Running && j.Eligible && j.Priority >= own {
@@ -687,6 +682,19 @@ func queuedAhead(jobs []QueuedJob, user string) []*QueuedJob {
 		return compareJobIDs(a.ID, b.ID)
 	})
 	return ahead
+}
+
+// newJobPriority is the priority a new job of user's is taken to have: the lowest of
+// the user's eligible queued jobs (a new job has no age yet), or -1, below every job,
+// when the user has none queued.
+func newJobPriority(jobs []QueuedJob, user string) int64 {
+	own := int64(-1)
+	for i := range jobs {
+		if j := &jobs[i]; !j.Running && j.Eligible && j.User == user && (own < 0 || j.Priority < own) {
+			own = j.Priority
+		}
+	}
+	return own
 }
 
 // compareJobIDs orders numeric ids numerically (array and het job ids by their text).
@@ -1047,6 +1055,7 @@ func (p *Slurm) PlanStarts(outs []dialect.Output, specs []model.JobSpec, submitt
 	if err != nil {
 		return nil, err
 	}
+	listed := in.jobs
 	in.jobs = withSubmitted(in.jobs, in.user, submitted)
 	reqs := make([]PlanRequest, len(specs))
 	for i := range specs {
@@ -1055,6 +1064,11 @@ func (p *Slurm) PlanStarts(outs []dialect.Output, specs []model.JobSpec, submitt
 	res := make([]dialect.PlannedStart, len(specs))
 	for i, t := range PlanStarts(in.nodes, in.jobs, in.user, now, reqs) {
 		res[i].Limits = t
+		if !t.IsZero() {
+			// From the listing as squeue printed it: the will-run test ran before it,
+			// and a submission recorded since is not in Slurm's answer.
+			res[i].QueueAllowance, _ = WillRunQueueAllowance(in.nodes, listed, in.user, reqs[i].Partition)
+		}
 	}
 	if in.rt.Known() {
 		for i, t := range PlanStartsPredicted(in.nodes, in.jobs, in.user, now, reqs, in.rt) {
@@ -1089,16 +1103,10 @@ func withSubmitted(jobs []QueuedJob, user string, submitted []dialect.Submitted)
 		return jobs
 	}
 	listed := make(map[string]bool, len(jobs))
-	prio := int64(-1)
 	for i := range jobs {
 		listed[jobs[i].ID] = true
-		if j := &jobs[i]; !j.Running && j.Eligible && j.User == user && (prio < 0 || j.Priority < prio) {
-			prio = j.Priority
-		}
 	}
-	if prio < 1 {
-		prio = 1
-	}
+	prio := max(newJobPriority(jobs, user), 1)
 	out := slices.Clip(jobs)
 	for k, s := range submitted {
 		if s.JobID != "" && listed[s.JobID] {

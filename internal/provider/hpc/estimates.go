@@ -203,8 +203,8 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 	return nil
 }
 
-// logEstimate logs, at Debug, how one estimate was made: the scheduler's own answer,
-// the queue plan's two times, the start taken and how many recorded submissions were
+// logEstimate logs, at Debug, how one estimate was made: the scheduler's own answer
+// and its allowance for the queue, the queue plan's two times, the start taken and how many recorded submissions were
 // handed to the plan (it plans ahead those the listing does not show yet). It names
 // the job only by its size and place (no command, script or environment).
 func (p *Provider) logEstimate(ctx context.Context, spec model.JobSpec, site time.Time, ps dialect.PlannedStart, start time.Time, submitted int, now time.Time) {
@@ -219,7 +219,8 @@ func (p *Provider) logEstimate(ctx context.Context, spec model.JobSpec, site tim
 	}
 	p.log.Debug("estimate", "partition", spec.Partition,
 		"nodes", spec.Nodes, "ntasks", spec.NTasks, "gpus", spec.GPUs, "walltime", spec.Walltime.D(),
-		"site_wait", wait(site), "plan_limits_wait", wait(ps.Limits), "plan_predicted_wait", wait(ps.Predicted),
+		"site_wait", wait(site), "site_queue_allowance", ps.QueueAllowance,
+		"plan_limits_wait", wait(ps.Limits), "plan_predicted_wait", wait(ps.Predicted),
 		"wait", wait(start), "submissions_recorded", submitted)
 }
 
@@ -273,13 +274,17 @@ printf '\n%%s rc=%%s\n' "$b" "${r:-99}"
 `
 
 // applyPlan is the start estimate from the scheduler's own answer t and the queue
-// plan ps (dialect.QueuePlanner): the later of t and the limits' plan (the will-run
-// test counts the running jobs only; the queue ahead starts first), moved earlier by
-// what planning the user's own jobs for their predicted runtimes gains, never before
-// now. The scheduler's answer knows what the plan does not (reservations, limits,
-// features, memory), so only the gain of the prediction is taken from the plan, not
-// its time.
+// plan ps (dialect.QueuePlanner): t without its rough allowance for the queue
+// (ps.QueueAllowance, never before now), then the later of that and the limits' plan
+// (the will-run test fits the running jobs only; the queue ahead starts first),
+// moved earlier by what planning the user's own jobs for their predicted runtimes
+// gains, never before now. The scheduler's answer knows what the plan does not
+// (reservations, limits, features, memory), so it stays a floor, and only the gain of
+// the prediction is taken from the plan, not its time.
 func applyPlan(t time.Time, ps dialect.PlannedStart, now time.Time) time.Time {
+	if a := ps.QueueAllowance; a > 0 && !ps.Limits.IsZero() {
+		t = later(t.Add(-a), now)
+	}
 	if ps.Limits.After(t) {
 		t = ps.Limits
 	}

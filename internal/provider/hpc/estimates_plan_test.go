@@ -95,7 +95,11 @@ func TestEstimateStartsPlansBehindTheQueue(t *testing.T) {
 		after, before time.Time
 	}{
 		{"plan later than Slurm wins", slurmSays(soon), running + pending, 0, "alice\n", 0, "", 0, now.Add(3 * time.Hour).Add(-time.Minute), now.Add(3 * time.Hour).Add(time.Minute)},
-		{"Slurm later than plan wins", slurmSays(late), running + pending, 0, "alice\n", 0, "", 0, now.Add(10 * time.Hour).Add(-time.Second), now.Add(10 * time.Hour).Add(time.Second)},
+		// Slurm's answer carries its allowance for the queue (WillRunQueueAllowance): the
+		// pending job's 64 cores (a whole node of the partition's) × 2 h over 64 cores,
+		// 2 h, taken off before the later of it and the plan is taken.
+		{"Slurm later than plan wins, less its queue allowance", slurmSays(late), running + pending, 0, "alice\n", 0, "", 0, now.Add(8 * time.Hour).Add(-time.Second), now.Add(8 * time.Hour).Add(time.Second)},
+		{"Slurm's queue allowance gives way to the plan", slurmSays(now.Add(4 * time.Hour).In(time.Local).Format(stdFmt)), running + pending, 0, "alice\n", 0, "", 0, now.Add(3 * time.Hour).Add(-time.Minute), now.Add(3 * time.Hour).Add(time.Minute)},
 		{"failing listing leaves Slurm's", slurmSays(soon), running, 1, "alice\n", 0, "", 0, now.Add(time.Minute - time.Second), now.Add(time.Minute + time.Second)},
 		{"garbled listing leaves Slurm's", slurmSays(soon), "18712|gpu|RUNNING|garbage\n", 0, "alice\n", 0, "", 0, now.Add(time.Minute - time.Second), now.Add(time.Minute + time.Second)},
 		{"cut listing leaves Slurm's", slurmSays(soon), running[:40], 0, "alice\n", 0, "", 0, now.Add(time.Minute - time.Second), now.Add(time.Minute + time.Second)},
@@ -109,7 +113,7 @@ func TestEstimateStartsPlansBehindTheQueue(t *testing.T) {
 		{"predicted runtimes bring the plan forward", slurmSays(soon), running + pending, 0, "root\n", 0, rootQuarter, 0, now.Add(45*time.Minute - time.Minute), now.Add(45*time.Minute + time.Minute)},
 		{"another user's history is not theirs", slurmSays(soon), running + pending, 0, "alice\n", 0, rootQuarter, 0, now.Add(3*time.Hour - time.Minute), now.Add(3*time.Hour + time.Minute)},
 		{"failing history leaves the limits' plan", slurmSays(soon), running + pending, 0, "root\n", 0, rootQuarter, 1, now.Add(3*time.Hour - time.Minute), now.Add(3*time.Hour + time.Minute)},
-		{"Slurm's later answer keeps the gain only", slurmSays(late), running + pending, 0, "root\n", 0, rootQuarter, 0, now.Add(10*time.Hour - 2*time.Hour - 15*time.Minute - time.Minute), now.Add(10*time.Hour - 2*time.Hour - 15*time.Minute + time.Minute)},
+		{"Slurm's later answer keeps the gain only", slurmSays(late), running + pending, 0, "root\n", 0, rootQuarter, 0, now.Add(10*time.Hour - 2*time.Hour - 2*time.Hour - 15*time.Minute - time.Minute), now.Add(10*time.Hour - 2*time.Hour - 2*time.Hour - 15*time.Minute + time.Minute)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin := t.TempDir()

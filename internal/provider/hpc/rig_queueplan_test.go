@@ -145,3 +145,51 @@ func TestRigRuntimeHistory(t *testing.T) {
 		t.Errorf("job %s: ran %v of %v, want about 2 s of 7m", id, found.Elapsed, found.Limit)
 	}
 }
+
+// TestRigEstimateTakesOffSlurmsQueueAllowance: on beta, a 3-GPU job runs (3-minute
+// limit) and two 4-GPU jobs of 2 and 3 minutes queue behind it in gpuA100. A new 1-GPU
+// job of 1 minute fits in the free GPU before the first queued job's slot, and Slurm's
+// backfill starts it at once; but sbatch --test-only promises it a start 5 minutes
+// away, the queued jobs' limits added one after the other (slurmctld's
+// _delayed_job_start_time, slurm.WillRunQueueAllowance). The provider's estimate takes
+// that allowance off Slurm's answer and says "now", and the job, submitted, starts.
+func TestRigEstimateTakesOffSlurmsQueueAllowance(t *testing.T) {
+	p, _ := rigProvider(t, "beta", "ssh")
+	WithRuntimePredictions(false)(p)
+	ctx := context.Background()
+	submit := func(s model.JobSpec) string {
+		t.Helper()
+		id, err := p.Submit(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Cancel(context.Background(), []string{id}) })
+		return id
+	}
+	block := spec(t, "qablock", "gpuA100", "sleep 170", 3*time.Minute)
+	block.GPUs = 3
+	waitState(t, p, submit(block), 60*time.Second, func(s model.JobState) bool { return s == model.JobRunning })
+	for i, lim := range []time.Duration{2 * time.Minute, 3 * time.Minute} {
+		q := spec(t, "qaqueued"+string(rune('a'+i)), "gpuA100", "true", lim)
+		q.GPUs = 4
+		waitState(t, p, submit(q), 30*time.Second, func(s model.JobState) bool { return s == model.JobPending })
+	}
+	probe := spec(t, "qaprobe", "gpuA100", "true", time.Minute)
+	probe.GPUs = 1
+	if in := time.Until(rawEstimate(t, p, probe)); in < 4*time.Minute+30*time.Second || in > 5*time.Minute+30*time.Second {
+		// The premise: slurmctld adds the queued jobs' 2 + 3 minutes (docs/PLACEMENT.md).
+		t.Errorf("sbatch --test-only says the 1-GPU job starts in %v; Slurm was expected to add the queued jobs' limits, 5m", in.Round(time.Second))
+	}
+	got, err := p.EstimateStart(ctx, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := time.Until(got); in > 20*time.Second {
+		t.Errorf("estimate: starts in %v, want now (Slurm's queue allowance taken off; the job fits before the queued jobs' slot)", in.Round(time.Second))
+	}
+	sent := time.Now()
+	st := waitState(t, p, submit(probe), 60*time.Second, func(s model.JobState) bool { return s == model.JobRunning || s == model.JobCompleting || s == model.JobSucceeded })
+	if !st.Start.IsZero() && st.Start.Sub(sent) > 30*time.Second {
+		t.Errorf("the 1-GPU job started %v after it was sent; the estimate said now", st.Start.Sub(sent).Round(time.Second))
+	}
+}
