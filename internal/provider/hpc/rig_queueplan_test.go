@@ -188,7 +188,9 @@ func TestRigEstimateTakesOffSlurmsQueueAllowance(t *testing.T) {
 		t.Errorf("estimate: starts in %v, want now (Slurm's queue allowance taken off; the job fits before the queued jobs' slot)", in.Round(time.Second))
 	}
 	sent := time.Now()
-	st := waitState(t, p, submit(probe), 60*time.Second, func(s model.JobState) bool { return s == model.JobRunning || s == model.JobCompleting || s == model.JobSucceeded })
+	st := waitState(t, p, submit(probe), 60*time.Second, func(s model.JobState) bool {
+		return s == model.JobRunning || s == model.JobCompleting || s == model.JobSucceeded
+	})
 	if !st.Start.IsZero() && st.Start.Sub(sent) > 30*time.Second {
 		t.Errorf("the 1-GPU job started %v after it was sent; the estimate said now", st.Start.Sub(sent).Round(time.Second))
 	}
