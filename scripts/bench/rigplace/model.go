@@ -17,11 +17,19 @@ import (
 // then run for their real runtimes. Each placement policy picks a cluster for a job
 // when it arrives, from an estimate of its start on each (ties: alpha):
 //
-//	sbatch-M   the will-run test: the running jobs only, on their limits (what sbatch -M does)
+//	sbatch-M   Slurm's will-run answer, what sbatch -M decides on: the running jobs only, on
+//	           their limits, plus slurmctld's allowance for the queue (every queued job's
+//	           limit, one after another: a one-node partition's _delayed_job_start_time)
+//	will-run   the running jobs only, without the allowance (this model's sbatch-M before
+//	           session 35, when the allowance was not known)
 //	one-plan   Mosaic's one plan before fc3f295: the queue ahead counted, running and queued
 //	           jobs ending after their predicted runtimes, holes fitted by the limits
+//	floored    Mosaic from fc3f295 to 7eefa09: the simulated plan's gain over the limits'
+//	           plan taken off the later of Slurm's answer (sbatch-M's) and the limits' plan
 //	simulated  Mosaic's plan since fc3f295: the scheduler's limits' plan made again at each
-//	           predicted end (internal/dialect/slurm/forward.go)
+//	           predicted end (internal/dialect/slurm/forward.go); since 7eefa09 Slurm's
+//	           answer without its allowance is its floor, which here (no reservations, no
+//	           features) never rises above the plan
 //	pooled     no placement: one queue over both nodes, each job started on the node that
 //	           plans it first (late binding with perfect timing; a reference, not a policy
 //	           either submitter can follow)
@@ -38,7 +46,7 @@ const modelStep = int64(100 * time.Millisecond)
 const modelGPUs = 4
 
 // modelPolicies are the policies the model compares, in its output's order.
-var modelPolicies = []string{"sbatch-M", "one-plan", "simulated", "pooled"}
+var modelPolicies = []string{"sbatch-M", "will-run", "one-plan", "floored", "simulated", "pooled"}
 
 type mJob struct {
 	at, run, limit int64 // nanoseconds from the stream's start
@@ -181,16 +189,44 @@ func predictedEnd(r mRun, limit, predicted, now int64) int64 {
 	return max(now+int64(float64(left)*float64(predicted)/float64(limit)), now+int64(time.Second))
 }
 
+// willRun is Slurm's will-run test for j at now: the running jobs only, held to their
+// limits.
+func (c *mCluster) willRun(j mJob, now int64) int64 {
+	var hs []mHold
+	for _, r := range c.running {
+		hs = append(hs, mHold{r.gpus, now, max(r.limitEnd, now+modelStep)})
+	}
+	return earliestFree(hs, nil, j.gpus, now, j.limit)
+}
+
+// queueAllowance is what slurmctld adds to the will-run answer for the queue on a
+// one-node partition: the queued jobs' limits in whole minutes, summed
+// (internal/dialect/slurm/willrun.go).
+func (c *mCluster) queueAllowance(jobs []mJob) int64 {
+	var mins int64
+	for _, q := range c.queue {
+		mins += jobs[q].limit / int64(time.Minute)
+	}
+	return mins * int64(time.Minute)
+}
+
 // estimate is policy's start estimate for job id on c at now.
 func (c *mCluster) estimate(policy string, jobs []mJob, id int, now int64, pred func(int64) int64) int64 {
 	j := jobs[id]
 	switch policy {
 	case "sbatch-M":
-		var hs []mHold
-		for _, r := range c.running {
-			hs = append(hs, mHold{r.gpus, now, max(r.limitEnd, now+modelStep)})
+		return c.willRun(j, now) + c.queueAllowance(jobs)
+	case "will-run":
+		return c.willRun(j, now)
+	case "floored":
+		limits := (&mCluster{running: c.running, queue: append(slices.Clone(c.queue), id)}).limitsPlan(jobs, now)
+		lim := limits[len(limits)-1]
+		sim := c.estimate("simulated", jobs, id, now, pred)
+		t := max(c.willRun(j, now)+c.queueAllowance(jobs), lim)
+		if lim != math.MaxInt64 && sim < lim {
+			t = max(t-(lim-sim), now)
 		}
-		return earliestFree(hs, nil, j.gpus, now, j.limit)
+		return t
 	case "one-plan":
 		var hs []mHold
 		var reserved []int64
@@ -360,7 +396,8 @@ func runModel(w io.Writer, c config) error {
 	}
 	fmt.Fprintln(w)
 	sums := make([]float64, len(modelPolicies))
-	var diffs []float64 // simulated − one-plan, per seed
+	idx := func(name string) int { return slices.Index(modelPolicies, name) }
+	var diffs, floorDiffs []float64 // simulated − one-plan, simulated − floored, per seed
 	for s := range uint64(c.streams) {
 		seed := c.seed + s
 		stream, err := Stream(seed, StreamParams{Jobs: c.jobs, MeanGap: c.gap})
@@ -382,7 +419,8 @@ func runModel(w io.Writer, c config) error {
 			sums[k] += ratios[k]
 			fmt.Fprintf(w, " %11s (%.2f)", m.Round(100*time.Millisecond), ratios[k])
 		}
-		diffs = append(diffs, ratios[2]-ratios[1])
+		diffs = append(diffs, ratios[idx("simulated")]-ratios[idx("one-plan")])
+		floorDiffs = append(floorDiffs, ratios[idx("simulated")]-ratios[idx("floored")])
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "mean of per-seed ratios to sbatch-M:")
@@ -390,16 +428,24 @@ func runModel(w io.Writer, c config) error {
 		fmt.Fprintf(w, " %s %.3f", p, sums[k]/float64(c.streams))
 	}
 	fmt.Fprintln(w)
-	if n := len(diffs); n > 1 {
-		var m, ss float64
-		for _, d := range diffs {
-			m += d
-		}
-		m /= float64(n)
-		for _, d := range diffs {
-			ss += (d - m) * (d - m)
-		}
-		fmt.Fprintf(w, "simulated − one-plan, paired by seed: %+.3f (standard error %.4f)\n", m, math.Sqrt(ss/float64(n-1)/float64(n)))
-	}
+	paired(w, "simulated − one-plan", diffs)
+	paired(w, "simulated − floored", floorDiffs)
 	return nil
+}
+
+// paired prints the mean of per-seed differences ds and its standard error.
+func paired(w io.Writer, what string, ds []float64) {
+	n := len(ds)
+	if n < 2 {
+		return
+	}
+	var m, ss float64
+	for _, d := range ds {
+		m += d
+	}
+	m /= float64(n)
+	for _, d := range ds {
+		ss += (d - m) * (d - m)
+	}
+	fmt.Fprintf(w, "%s, paired by seed: %+.3f (standard error %.4f)\n", what, m, math.Sqrt(ss/float64(n-1)/float64(n)))
 }

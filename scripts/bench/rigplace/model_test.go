@@ -63,6 +63,19 @@ func TestModelSimulatedEstimateIsTheStart(t *testing.T) {
 		id := job()
 		sim := c.estimate("simulated", jobs, id, now, pred)
 		one := c.estimate("one-plan", jobs, id, now, pred)
+		// Slurm's answer as a floor can only make the estimate later, and sbatch -M's
+		// answer is the will-run test plus every queued job's limit.
+		if fl := c.estimate("floored", jobs, id, now, pred); fl < sim {
+			t.Fatalf("seed %d: floored estimate %v before the simulated %v", seed, time.Duration(fl-now), time.Duration(sim-now))
+		}
+		var lims int64
+		for _, q := range c.queue {
+			lims += jobs[q].limit
+		}
+		if sb, wr := c.estimate("sbatch-M", jobs, id, now, pred), c.estimate("will-run", jobs, id, now, pred); sb-wr != lims {
+			t.Fatalf("seed %d: sbatch-M %v is the will-run test %v plus %v, want plus the queued limits %v", seed,
+				time.Duration(sb-now), time.Duration(wr-now), time.Duration(sb-wr), time.Duration(lims))
+		}
 		c.queue = append(c.queue, id)
 		start := int64(-1)
 		for at := now; start < 0 && at < now+int64(time.Hour); at += modelStep {
@@ -91,7 +104,7 @@ func TestRunModel(t *testing.T) {
 	if err := runModel(&b, config{jobs: 30, gap: 6 * time.Second, seed: 1, streams: 3}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range append(modelPolicies, "mean of per-seed ratios", "paired by seed", "\n1 ", "\n3 ") {
+	for _, want := range append(modelPolicies, "mean of per-seed ratios", "simulated − one-plan, paired by seed", "simulated − floored, paired by seed", "\n1 ", "\n3 ") {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
