@@ -19,16 +19,18 @@ import (
 // is the same in 22.05 and today's job_scheduler.c. It counts the queue as if it ran
 // one job after another over the whole partition, however the jobs really fit: on
 // the rig (one 4-GPU node per partition) a 1-GPU job that backfilled at once was
-// promised a start 13 minutes away, the sum of the four queued jobs' limits; and
-// another partition of the same node, whose queue is empty, was promised "now".
+// promised a start 13 minutes away, the sum of the four limits queued in its
+// partition, and the same job in another partition of the same node 5 minutes, the
+// one limit queued there (docs/PLACEMENT.md, "Slurm's allowance for the queue").
 // The queue plan counts the queue itself, so the caller takes this off Slurm's answer
 // before it takes the later of that and the plan (the rest of Slurm's answer still
 // knows what the plan does not: reservations, features, memory).
 //
 // The new job's priority is taken as the plan takes it (newJobPriority): the lowest
 // of the user's own queued jobs, or below every queued job when the user has none. A
-// job queued to several partitions is counted in its first listed one (slurmctld
-// keeps one partition per pending job). A listing that hides other users' jobs
+// job queued to several partitions is counted in its first listed one only
+// (slurmctld compares one partition per pending job, and the listing does not say
+// which). A listing that hides other users' jobs
 // (PrivateData=jobs) counts fewer: the allowance is then smaller than Slurm's and
 // Slurm's answer weighs more, never less.
 func WillRunQueueAllowance(nodes []NodeLine, jobs []QueuedJob, user, partition string) (time.Duration, bool) {

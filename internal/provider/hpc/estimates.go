@@ -204,9 +204,10 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 }
 
 // logEstimate logs, at Debug, how one estimate was made: the scheduler's own answer
-// and its allowance for the queue, the queue plan's two times, the start taken and how many recorded submissions were
-// handed to the plan (it plans ahead those the listing does not show yet). It names
-// the job only by its size and place (no command, script or environment).
+// and its allowance for the queue, the queue plan's two times, the start taken and
+// how many recorded submissions were handed to the plan (it plans ahead those the
+// listing does not show yet). It names the job only by its size and place (no
+// command, script or environment).
 func (p *Provider) logEstimate(ctx context.Context, spec model.JobSpec, site time.Time, ps dialect.PlannedStart, start time.Time, submitted int, now time.Time) {
 	if !p.log.Enabled(ctx, slog.LevelDebug) {
 		return
