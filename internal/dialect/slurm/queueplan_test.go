@@ -225,6 +225,10 @@ func FuzzParsePlanQueue(f *testing.F) {
 		// Whatever parses can be planned without a panic.
 		nodes := []NodeLine{{Partition: "a", Node: "n1", State: "mixed", CPUs: 8, GPUs: 4, PartitionUp: true}}
 		PlanStarts(nodes, jobs, "u", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), []PlanRequest{{Partition: "a", Nodes: 1, CPUsPerNode: 1, GPUsPerNode: 1, Walltime: time.Minute}})
+		// And its allowance for the queue is never negative nor beyond the plan's horizon.
+		if a, ok := WillRunQueueAllowance(nodes, jobs, "u", "a"); a < 0 || a > planHorizon || (!ok && a != 0) {
+			t.Fatalf("allowance %v, %v", a, ok)
+		}
 	})
 }
 
