@@ -77,6 +77,11 @@ type JobSpec struct {
 	Env         map[string]string `json:"env,omitempty"`
 	WorkDir     string            `json:"workdir,omitempty"`
 	Container   *Container        `json:"container,omitempty"`
+	// Nice lowers the job's priority at its site by this much (Slurm's --nice; 0: as
+	// submitted). The site's provider sets it from the site's order_own_jobs, never
+	// the user: it only ever lowers a job, so it reorders the user's own work and
+	// cannot take a place from anyone else. Dialects without it ignore it.
+	Nice int `json:"nice,omitempty"`
 	// NoSiteEnvScript: the command sources the site's env script itself (a campaign
 	// slice does, after redirecting into its log), so the dialect must not.
 	NoSiteEnvScript bool `json:"no_site_env_script,omitempty"`
@@ -85,6 +90,9 @@ type JobSpec struct {
 	// not part of the spec's wire form (the task carries its owner).
 	Owner string `json:"-"`
 }
+
+// MaxNice bounds JobSpec.Nice (Slurm takes up to 2147483645; more than this is a bug).
+const MaxNice = 10000
 
 // Validate checks the fields every provider needs.
 func (j *JobSpec) Validate() error {
@@ -99,6 +107,8 @@ func (j *JobSpec) Validate() error {
 		return fmt.Errorf("job spec %s: negative resource request", j.Tag)
 	case j.Walltime <= 0:
 		return fmt.Errorf("job spec %s: walltime must be positive", j.Tag)
+	case j.Nice < 0 || j.Nice > MaxNice:
+		return fmt.Errorf("job spec %s: nice %d: want 0 to %d (a job's priority is only ever lowered)", j.Tag, j.Nice, MaxNice)
 	case j.Command == "" && j.Script == "":
 		return fmt.Errorf("job spec %s: neither command nor script given", j.Tag)
 	}

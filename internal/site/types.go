@@ -19,6 +19,12 @@ const (
 	DialectPBS   = "pbs"
 )
 
+// How the user's own queued jobs are ordered at a site (System.OrderOwnJobs).
+const (
+	OrderSubmission    = "submission"     // as submitted (the default)
+	OrderSmallestFirst = "smallest-first" // smaller jobs first, by --nice (Slurm)
+)
+
 // Catalog is a whole sites.yaml.
 type Catalog struct {
 	// Path is where the catalog was read from ("" for the embedded default).
@@ -54,6 +60,11 @@ type System struct {
 	ContainerRuntimes []string `yaml:"container_runtimes,omitempty" json:"container_runtimes,omitempty"`
 	Features          []string `yaml:"features,omitempty" json:"features,omitempty"`
 	EnvScript         string   `yaml:"env_script,omitempty" json:"env_script,omitempty"` // sourced before a job's command
+	// OrderOwnJobs is how Mosaic orders the user's own queued jobs at this site:
+	// "submission" (the default: as submitted) or "smallest-first" (Slurm only: each
+	// job is submitted with a --nice that grows with its size, so the user's smaller
+	// jobs go ahead of their larger ones; see OrderSmallestFirst).
+	OrderOwnJobs string `yaml:"order_own_jobs,omitempty" json:"order_own_jobs,omitempty"`
 
 	Partitions []Partition `yaml:"partitions,omitempty" json:"partitions"`
 	SimConfig  *SimSystem  `yaml:"sim,omitempty" json:"sim,omitempty"` // kind: sim only

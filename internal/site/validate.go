@@ -90,6 +90,16 @@ func validateSystem(s *System, path string, rep *reporter) {
 	if d := strings.ToLower(s.Dialect); d != "" && !slices.Contains(dialects, d) {
 		rep.errf(path+".dialect", "must be slurm or pbs, got %q%s", s.Dialect, suggest(s.Dialect, dialects))
 	}
+	switch o := strings.ToLower(s.OrderOwnJobs); {
+	case o == "" || o == OrderSubmission:
+	case o != OrderSmallestFirst:
+		rep.errf(path+".order_own_jobs", "must be %s or %s, got %q%s", OrderSubmission, OrderSmallestFirst, s.OrderOwnJobs,
+			suggest(s.OrderOwnJobs, []string{OrderSubmission, OrderSmallestFirst}))
+	case strings.ToLower(s.Dialect) == DialectPBS:
+		rep.errf(path+".order_own_jobs", "%s needs Slurm's --nice; PBS sites keep submission order (remove it or set dialect: slurm)", OrderSmallestFirst)
+	case kind == KindSim:
+		rep.errf(path+".order_own_jobs", "%s is for Slurm sites (ssh, local, globus); a simulated system's queue ignores nice", OrderSmallestFirst)
+	}
 	switch kind {
 	case KindSSH:
 		if strings.TrimSpace(s.Host) == "" {

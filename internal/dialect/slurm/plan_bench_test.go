@@ -46,7 +46,7 @@ func benchPlanListing() []byte {
 			if (i*n)%benchNodes+n > benchNodes {
 				n, nl = 1, fmt.Sprintf("g%04d", (i*n)%benchNodes)
 			}
-			fmt.Fprintf(&b, "%d|gpu|RUNNING|%d|%s|4:00:00|%d|%d|gres:gpu:a100:%d|%s|%s|None|N/A|N/A|%d|cpu=%d,mem=8G,node=%d,gres/gpu=%d|\n",
+			fmt.Fprintf(&b, "%d|gpu|RUNNING|%d|%s|4:00:00|%d|%d|gres:gpu:a100:%d|%s|%s|None|N/A|N/A|%d|cpu=%d,mem=8G,node=%d,gres/gpu=%d|0|\n",
 				id, 1_000_000-i, start.Add(time.Duration(i)*time.Second).Format("2006-01-02T15:04:05"),
 				n, 16*n, gpus, nl, user, n, 16*n, n, gpus*n)
 			continue
@@ -55,7 +55,7 @@ func benchPlanListing() []byte {
 		if i%3 == 0 {
 			perNode, perJob = "N/A", fmt.Sprintf("gres:gpu:%d", gpus)
 		}
-		fmt.Fprintf(&b, "%d|gpu|PENDING|%d|N/A|%d:00:00|1|%d|%s||%s|%s|%s|N/A|1|cpu=%d,mem=8G,node=1,gres/gpu=%d|\n",
+		fmt.Fprintf(&b, "%d|gpu|PENDING|%d|N/A|%d:00:00|1|%d|%s||%s|%s|%s|N/A|1|cpu=%d,mem=8G,node=1,gres/gpu=%d|0|\n",
 			id, 900_000-i, 1+i%12, 4*gpus, perNode, user, []string{"Priority", "Resources", "Dependency"}[i%3], perJob, 4*gpus, gpus)
 	}
 	return b.Bytes()

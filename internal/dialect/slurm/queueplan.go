@@ -41,14 +41,16 @@ import (
 // queueColumns are the squeue `-O` fields PlanQueueCommand prints: job id,
 // partition(s), state, priority, start (actual for running jobs), time limit, nodes,
 // CPUs, TRES per node (%b), node list (running jobs), user, reason (pending jobs),
-// TRES per job (`--gpus N`), TRES per task (`--gpus-per-task`), tasks, and the TRES a
-// running job holds (a pending job's: what it asked for). `%b` alone shows only GPUs
+// TRES per job (`--gpus N`), TRES per task (`--gpus-per-task`), tasks, the TRES a
+// running job holds (a pending job's: what it asked for), and its nice (what its
+// priority was lowered by: priority + nice is where it stands in line as submitted,
+// see newJobPriority). `%b` alone shows only GPUs
 // asked for per node; a job that asked with `--gpus N` would be planned without its
 // GPUs. The TRES fields have no `--format` letter, and `-O` and `--format` do not mix,
 // so the whole listing is `-O`.
 var queueColumns = []string{"JobID", "Partition", "State", "PriorityLong", "StartTime", "TimeLimit",
 	"NumNodes", "NumCPUs", "tres-per-node", "NodeList", "UserName", "Reason",
-	"tres-per-job", "tres-per-task", "NumTasks", "tres-alloc"}
+	"tres-per-job", "tres-per-task", "NumTasks", "tres-alloc", "Nice"}
 
 // queueFormat is queueColumns as one `-O` argument. `Field:|` is size 0 with the
 // suffix "|": squeue's _parse_long_token reads the size with strtol ("|" → 0) and
@@ -93,6 +95,7 @@ type QueuedJob struct {
 	GPUsPerNode int      // held (running) or asked for (queued) per node, however asked: jobGPUsPerNode
 	NodeList    []string // a running job's nodes
 	User        string
+	Nice        int64 // what its priority was lowered by (squeue's Nice; negative: raised by an admin)
 	// Eligible: a queued job that waits only for resources or priority (not held, not
 	// waiting on a dependency or a begin time): only those can take a slot ahead.
 	Eligible bool
@@ -136,6 +139,9 @@ func ParsePlanQueue(out []byte, loc *time.Location) ([]QueuedJob, error) {
 			return nil, fmt.Errorf("squeue line %d: job %s priority %q is not a non-negative number", n+1, j.ID, f[3])
 		}
 		j.Priority = pr
+		if j.Nice, err = strconv.ParseInt(f[16], 10, 64); err != nil || j.Nice < -maxNice || j.Nice > maxNice {
+			return nil, fmt.Errorf("squeue line %d: job %s nice %q is not a number from %d to %d", n+1, j.ID, f[16], -maxNice, maxNice)
+		}
 		lim, ok := parseLimit(f[5])
 		if !ok {
 			return nil, fmt.Errorf("squeue line %d: job %s time limit %q: want UNLIMITED or [D-]HH:MM:SS", n+1, j.ID, f[5])
@@ -185,6 +191,10 @@ func eligibleReason(r string) bool {
 	}
 	return strings.HasPrefix(r, "nodes required for job are down, drained or reserved")
 }
+
+// maxNice bounds a listed job's nice (Slurm's own range is ±2147483645; larger is a
+// garbled listing).
+const maxNice = 1 << 31
 
 // maxTRESGPUs bounds the GPUs one TRES field, or a job's tasks × GPUs per task, may
 // name: a larger count is a garbled listing, not a job.
@@ -472,6 +482,9 @@ type PlanRequest struct {
 	// Runtime is how long it holds its share once started (0: Walltime); the plan with
 	// predicted runtimes books a queued job for its prediction.
 	Runtime time.Duration
+	// Nice is what its priority is lowered by (the spec's --nice): it is planned
+	// behind the jobs ahead of a new job at that lower priority.
+	Nice int64
 }
 
 // RequestOf is the plan request for a job spec (as the sbatch script renders it).
@@ -484,7 +497,7 @@ func RequestOf(spec model.JobSpec) PlanRequest {
 		gpn = (spec.GPUs + nodes - 1) / nodes
 	}
 	return PlanRequest{Partition: spec.Partition, Nodes: nodes, CPUsPerNode: (cpus + nodes - 1) / nodes,
-		GPUsPerNode: gpn, Walltime: spec.Walltime.D()}
+		GPUsPerNode: gpn, Walltime: spec.Walltime.D(), Nice: int64(spec.Nice)}
 }
 
 // Bounds of one plan: a larger plan is not made (the site's own answer stands), so a
@@ -514,7 +527,39 @@ const planHorizon = 365 * 24 * time.Hour
 // the highest priorities first; running jobs are held only on the nodes the plan
 // covers.
 func PlanStarts(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest) []time.Time {
-	out, _, _ := planQueue(nodes, jobs, user, now, reqs, "", Runtimes{})
+	return planGroups(reqs, func(rs []PlanRequest) []time.Time {
+		out, _, _ := planQueue(nodes, jobs, user, now, rs, "", Runtimes{})
+		return out
+	})
+}
+
+// planGroups is plan's answers for reqs, planned in groups of one nice each (the jobs
+// ahead of a request depend on its nice), in reqs' order.
+func planGroups(reqs []PlanRequest, plan func([]PlanRequest) []time.Time) []time.Time {
+	same := true
+	for _, r := range reqs {
+		same = same && r.Nice == reqs[0].Nice
+	}
+	if same {
+		return plan(reqs)
+	}
+	out := make([]time.Time, len(reqs))
+	done := make([]bool, len(reqs))
+	for i := range reqs {
+		if done[i] {
+			continue
+		}
+		var idx []int
+		var group []PlanRequest
+		for k := i; k < len(reqs); k++ {
+			if !done[k] && reqs[k].Nice == reqs[i].Nice {
+				idx, group, done[k] = append(idx, k), append(group, reqs[k]), true
+			}
+		}
+		for k, t := range plan(group) {
+			out[idx[k]] = t
+		}
+	}
 	return out
 }
 
@@ -527,14 +572,16 @@ func PlanStarts(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, 
 // plan made now, with the user's queued jobs booked for their predictions, is the
 // answer.
 func PlanStartsPredicted(nodes []NodeLine, jobs []QueuedJob, user string, now time.Time, reqs []PlanRequest, rt Runtimes) []time.Time {
-	out, _, work := planQueue(nodes, jobs, user, now, reqs, "", rt)
-	if !rt.Known() {
+	return planGroups(reqs, func(rs []PlanRequest) []time.Time {
+		out, _, work := planQueue(nodes, jobs, user, now, rs, "", rt)
+		if !rt.Known() {
+			return out
+		}
+		if sim, _, ok := simulateQueue(nodes, jobs, user, now, rs, "", rt, work); ok {
+			return sim
+		}
 		return out
-	}
-	if sim, _, ok := simulateQueue(nodes, jobs, user, now, reqs, "", rt, work); ok {
-		return sim
-	}
-	return out
+	})
 }
 
 // PlanQueued is the start of the queued job id in the same plan (its own place in
@@ -626,7 +673,11 @@ func (p *plan) scope(jobs []QueuedJob, user string, reqs []PlanRequest, own stri
 	if len(sc.area) == 0 {
 		return sc, false
 	}
-	for _, j := range queuedAhead(jobs, user) {
+	var nice int64 // one plan's requests share one nice (planGroups)
+	if len(reqs) > 0 {
+		nice = reqs[0].Nice
+	}
+	for _, j := range queuedAhead(jobs, user, nice) {
 		set := p.nodesOf(j.Partitions...)
 		if len(set) > MaxPlanNodes || !overlaps(set, sc.area) {
 			continue
@@ -665,10 +716,14 @@ func overlaps(set []*planNode, area map[*planNode]bool) bool {
 	return false
 }
 
-// queuedAhead are the eligible queued jobs counted ahead of a new job of user's, highest
-// priority first (ties: lower job id, i.e. submitted first).
-func queuedAhead(jobs []QueuedJob, user string) []*QueuedJob {
+// queuedAhead are the eligible queued jobs counted ahead of a new job of user's
+// submitted with nice, highest priority first (ties: lower job id, i.e. submitted
+// first).
+func queuedAhead(jobs []QueuedJob, user string, nice int64) []*QueuedJob {
 	own := newJobPriority(jobs, user)
+	if own >= 0 {
+		own -= nice
+	}
 	var ahead []*QueuedJob
 	for i := range jobs {
 		if j := &jobs[i]; !j.Running && j.Eligible && j.Priority >= own {
@@ -684,14 +739,18 @@ func queuedAhead(jobs []QueuedJob, user string) []*QueuedJob {
 	return ahead
 }
 
-// newJobPriority is the priority a new job of user's is taken to have: the lowest of
-// the user's eligible queued jobs (a new job has no age yet), or -1, below every job,
-// when the user has none queued.
+// newJobPriority is the priority a new job of user's is taken to have before its own
+// nice: the lowest of the user's eligible queued jobs as submitted (priority + nice: a
+// new job has no age yet, and slurmctld's priority/basic counts down from the lowest
+// priority before nice, job_mgr.c set_job_prio), or -1, below every job, when the user
+// has none queued.
 func newJobPriority(jobs []QueuedJob, user string) int64 {
 	own := int64(-1)
 	for i := range jobs {
-		if j := &jobs[i]; !j.Running && j.Eligible && j.User == user && (own < 0 || j.Priority < own) {
-			own = j.Priority
+		if j := &jobs[i]; !j.Running && j.Eligible && j.User == user {
+			if p := max(j.Priority+j.Nice, 0); own < 0 || p < own {
+				own = p
+			}
 		}
 	}
 	return own
@@ -1067,7 +1126,7 @@ func (p *Slurm) PlanStarts(outs []dialect.Output, specs []model.JobSpec, submitt
 		if !t.IsZero() {
 			// From the listing as squeue printed it: the will-run test ran before it,
 			// and a submission recorded since is not in Slurm's answer.
-			res[i].QueueAllowance, _ = WillRunQueueAllowance(in.nodes, listed, in.user, reqs[i].Partition)
+			res[i].QueueAllowance, _ = WillRunQueueAllowance(in.nodes, listed, in.user, reqs[i].Partition, reqs[i].Nice)
 		}
 	}
 	if in.rt.Known() {
@@ -1106,7 +1165,7 @@ func withSubmitted(jobs []QueuedJob, user string, submitted []dialect.Submitted)
 	for i := range jobs {
 		listed[jobs[i].ID] = true
 	}
-	prio := max(newJobPriority(jobs, user), 1)
+	base := newJobPriority(jobs, user)
 	out := slices.Clip(jobs)
 	for k, s := range submitted {
 		if s.JobID != "" && listed[s.JobID] {
@@ -1123,9 +1182,15 @@ func withSubmitted(jobs []QueuedJob, user string, submitted []dialect.Submitted)
 				parts = append(parts, pt)
 			}
 		}
+		// Slurm lowers a job by its nice from where it would stand (newJobPriority).
+		prio, nice := max(base, 1), int64(0)
+		if base >= 0 && r.Nice > 0 {
+			prio = max(base-r.Nice, 1)
+			nice = max(base, 1) - prio
+		}
 		out = append(out, QueuedJob{ID: "~submitted-" + strconv.Itoa(k), Partitions: parts, Priority: prio,
 			Limit: r.Walltime, Nodes: r.Nodes, CPUs: r.CPUsPerNode * r.Nodes, GPUsPerNode: r.GPUsPerNode,
-			User: owner, Eligible: true})
+			User: owner, Eligible: true, Nice: nice})
 	}
 	return out
 }

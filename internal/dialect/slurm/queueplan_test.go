@@ -16,7 +16,7 @@ import (
 // tasks, tres-alloc).
 func gpuLine(id, state, start string, nodes int, nodeList, reason, perNode, perJob, perTask, tasks, alloc string) string {
 	return strings.Join([]string{id, "gpuA100", state, "4294875269", start, "2:00", strconv.Itoa(nodes), "2", perNode, nodeList,
-		"root", reason, perJob, perTask, tasks, alloc}, "|") + "|\n"
+		"root", reason, perJob, perTask, tasks, alloc, "0"}, "|") + "|\n"
 }
 
 func TestParsePlanQueue(t *testing.T) {
@@ -40,9 +40,9 @@ func TestParsePlanQueue(t *testing.T) {
 	if len(jobs) != 2 || jobs[0].Running || !jobs[0].Eligible || jobs[0].GPUsPerNode != 2 || !jobs[1].Running || jobs[1].GPUsPerNode != 3 || jobs[1].CPUs != 6 {
 		t.Errorf("beta: %+v", jobs)
 	}
-	more := `7|a,b|PENDING|10|N/A|UNLIMITED|2|16|gres/gpu:h100=2,gres/mps=100|(null)|u|Dependency|N/A|N/A|N/A|N/A|
-8|a|PENDING|0|N/A|1:00:00|1|1|N/A||u|JobHeldUser|N/A|N/A|1|cpu=1,mem=4G,node=1,billing=1|
-9|a|SUSPENDED|5|2026-12-01T10:00:00|1-00:00:00|2|128|gres/gpu=4|n[01-02]|v|None|N/A|N/A|2|cpu=128,node=2,gres/gpu=8|
+	more := `7|a,b|PENDING|10|N/A|UNLIMITED|2|16|gres/gpu:h100=2,gres/mps=100|(null)|u|Dependency|N/A|N/A|N/A|N/A|0|
+8|a|PENDING|0|N/A|1:00:00|1|1|N/A||u|JobHeldUser|N/A|N/A|1|cpu=1,mem=4G,node=1,billing=1|0|
+9|a|SUSPENDED|5|2026-12-01T10:00:00|1-00:00:00|2|128|gres/gpu=4|n[01-02]|v|None|N/A|N/A|2|cpu=128,node=2,gres/gpu=8|0|
 `
 	jobs, err = ParsePlanQueue([]byte(more), time.UTC)
 	if err != nil {
@@ -103,19 +103,23 @@ func TestParsePlanQueueMalformed(t *testing.T) {
 	}
 	for name, in := range map[string]string{
 		"too few fields":          "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|\n",
-		"too many fields":         "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|x|\n",
+		"too many fields":         "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|0|x|\n",
 		"the old --format line":   "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None\n",
-		"empty id":                "|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
-		"no partition":            "1||PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
-		"unknown state":           "1|a|COMPLETED|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
-		"bad priority":            "1|a|PENDING|high|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
-		"negative prio":           "1|a|PENDING|-3|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
-		"bad limit":               "1|a|PENDING|1|N/A|soon|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
-		"zero nodes":              "1|a|PENDING|1|N/A|1:00|0|1|N/A||u|None|N/A|N/A|1|N/A|\n",
-		"bad cpus":                "1|a|PENDING|1|N/A|1:00|1|x|N/A||u|None|N/A|N/A|1|N/A|\n",
-		"bad gres":                "1|a|PENDING|1|N/A|1:00|1|1|gres:gpu:2(S:0|n1|u|None|N/A|N/A|1|N/A|\n",
-		"bad hostlist":            "1|a|RUNNING|1|2026-12-01T10:00:00|1:00|1|1|N/A|n[1-|u|None|N/A|N/A|1|N/A|\n",
-		"reversed range":          "1|a|RUNNING|1|2026-12-01T10:00:00|1:00|1|1|N/A|n[3-1]|u|None|N/A|N/A|1|N/A|\n",
+		"empty id":                "|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|0|\n",
+		"no partition":            "1||PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|0|\n",
+		"unknown state":           "1|a|COMPLETED|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|0|\n",
+		"bad priority":            "1|a|PENDING|high|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|0|\n",
+		"negative prio":           "1|a|PENDING|-3|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|0|\n",
+		"bad limit":               "1|a|PENDING|1|N/A|soon|1|1|N/A||u|None|N/A|N/A|1|N/A|0|\n",
+		"zero nodes":              "1|a|PENDING|1|N/A|1:00|0|1|N/A||u|None|N/A|N/A|1|N/A|0|\n",
+		"bad cpus":                "1|a|PENDING|1|N/A|1:00|1|x|N/A||u|None|N/A|N/A|1|N/A|0|\n",
+		"bad gres":                "1|a|PENDING|1|N/A|1:00|1|1|gres:gpu:2(S:0|n1|u|None|N/A|N/A|1|N/A|0|\n",
+		"bad hostlist":            "1|a|RUNNING|1|2026-12-01T10:00:00|1:00|1|1|N/A|n[1-|u|None|N/A|N/A|1|N/A|0|\n",
+		"reversed range":          "1|a|RUNNING|1|2026-12-01T10:00:00|1:00|1|1|N/A|n[3-1]|u|None|N/A|N/A|1|N/A|0|\n",
+		"without the nice column": "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|\n",
+		"bad nice":                "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|low|\n",
+		"empty nice":              "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A||\n",
+		"nice out of range":       "1|a|PENDING|1|N/A|1:00|1|1|N/A||u|None|N/A|N/A|1|N/A|99999999999|\n",
 		"per node: empty count":   pend("gres:gpu:", "N/A", "N/A", "1", "N/A"),
 		"per node: garbage":       pend("!!", "N/A", "N/A", "1", "N/A"),
 		"per node: sign type":     pend("gres:gpu:-1", "N/A", "N/A", "1", "N/A"),
@@ -209,9 +213,9 @@ func FuzzExpandHostlist(f *testing.F) {
 
 func FuzzParsePlanQueue(f *testing.F) {
 	addFixtures(f, "squeue-plan-alpha.txt", "squeue-plan-beta.txt")
-	f.Add([]byte("1|a|RUNNING|1|2026-12-01T10:00:00|1:00|2|1|gres/gpu=2|n[1-2]|u|None|N/A|N/A|2|cpu=2,node=2,gres/gpu=4,gres/gpu:a100=4|\n"))
-	f.Add([]byte("2|a|PENDING|1|N/A|1:00|2|1|N/A||u|Resources|gres:gpu:3|N/A|N/A|N/A|\n3|a|PENDING|1|N/A|1:00|1|1|N/A||u|Resources|N/A|gres:gpu:1|4|cpu=4|\n"))
-	f.Add([]byte("4|a|PENDING|1|N/A|1:00|1|1|gres:gpu:3g.20gb:2(IDX:0-1),gres:mps:100||u|None|gres/gpu:a100=1048576|gres/gpu=x|-1|cpu=,gres/gpu|\n"))
+	f.Add([]byte("1|a|RUNNING|1|2026-12-01T10:00:00|1:00|2|1|gres/gpu=2|n[1-2]|u|None|N/A|N/A|2|cpu=2,node=2,gres/gpu=4,gres/gpu:a100=4|0|\n"))
+	f.Add([]byte("2|a|PENDING|1|N/A|1:00|2|1|N/A||u|Resources|gres:gpu:3|N/A|N/A|N/A|0|\n3|a|PENDING|1|N/A|1:00|1|1|N/A||u|Resources|N/A|gres:gpu:1|4|cpu=4|0|\n"))
+	f.Add([]byte("4|a|PENDING|1|N/A|1:00|1|1|gres:gpu:3g.20gb:2(IDX:0-1),gres:mps:100||u|None|gres/gpu:a100=1048576|gres/gpu=x|-1|cpu=,gres/gpu|0|\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		jobs, err := ParsePlanQueue(b, time.UTC)
 		if err != nil {
@@ -226,7 +230,7 @@ func FuzzParsePlanQueue(f *testing.F) {
 		nodes := []NodeLine{{Partition: "a", Node: "n1", State: "mixed", CPUs: 8, GPUs: 4, PartitionUp: true}}
 		PlanStarts(nodes, jobs, "u", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), []PlanRequest{{Partition: "a", Nodes: 1, CPUsPerNode: 1, GPUsPerNode: 1, Walltime: time.Minute}})
 		// And its allowance for the queue is never negative nor beyond the plan's horizon.
-		if a, ok := WillRunQueueAllowance(nodes, jobs, "u", "a"); a < 0 || a > planHorizon || (!ok && a != 0) {
+		if a, ok := WillRunQueueAllowance(nodes, jobs, "u", "a", 0); a < 0 || a > planHorizon || (!ok && a != 0) {
 			t.Fatalf("allowance %v, %v", a, ok)
 		}
 	})
@@ -344,7 +348,7 @@ func TestPlanStartsBounds(t *testing.T) {
 
 func TestPlanStartsOnlyResourceWaitsAreAhead(t *testing.T) {
 	now := time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
-	out := []byte("5|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|QOSMaxJobsPerUserLimit|N/A|N/A|1|cpu=64,node=1|\n6|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|Resources|N/A|N/A|1|cpu=64,node=1|\n")
+	out := []byte("5|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|QOSMaxJobsPerUserLimit|N/A|N/A|1|cpu=64,node=1|0|\n6|gpuA100|PENDING|9|N/A|1:00:00|1|64|N/A||other|Resources|N/A|N/A|1|cpu=64,node=1|0|\n")
 	jobs, err := ParsePlanQueue(out, time.UTC)
 	if err != nil {
 		t.Fatal(err)
@@ -395,9 +399,9 @@ func TestSlurmPlanStartsRefusesACutListing(t *testing.T) {
 func TestAJobBehindAnotherPartitionsReservationIsAhead(t *testing.T) {
 	now := time.Date(2026, 12, 2, 3, 3, 14, 0, time.UTC)
 	// Captured on alpha at 03:03:14 UTC (the TRES tails shortened as squeue printed them).
-	out := []byte("29297|cpu|PENDING|4294872485|2026-12-02T03:03:57|1:00|1|4|gres:gpu:2||root|Resources|N/A|N/A|1|cpu=4,mem=1G,node=1,billing=4,gres/gpu=2|\n" +
-		"29296|cpu|RUNNING|4294872486|2026-12-02T03:02:57|1:00|1|6|gres:gpu:3|alpha-n1|root|None|N/A|N/A|1|cpu=6,mem=1G,node=1,billing=6,gres/gpu=3,gres/gpu:a100=3|\n" +
-		"29298|gpuA100|PENDING|4294872484|2026-12-02T03:04:00|1:00|1|4|gres:gpu:2||root|Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions|N/A|N/A|1|cpu=4,mem=1G,node=1,billing=4,gres/gpu=2|\n")
+	out := []byte("29297|cpu|PENDING|4294872485|2026-12-02T03:03:57|1:00|1|4|gres:gpu:2||root|Resources|N/A|N/A|1|cpu=4,mem=1G,node=1,billing=4,gres/gpu=2|0|\n" +
+		"29296|cpu|RUNNING|4294872486|2026-12-02T03:02:57|1:00|1|6|gres:gpu:3|alpha-n1|root|None|N/A|N/A|1|cpu=6,mem=1G,node=1,billing=6,gres/gpu=3,gres/gpu:a100=3|0|\n" +
+		"29298|gpuA100|PENDING|4294872484|2026-12-02T03:04:00|1:00|1|4|gres:gpu:2||root|Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions|N/A|N/A|1|cpu=4,mem=1G,node=1,billing=4,gres/gpu=2|0|\n")
 	jobs, err := ParsePlanQueue(out, time.UTC)
 	if err != nil {
 		t.Fatal(err)
@@ -422,5 +426,52 @@ func TestAJobBehindAnotherPartitionsReservationIsAhead(t *testing.T) {
 	// A new 1-GPU job of a minute waits behind both.
 	if got := PlanStarts(rigNodes(), jobs, "root", now, []PlanRequest{{Partition: "gpuA100", Nodes: 1, CPUsPerNode: 2, GPUsPerNode: 1, Walltime: time.Minute}})[0]; got.Sub(now) != 103*time.Second {
 		t.Errorf("a new job in %v, want 1m43s (after the two queued jobs' minute)", got.Sub(now))
+	}
+}
+
+// TestPlanNicedJobs: on the rig (priority/basic), a 2-GPU job submitted with --nice=32
+// and then a 1-GPU job without: slurmctld put the later one ahead (priority 4294901751
+// against 4294901720, testdata/squeue-plan-nice-alpha.txt). A new job without nice
+// stands where the niced one would have stood without its nice, so it is planned
+// behind the 1-GPU job and ahead of the niced one; a new job with nice 32 behind both.
+func TestPlanNicedJobs(t *testing.T) {
+	jobs, err := ParsePlanQueue(fixture(t, "squeue-plan-nice-alpha.txt"), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 3 || jobs[1].ID != "8" || jobs[1].Nice != 32 || jobs[0].Nice != 0 {
+		t.Fatalf("jobs %+v, want job 8 with nice 32", jobs)
+	}
+	if got := newJobPriority(jobs, "root"); got != 4294901751 {
+		t.Errorf("new job priority %d, want 4294901751 (job 8 as submitted: 4294901720 + 32 = 4294901752, job 9's lower)", got)
+	}
+	ids := func(js []*QueuedJob) []string {
+		var out []string
+		for _, j := range js {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	if got := ids(queuedAhead(jobs, "root", 0)); !slices.Equal(got, []string{"9"}) {
+		t.Errorf("ahead of a new job: %v, want [9]", got)
+	}
+	if got := ids(queuedAhead(jobs, "root", 32)); !slices.Equal(got, []string{"9", "8"}) {
+		t.Errorf("ahead of a new job with nice 32: %v, want [9 8]", got)
+	}
+	// Planned: job 7 holds the node's 4 GPUs until 03:19:13; job 9 (1 GPU, 1 min) is
+	// planned then, and the niced job 8 (2 GPUs, 2 min) is not ahead of a 2-GPU,
+	// 1-minute job without nice: both fit beside job 9 at 03:19:13.
+	nodes := []NodeLine{{Partition: "gpuA100", Node: "alpha-n1", State: "mixed", CPUs: 64, GPUs: 4, PartitionUp: true}}
+	now := time.Date(2026, 12, 4, 3, 18, 0, 0, time.UTC)
+	free := time.Date(2026, 12, 4, 3, 19, 13, 0, time.UTC)
+	two := PlanRequest{Partition: "gpuA100", Nodes: 1, CPUsPerNode: 1, GPUsPerNode: 3, Walltime: time.Minute}
+	lowered := two
+	lowered.Nice = 33
+	got := PlanStarts(nodes, jobs, "root", now, []PlanRequest{two, lowered})
+	if !got[0].Equal(free) {
+		t.Errorf("3 GPUs without nice: %v, want %v (beside job 9, ahead of the niced job 8)", got[0], free)
+	}
+	if want := free.Add(2 * time.Minute); !got[1].Equal(want) {
+		t.Errorf("3 GPUs with nice 33: %v, want %v (after job 8's 2 minutes)", got[1], want)
 	}
 }

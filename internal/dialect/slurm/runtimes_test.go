@@ -191,8 +191,8 @@ func TestPlanQueuedIsTheJobsOwnPlaceInLine(t *testing.T) {
 	d := &Slurm{}
 	sinfo := []byte("gpuA100|alpha-n1|mixed|64|0/64/0/64|256000|0|gpu:a100:4|gpu:a100:0(IDX:N/A)|1-00:00:00|up|1-infinite|(null)|\n")
 	st := func(t time.Time) string { return t.Format("2006-01-02T15:04:05") }
-	queue := "10|gpuA100|RUNNING|100|" + st(now.Add(-10*time.Second)) + "|2:00|1|8|gres:gpu:a100:4|alpha-n1|me|None|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|\n" +
-		"11|gpuA100|PENDING|99|N/A|2:00|1|8|gres:gpu:a100:4||me|Priority|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|\n"
+	queue := "10|gpuA100|RUNNING|100|" + st(now.Add(-10*time.Second)) + "|2:00|1|8|gres:gpu:a100:4|alpha-n1|me|None|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|0|\n" +
+		"11|gpuA100|PENDING|99|N/A|2:00|1|8|gres:gpu:a100:4||me|Priority|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|0|\n"
 	hist := strings.Repeat("1|00:00:30|00:02:00\n", 8)
 	ps, err := d.PlanQueued([]dialect.Output{{Stdout: sinfo}, {Stdout: []byte(queue)}, {Stdout: []byte("me\n")}, {Stdout: []byte(hist)}}, "11", now)
 	if err != nil {

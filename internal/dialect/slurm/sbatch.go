@@ -32,6 +32,8 @@ var scriptTmpl = template.Must(template.New("sbatch").Funcs(template.FuncMap{"q"
 {{- if .Gres}}
 #SBATCH --gres={{.Gres}}{{end}}
 #SBATCH --time={{.Time}}
+{{- if .Nice}}
+#SBATCH --nice={{.Nice}}{{end}}
 #SBATCH --output={{.Stdout}}
 #SBATCH --error={{.Stderr}}
 {{- if .WorkDir}}

@@ -43,6 +43,26 @@ func TestRenderScript(t *testing.T) {
 	}
 }
 
+// TestRenderScriptNice: a spec's nice is a directive, none without; outside 0..MaxNice
+// the spec is refused.
+func TestRenderScriptNice(t *testing.T) {
+	sp := baseSpec()
+	b, err := RenderScript(sp, files, "")
+	if err != nil || strings.Contains(string(b), "--nice") {
+		t.Fatalf("no nice: %v\n%s", err, b)
+	}
+	sp.Nice = 96
+	if b, err = RenderScript(sp, files, ""); err != nil || !strings.Contains(string(b), "#SBATCH --time=01:30:00\n#SBATCH --nice=96\n") {
+		t.Fatalf("nice 96: %v\n%s", err, b)
+	}
+	for _, n := range []int{-1, model.MaxNice + 1} {
+		sp.Nice = n
+		if _, err := RenderScript(sp, files, ""); err == nil || !strings.Contains(err.Error(), "nice") {
+			t.Errorf("nice %d: %v, want a refusal naming nice", n, err)
+		}
+	}
+}
+
 func TestRenderScriptVariants(t *testing.T) {
 	sp := baseSpec()
 	sp.GPUs, sp.GPUModel, sp.Account, sp.MemoryGB, sp.NTasks, sp.WorkDir, sp.Env = 0, "", "", 0, 0, "", nil

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func TestPlanStartsCountsSubmissionsTheListingMisses(t *testing.T) {
 	sinfo := []byte("gpuA100|alpha-n1|idle|64|0/64/0/64|256000|0|gpu:a100:4|gpu:a100:0(IDX:N/A)|1-00:00:00|up|1-infinite|(null)|\n" +
 		"cpu|alpha-n1|idle|64|0/64/0/64|256000|0|gpu:a100:4|gpu:a100:0(IDX:N/A)|1-00:00:00|up|1-infinite|(null)|\n")
 	running := "26511|gpuA100|RUNNING|4294875271|" + now.Format("2006-01-02T15:04:05") +
-		"|1:00|1|2|gres:gpu:a100:1|alpha-n1|me|None|N/A|N/A|1|cpu=2,mem=8G,node=1,billing=2,gres/gpu=1,gres/gpu:a100=1|\n"
+		"|1:00|1|2|gres:gpu:a100:1|alpha-n1|me|None|N/A|N/A|1|cpu=2,mem=8G,node=1,billing=2,gres/gpu=1,gres/gpu:a100=1|0|\n"
 	job := func(part string, gpus int, wall time.Duration) model.JobSpec {
 		return model.JobSpec{Partition: part, Nodes: 1, NTasks: 1, CPUsPerTask: 2 * max(gpus, 1), GPUs: gpus,
 			Walltime: model.Duration(wall)}
@@ -79,11 +80,27 @@ func TestWithSubmittedKeepsTheListing(t *testing.T) {
 			t.Fatalf("listed job %d changed", i)
 		}
 	}
-	ahead := queuedAhead(out, "me")
+	ahead := queuedAhead(out, "me", 0)
 	if last := ahead[len(ahead)-1]; last.ID != out[4].ID {
 		t.Errorf("the submitted job is ahead of %s; want it last among the jobs ahead", last.ID)
 	}
 	if out := withSubmitted(nil, "me", []dialect.Submitted{{Spec: model.JobSpec{Partition: "p"}}}); out[0].Priority != 1 || out[0].User == "me" {
 		t.Errorf("no queue: %+v, want priority 1 and another user's", out[0])
+	}
+	// A submission with --nice stands lower by its nice, and as submitted (priority +
+	// nice) where the next would: a new job without nice is planned ahead of it, one
+	// with a larger nice behind it.
+	niced := withSubmitted(listed[:4:4], "me", []dialect.Submitted{{Spec: model.JobSpec{Partition: "p", GPUs: 1, Nice: 30}, Own: true}})
+	if got := niced[4]; got.Priority != 40 || got.Nice != 30 {
+		t.Fatalf("niced submission %+v, want priority 40 (70 less 30), nice 30", got)
+	}
+	if newJobPriority(niced, "me") != 70 {
+		t.Errorf("new job priority %d, want 70: the niced job as submitted", newJobPriority(niced, "me"))
+	}
+	if slices.ContainsFunc(queuedAhead(niced, "me", 0), func(j *QueuedJob) bool { return j.ID == niced[4].ID }) {
+		t.Errorf("a new job without nice has the niced submission ahead of it")
+	}
+	if !slices.ContainsFunc(queuedAhead(niced, "me", 31), func(j *QueuedJob) bool { return j.ID == niced[4].ID }) {
+		t.Errorf("a new job with nice 31 does not have the niced submission ahead of it")
 	}
 }

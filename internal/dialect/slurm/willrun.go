@@ -26,14 +26,15 @@ import (
 // before it takes the later of that and the plan (the rest of Slurm's answer still
 // knows what the plan does not: reservations, features, memory).
 //
-// The new job's priority is taken as the plan takes it (newJobPriority): the lowest
-// of the user's own queued jobs, or below every queued job when the user has none. A
+// The new job's priority is taken as the plan takes it (newJobPriority, less the
+// job's nice): the lowest of the user's own queued jobs as submitted, or below every
+// queued job when the user has none. A
 // job queued to several partitions is counted in its first listed one only
 // (slurmctld compares one partition per pending job, and the listing does not say
 // which). A listing that hides other users' jobs
 // (PrivateData=jobs) counts fewer: the allowance is then smaller than Slurm's and
 // Slurm's answer weighs more, never less.
-func WillRunQueueAllowance(nodes []NodeLine, jobs []QueuedJob, user, partition string) (time.Duration, bool) {
+func WillRunQueueAllowance(nodes []NodeLine, jobs []QueuedJob, user, partition string, nice int64) (time.Duration, bool) {
 	seen := map[string]bool{}
 	var partNodes, partCPUs uint64
 	for _, n := range nodes {
@@ -51,7 +52,11 @@ func WillRunQueueAllowance(nodes []NodeLine, jobs []QueuedJob, user, partition s
 	if partCPUs > partNodes {
 		cpn = partCPUs / partNodes
 	}
-	prio := max(newJobPriority(jobs, user), 1)
+	prio := newJobPriority(jobs, user)
+	if prio >= 0 {
+		prio -= nice // a job submitted with --nice is tested at its lowered priority
+	}
+	prio = max(prio, 1)
 	var spaceTime uint64 // CPU-minutes
 	for i := range jobs {
 		j := &jobs[i]

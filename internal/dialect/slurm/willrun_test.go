@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -62,9 +63,34 @@ func TestWillRunQueueAllowance(t *testing.T) {
 		{"no nodes: unknown", nil, rigQueue, "me", "cpu", 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := WillRunQueueAllowance(tc.nodes, tc.jobs, tc.user, tc.partition)
+			got, ok := WillRunQueueAllowance(tc.nodes, tc.jobs, tc.user, tc.partition, 0)
 			if got != tc.want || ok != tc.ok {
 				t.Errorf("got %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+	// A job submitted with --nice is tested at its lowered priority: own queued jobs
+	// as submitted (priority + nice) set where it would stand, less its nice.
+	niced := []QueuedJob{run,
+		pend("2", "cpu", 800, 2*time.Minute, 1, 8, "me"), pend("3", "cpu", 799, 3*time.Minute, 1, 8, "x"),
+		pend("4", "cpu", 798, 4*time.Minute, 1, 8, "x"), pend("5", "cpu", 797, 5*time.Minute, 1, 8, "x"),
+	}
+	lowered := pend("6", "cpu", 790, 7*time.Minute, 1, 8, "me")
+	lowered.Nice = 6 // as submitted: 796, below every job listed
+	for _, tc := range []struct {
+		name string
+		jobs []QueuedJob
+		nice int64
+		want time.Duration
+	}{
+		{"no nice: the jobs down to the user's lowest", niced, 0, 2 * time.Minute},
+		{"nice 2: two more jobs ahead", niced, 2, (2 + 3 + 4) * time.Minute},
+		{"a niced own job counts as submitted", append(slices.Clone(niced), lowered), 0, (2 + 3 + 4 + 5) * time.Minute},
+		{"and a new job's nice lowers it behind that job", append(slices.Clone(niced), lowered), 7, (2 + 3 + 4 + 5 + 7) * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, ok := WillRunQueueAllowance(rig, tc.jobs, "me", "cpu", tc.nice); got != tc.want || !ok {
+				t.Errorf("got %v, %v; want %v, true", got, ok, tc.want)
 			}
 		})
 	}

@@ -184,7 +184,11 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 	}
 	now := time.Now()
 	submitted := p.submitted.since(start, p)
-	plan := p.planStarts(pc, blocks, specs, submitted, now)
+	ordered := make([]model.JobSpec, len(specs)) // as prepare renders them: with their nice
+	for i := range specs {
+		ordered[i] = p.ordered(specs[i])
+	}
+	plan := p.planStarts(pc, blocks, ordered, submitted, now)
 	for _, it := range items {
 		b, ok := blocks[it.path]
 		if !ok {
@@ -198,7 +202,7 @@ func (p *Provider) estimateBatch(ctx context.Context, script string, pc planCmds
 		}
 		ps := p.planned(plan[it.i])
 		out[it.i].Start = applyPlan(t, ps, now)
-		p.logEstimate(ctx, specs[it.i], t, ps, out[it.i].Start, len(submitted), now)
+		p.logEstimate(ctx, ordered[it.i], t, ps, out[it.i].Start, len(submitted), now)
 	}
 	return nil
 }
@@ -219,7 +223,7 @@ func (p *Provider) logEstimate(ctx context.Context, spec model.JobSpec, site tim
 		return max(t.Sub(now), 0).Round(time.Second).String()
 	}
 	p.log.Debug("estimate", "partition", spec.Partition,
-		"nodes", spec.Nodes, "ntasks", spec.NTasks, "gpus", spec.GPUs, "walltime", spec.Walltime.D(),
+		"nodes", spec.Nodes, "ntasks", spec.NTasks, "gpus", spec.GPUs, "walltime", spec.Walltime.D(), "nice", spec.Nice,
 		"site_wait", wait(site), "site_queue_allowance", ps.QueueAllowance,
 		"plan_limits_wait", wait(ps.Limits), "plan_predicted_wait", wait(ps.Predicted),
 		"wait", wait(start), "submissions_recorded", submitted)

@@ -21,7 +21,7 @@ func TestEstimateIsLoggedAtDebug(t *testing.T) {
 	// n1's 4 GPUs are held for one more hour (2 h limit, 1 h in). root's 8 finished
 	// jobs ran a quarter of their limits; the running one is past its predicted 30 min,
 	// so the plan gives it a quarter of its last hour: 15 min.
-	running := "18712|gpu|RUNNING|4294883062|" + now.Add(-time.Hour).Format(stdFmt) + "|2:00:00|1|64|gres:gpu:a100:4|n1|root|None|N/A|N/A|1|cpu=64,mem=250G,node=1,billing=64,gres/gpu=4,gres/gpu:a100=4|\n"
+	running := "18712|gpu|RUNNING|4294883062|" + now.Add(-time.Hour).Format(stdFmt) + "|2:00:00|1|64|gres:gpu:a100:4|n1|root|None|N/A|N/A|1|cpu=64,mem=250G,node=1,billing=64,gres/gpu=4,gres/gpu:a100=4|0|\n"
 	soon := now.Add(time.Minute).In(time.Local).Format(stdFmt)
 	spec := model.JobSpec{Name: "j", Partition: "gpu", Nodes: 1, NTasks: 1, CPUsPerTask: 8, GPUs: 1,
 		Walltime: model.Duration(time.Hour), Command: "echo secret-command-text"}

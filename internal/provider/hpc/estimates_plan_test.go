@@ -72,10 +72,10 @@ func TestEstimateStartsPlansBehindTheQueue(t *testing.T) {
 	now := time.Now().UTC()
 	// n1 (64 cores, 4 GPUs; sinfoOut) is held by a running job of 64 cores and 4 GPUs
 	// for one more hour; a queued job of 4 GPUs and 2 hours waits ahead.
-	running := "18712|gpu|RUNNING|4294883062|" + now.Add(-time.Hour).Format(stdFmt) + "|2:00:00|1|64|gres:gpu:a100:4|n1|root|None|N/A|N/A|1|cpu=64,mem=250G,node=1,billing=64,gres/gpu=4,gres/gpu:a100=4|\n"
-	pending := "18727|gpu|PENDING|4294883047|N/A|2:00:00|1|8|gres:gpu:a100:4||root|Priority|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|\n"
+	running := "18712|gpu|RUNNING|4294883062|" + now.Add(-time.Hour).Format(stdFmt) + "|2:00:00|1|64|gres:gpu:a100:4|n1|root|None|N/A|N/A|1|cpu=64,mem=250G,node=1,billing=64,gres/gpu=4,gres/gpu:a100=4|0|\n"
+	pending := "18727|gpu|PENDING|4294883047|N/A|2:00:00|1|8|gres:gpu:a100:4||root|Priority|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|0|\n"
 	// Only the GPUs are held: 8 of 64 cores, all 4 GPUs, one more hour.
-	gpuHeld := "18712|gpu|RUNNING|4294883062|" + now.Add(-time.Hour).Format(stdFmt) + "|2:00:00|1|8|gres:gpu:a100:4|n1|root|None|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|\n"
+	gpuHeld := "18712|gpu|RUNNING|4294883062|" + now.Add(-time.Hour).Format(stdFmt) + "|2:00:00|1|8|gres:gpu:a100:4|n1|root|None|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|0|\n"
 	soon := now.Add(time.Minute).In(time.Local).Format(stdFmt)
 	late := now.Add(10 * time.Hour).In(time.Local).Format(stdFmt)
 	slurmSays := func(at string) string {
@@ -163,8 +163,8 @@ func TestEstimateStartsPlansBehindTheQueue(t *testing.T) {
 func TestQueuedStartMovesSlurmsAnswerByThePredictedGain(t *testing.T) {
 	now := time.Now().UTC()
 	// root's 4-GPU job has run 10 min of 2 h; root's queued job 18727 waits for it.
-	listing := "18712|gpu|RUNNING|4294883062|" + now.Add(-10*time.Minute).Format(stdFmt) + "|2:00:00|1|8|gres:gpu:a100:4|n1|root|None|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|\n" +
-		"18727|gpu|PENDING|4294883047|N/A|2:00:00|1|8|gres:gpu:a100:4||root|Resources|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|\n"
+	listing := "18712|gpu|RUNNING|4294883062|" + now.Add(-10*time.Minute).Format(stdFmt) + "|2:00:00|1|8|gres:gpu:a100:4|n1|root|None|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|0|\n" +
+		"18727|gpu|PENDING|4294883047|N/A|2:00:00|1|8|gres:gpu:a100:4||root|Resources|N/A|N/A|1|cpu=8,mem=32G,node=1,billing=8,gres/gpu=4,gres/gpu:a100=4|0|\n"
 	slurmStart := now.Add(110 * time.Minute).In(time.Local).Format(stdFmt)
 	slurmLate := now.Add(200 * time.Minute).In(time.Local).Format(stdFmt)
 	for _, tc := range []struct {

@@ -17,7 +17,8 @@ import (
 	"github.com/mosaic-hpc/mosaic/internal/transport/shellquote"
 )
 
-// prepare fills defaults (account, workdir) and renders the script for spec.
+// prepare fills defaults (account, workdir, the site's order's nice) and renders the
+// script for spec.
 func (p *Provider) prepare(spec model.JobSpec) (model.JobSpec, dialect.JobFiles, []byte, error) {
 	if err := spec.Validate(); err != nil {
 		return spec, dialect.JobFiles{}, nil, err
@@ -32,6 +33,7 @@ func (p *Provider) prepare(spec model.JobSpec) (model.JobSpec, dialect.JobFiles,
 	if spec.Account == "" && len(p.sys.Accounts) == 1 {
 		spec.Account = p.sys.Accounts[0]
 	}
+	spec = p.ordered(spec)
 	script, err := p.d.RenderJob(spec, files)
 	if err != nil {
 		return spec, files, nil, fmt.Errorf("%s: %w", p.sys.Name, err)

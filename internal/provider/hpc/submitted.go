@@ -47,7 +47,7 @@ const expectedKeep = 2 * time.Minute
 // ExpectSubmit implements provider.SubmissionExpecter: until released, or taken over by
 // the Submit of spec's tag, estimates plan spec ahead of theirs.
 func (p *Provider) ExpectSubmit(spec model.JobSpec) (release func()) {
-	e := p.submitted.expect(p, spec)
+	e := p.submitted.expect(p, p.ordered(spec))
 	var once sync.Once
 	return func() { once.Do(func() { p.submitted.release(e) }) }
 }

@@ -44,6 +44,7 @@ type config struct {
 	tick         time.Duration
 	out          string
 	sides        string
+	order        string
 	drainTimeout time.Duration
 	idleTimeout  time.Duration
 	model        bool
@@ -60,6 +61,7 @@ func main() {
 	flag.DurationVar(&c.tick, "tick", 2*time.Second, "probe interval of the Mosaic core (mosaic serve --tick)")
 	flag.StringVar(&c.out, "out", "", "run directory for the core's state, logs and per-job results (default: a new one under /tmp)")
 	flag.StringVar(&c.sides, "sides", "both", "both, sbatch or mosaic")
+	flag.StringVar(&c.order, "order", "smallest-first", "the Mosaic side's order_own_jobs at both clusters: smallest-first or submission")
 	flag.DurationVar(&c.drainTimeout, "drain-timeout", 10*time.Minute, "give up on a side whose jobs have not all started and ended this long after the last arrival")
 	flag.DurationVar(&c.idleTimeout, "idle-timeout", 3*time.Minute, "wait at most this long for the rig's GPUs to be free before a side (then run anyway, flagged)")
 	flag.BoolVar(&c.model, "model", false, "run the offline model of the rig instead (no rig, no Mosaic: model.go), over the same streams")
@@ -127,6 +129,9 @@ func run(ctx context.Context, c config) error {
 	if c.sides != "both" && c.sides != "sbatch" && c.sides != "mosaic" {
 		return fmt.Errorf("--sides %q: give both, sbatch or mosaic", c.sides)
 	}
+	if c.order != "smallest-first" && c.order != "submission" {
+		return fmt.Errorf("--order %q: give smallest-first or submission", c.order)
+	}
 	if c.streams < 1 {
 		return fmt.Errorf("--streams %d: give 1 or more", c.streams)
 	}
@@ -180,7 +185,7 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 		defer b.mosaic.stop()
-		fmt.Printf("mosaic core: %s (tick %s, catalog %s)\n", b.mosaic.url, c.tick, b.mosaic.sites)
+		fmt.Printf("mosaic core: %s (tick %s, order_own_jobs %s, catalog %s)\n", b.mosaic.url, c.tick, c.order, b.mosaic.sites)
 	}
 
 	var results []streamResult
@@ -561,8 +566,8 @@ func startCore(ctx context.Context, c config, rig map[string]string) (*core, err
 		if host == "" {
 			host = "rig-" + cl
 		}
-		fmt.Fprintf(&sb, "  - name: %s\n    kind: ssh\n    host: %s\n    ssh: {config_file: %s}\n    accounts: [%s]\n    workdir: %s\n",
-			cl, host, rig["RIG_SSH_CONFIG"], rig["RIG_ACCOUNT"], rig["RIG_WORKDIR_"+up])
+		fmt.Fprintf(&sb, "  - name: %s\n    kind: ssh\n    host: %s\n    ssh: {config_file: %s}\n    accounts: [%s]\n    workdir: %s\n    order_own_jobs: %s\n",
+			cl, host, rig["RIG_SSH_CONFIG"], rig["RIG_ACCOUNT"], rig["RIG_WORKDIR_"+up], c.order)
 	}
 	sites := filepath.Join(c.out, "sites.yaml")
 	if err := os.WriteFile(sites, []byte(sb.String()), 0o600); err != nil {
