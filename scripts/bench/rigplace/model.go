@@ -33,6 +33,12 @@ import (
 //	pooled     no placement: one queue over both nodes, each job started on the node that
 //	           plans it first (late binding with perfect timing; a reference, not a policy
 //	           either submitter can follow)
+//	smallest-first  simulated, with order_own_jobs: smallest-first: each job submitted
+//	           with Mosaic's --nice (internal/provider/hpc/order.go: 32 per doubling of
+//	           its GPU-minutes), each cluster's queue in priority/basic's order (one step
+//	           down per submission there, less the job's nice), the estimate planning the
+//	           new job at its place in that order
+//	pooled-smallest  pooled in the same order (a reference)
 //
 // A prediction is the median real runtime of the stream's jobs with the same limit:
 // what the site's accounting gives Mosaic after the sbatch side has run the stream.
@@ -46,11 +52,24 @@ const modelStep = int64(100 * time.Millisecond)
 const modelGPUs = 4
 
 // modelPolicies are the policies the model compares, in its output's order.
-var modelPolicies = []string{"sbatch-M", "will-run", "one-plan", "floored", "simulated", "pooled"}
+var modelPolicies = []string{"sbatch-M", "will-run", "one-plan", "floored", "simulated", "pooled", "smallest-first", "pooled-smallest"}
+
+// modelNiceStep is the nice per doubling of a job's GPU-minutes (hpc.OrderNiceStep).
+const modelNiceStep = 32
+
+// modelNice is the nice Mosaic's smallest-first order gives j (hpc.orderNice).
+func modelNice(j mJob) int64 {
+	size := float64(j.gpus) * time.Duration(j.limit).Minutes()
+	if size <= 1 {
+		return 0
+	}
+	return int64(math.Round(modelNiceStep * math.Log2(size)))
+}
 
 type mJob struct {
 	at, run, limit int64 // nanoseconds from the stream's start
 	gpus           int
+	key            int64 // its place in its cluster's queue: lower first (queued jobs only)
 }
 
 type mRun struct {
@@ -68,12 +87,39 @@ type mHold struct {
 
 type mCluster struct {
 	running []mRun
-	queue   []int // job indexes in arrival order
+	queue   []int // job indexes in priority order (arrival order unless niced)
+	seq     int64 // submissions so far: priority/basic's count down
+}
+
+// queued is c's queue with job id in its place, a new queue (c's is not changed): at
+// the end, or with nice (smallest-first) by its key, the cluster's submission count
+// plus its nice, behind every job of the same key. It sets jobs[id].key.
+func (c *mCluster) queued(jobs []mJob, id int, niced bool) []int {
+	k := c.seq
+	if niced {
+		k += modelNice(jobs[id])
+	}
+	jobs[id].key = k
+	i := len(c.queue)
+	for i > 0 && jobs[c.queue[i-1]].key > k {
+		i--
+	}
+	return slices.Insert(slices.Clone(c.queue), i, id)
 }
 
 // modelRun is one policy's waits on one stream.
 type modelRun struct {
 	Waits []time.Duration
+}
+
+// p95 is the 95th percentile wait (nearest rank).
+func (r modelRun) p95() time.Duration {
+	if len(r.Waits) == 0 {
+		return 0
+	}
+	w := slices.Clone(r.Waits)
+	slices.Sort(w)
+	return w[min(len(w)-1, int(math.Ceil(0.95*float64(len(w))))-1)]
 }
 
 func (r modelRun) mean() time.Duration {
@@ -244,8 +290,8 @@ func (c *mCluster) estimate(policy string, jobs []mJob, id int, now int64, pred 
 			reserved = append(reserved, s)
 		}
 		return earliestFree(hs, reserved, j.gpus, now, j.limit)
-	case "simulated":
-		sim := &mCluster{queue: append(slices.Clone(c.queue), id)}
+	case "simulated", "smallest-first":
+		sim := &mCluster{queue: c.queued(jobs, id, policy == "smallest-first")}
 		for _, r := range c.running {
 			lim := jobs[r.id].limit
 			r.end = predictedEnd(r, lim, pred(lim), now)
@@ -311,8 +357,9 @@ func modelStream(stream []Job, policy string) modelRun {
 		}
 		for next < len(jobs) && jobs[next].at <= now {
 			switch policy {
-			case "pooled":
-				clusters[0].queue = append(clusters[0].queue, next)
+			case "pooled", "pooled-smallest":
+				clusters[0].queue = clusters[0].queued(jobs, next, policy == "pooled-smallest")
+				clusters[0].seq++
 			default:
 				best, at := 0, int64(math.MaxInt64)
 				for k, c := range clusters {
@@ -320,11 +367,12 @@ func modelStream(stream []Job, policy string) modelRun {
 						best, at = k, e
 					}
 				}
-				clusters[best].queue = append(clusters[best].queue, next)
+				clusters[best].queue = clusters[best].queued(jobs, next, policy == "smallest-first")
+				clusters[best].seq++
 			}
 			next++
 		}
-		if policy == "pooled" {
+		if policy == "pooled" || policy == "pooled-smallest" {
 			schedulePooled(clusters, jobs, now, pred, started)
 		} else {
 			for _, c := range clusters {
@@ -396,8 +444,9 @@ func runModel(w io.Writer, c config) error {
 	}
 	fmt.Fprintln(w)
 	sums := make([]float64, len(modelPolicies))
+	p95s := make([]float64, len(modelPolicies))
 	idx := func(name string) int { return slices.Index(modelPolicies, name) }
-	var diffs, floorDiffs []float64 // simulated − one-plan, simulated − floored, per seed
+	var diffs, floorDiffs, orderDiffs []float64 // simulated − one-plan, simulated − floored, smallest-first − simulated, per seed
 	for s := range uint64(c.streams) {
 		seed := c.seed + s
 		stream, err := Stream(seed, StreamParams{Jobs: c.jobs, MeanGap: c.gap})
@@ -406,11 +455,17 @@ func runModel(w io.Writer, c config) error {
 		}
 		fmt.Fprintf(w, "%-6d", seed)
 		ratios := make([]float64, len(modelPolicies))
-		var base time.Duration
+		var base, baseP95 time.Duration
 		for k, p := range modelPolicies {
-			m := modelStream(stream, p).mean()
+			r := modelStream(stream, p)
+			m, q := r.mean(), r.p95()
 			if k == 0 {
-				base = m
+				base, baseP95 = m, q
+			}
+			if baseP95 > 0 {
+				p95s[k] += q.Seconds() / baseP95.Seconds()
+			} else {
+				p95s[k]++
 			}
 			ratios[k] = m.Seconds() / base.Seconds()
 			if base == 0 {
@@ -421,6 +476,7 @@ func runModel(w io.Writer, c config) error {
 		}
 		diffs = append(diffs, ratios[idx("simulated")]-ratios[idx("one-plan")])
 		floorDiffs = append(floorDiffs, ratios[idx("simulated")]-ratios[idx("floored")])
+		orderDiffs = append(orderDiffs, ratios[idx("smallest-first")]-ratios[idx("simulated")])
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "mean of per-seed ratios to sbatch-M:")
@@ -428,8 +484,14 @@ func runModel(w io.Writer, c config) error {
 		fmt.Fprintf(w, " %s %.3f", p, sums[k]/float64(c.streams))
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "mean of per-seed p95 ratios to sbatch-M's p95:")
+	for k, p := range modelPolicies {
+		fmt.Fprintf(w, " %s %.3f", p, p95s[k]/float64(c.streams))
+	}
+	fmt.Fprintln(w)
 	paired(w, "simulated − one-plan", diffs)
 	paired(w, "simulated − floored", floorDiffs)
+	paired(w, "smallest-first − simulated", orderDiffs)
 	return nil
 }
 

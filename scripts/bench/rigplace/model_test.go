@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/provider/hpc"
 )
 
 // TestModelNoQueueNoWait: jobs ten minutes apart (every limit is at most two) never
@@ -104,12 +107,45 @@ func TestRunModel(t *testing.T) {
 	if err := runModel(&b, config{jobs: 30, gap: 6 * time.Second, seed: 1, streams: 3}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range append(modelPolicies, "mean of per-seed ratios", "simulated − one-plan, paired by seed", "simulated − floored, paired by seed", "\n1 ", "\n3 ") {
+	for _, want := range append(modelPolicies, "mean of per-seed ratios", "simulated − one-plan, paired by seed", "simulated − floored, paired by seed", "smallest-first − simulated, paired by seed", "mean of per-seed p95 ratios", "\n1 ", "\n3 ") {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
 	}
 	if err := runModel(&b, config{jobs: 0, gap: time.Second, seed: 1, streams: 1}); err == nil {
 		t.Error("a stream of no jobs was modelled")
+	}
+}
+
+// TestModelSmallestFirstQueue: with nice, a later 1-GPU job of one minute goes ahead of
+// an earlier one of two minutes (4 GPU-minutes: nice 64), and a job 64 submissions
+// later no longer does; without nice the queue is in arrival order. The model's nice
+// is Mosaic's.
+func TestModelSmallestFirstQueue(t *testing.T) {
+	if modelNiceStep != hpc.OrderNiceStep {
+		t.Fatalf("the model's nice step %d is not Mosaic's %d", modelNiceStep, hpc.OrderNiceStep)
+	}
+	minute := int64(time.Minute)
+	jobs := []mJob{{limit: 2 * minute, gpus: 2}, {limit: minute, gpus: 1}, {limit: minute, gpus: 1}}
+	if n := modelNice(jobs[0]); n != 2*modelNiceStep {
+		t.Fatalf("nice of 4 GPU-minutes %d, want %d", n, 2*modelNiceStep)
+	}
+	c := &mCluster{}
+	c.queue = c.queued(jobs, 0, true)
+	c.seq++
+	c.queue = c.queued(jobs, 1, true)
+	c.seq++
+	if want := []int{1, 0}; !slices.Equal(c.queue, want) {
+		t.Errorf("queue %v, want %v", c.queue, want)
+	}
+	c.seq += 2*modelNiceStep - 1
+	if q := c.queued(jobs, 2, true); !slices.Equal(q, []int{1, 0, 2}) {
+		t.Errorf("a job 64 submissions later: queue %v, want it last", q)
+	}
+	plain := &mCluster{}
+	plain.queue = plain.queued(jobs, 0, false)
+	plain.seq++
+	if q := plain.queued(jobs, 1, false); !slices.Equal(q, []int{0, 1}) {
+		t.Errorf("without nice: queue %v, want arrival order", q)
 	}
 }
