@@ -81,6 +81,9 @@ type JobSpec struct {
 	Env         map[string]string `json:"env,omitempty"`
 	WorkDir     string            `json:"workdir,omitempty"`
 	Container   *Container        `json:"container,omitempty"`
+	// Nice lowers the job's priority at its site by this much (Slurm's --nice; a site's
+	// order_own_jobs: smallest-first sets it so a user's small jobs go before their large ones).
+	Nice int `json:"nice,omitempty"`
 	// NoSiteEnvScript: the command sources the site's env script itself (a campaign slice).
 	NoSiteEnvScript bool `json:"no_site_env_script,omitempty"`
 }

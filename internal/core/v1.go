@@ -176,7 +176,7 @@ func v1Spec(s model.JobSpec) v1.JobSpec {
 	return v1.JobSpec{Tag: s.Tag, Name: s.Name, System: s.System, Partition: s.Partition, Account: s.Account,
 		Nodes: s.Nodes, NTasks: s.NTasks, CPUsPerTask: s.CPUsPerTask, GPUs: s.GPUs, GPUsPerNode: s.GPUsPerNode,
 		GPUModel: s.GPUModel, MemoryGB: s.MemoryGB, Walltime: v1.Duration(s.Walltime), Command: s.Command,
-		Script: s.Script, Env: s.Env, WorkDir: s.WorkDir, Container: (*v1.Container)(s.Container), NoSiteEnvScript: s.NoSiteEnvScript}
+		Script: s.Script, Env: s.Env, WorkDir: s.WorkDir, Container: (*v1.Container)(s.Container), Nice: s.Nice, NoSiteEnvScript: s.NoSiteEnvScript}
 }
 
 // V1Task maps a task.
@@ -514,7 +514,7 @@ func JobSpecFromV1(s v1.JobSpec) model.JobSpec {
 	return model.JobSpec{Tag: s.Tag, Name: s.Name, System: s.System, Partition: s.Partition, Account: s.Account,
 		Nodes: s.Nodes, NTasks: s.NTasks, CPUsPerTask: s.CPUsPerTask, GPUs: s.GPUs, GPUsPerNode: s.GPUsPerNode,
 		GPUModel: s.GPUModel, MemoryGB: s.MemoryGB, Walltime: model.Duration(s.Walltime), Command: s.Command,
-		Script: s.Script, Env: s.Env, WorkDir: s.WorkDir, Container: (*model.Container)(s.Container), NoSiteEnvScript: s.NoSiteEnvScript}
+		Script: s.Script, Env: s.Env, WorkDir: s.WorkDir, Container: (*model.Container)(s.Container), Nice: s.Nice, NoSiteEnvScript: s.NoSiteEnvScript}
 }
 
 // DecisionFromV1 reads a wire decision back into the scheduler's type (the CLI prints
