@@ -343,7 +343,10 @@ func revertedMove(t *testing.T, id string, maxAttempts int, mark time.Time) (*re
 	r.block(t, r.b, 4*time.Hour)
 	pol, _ := json.Marshal(model.Policy{MaxAttempts: maxAttempts})
 	now := time.Now().UTC()
-	cmd := "echo ran >> " + filepath.Join(t.TempDir(), "ran")
+	// The command outlives the tests' cancels: a job that "started between polls" must
+	// still be running when it is cancelled (an instant echo could end first and the task
+	// succeed, as it once did in CI).
+	cmd := "sleep 60; echo ran >> " + filepath.Join(t.TempDir(), "ran")
 	if err := r.st.CreateTask(r.ctx, &store.TaskRow{Task: model.Task{ID: id, Name: id, Command: cmd, State: model.TaskPlaced,
 		Envelope:  model.Envelope{CPUCores: model.IntRange{Min: 1, Max: 1}, Walltime: model.DurationRange{Min: model.Duration(time.Hour), Max: model.Duration(time.Hour)}},
 		CreatedAt: now, UpdatedAt: now}, Policy: pol}); err != nil {
