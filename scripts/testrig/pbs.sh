@@ -131,6 +131,11 @@ q() { qmgr -c "$1" >/dev/null; }
 q 'set server job_history_enable = True'
 q 'set server job_history_duration = 24:00:00'
 q 'set server scheduler_iteration = 10'
+# Finished jobs kept in history from an earlier run: after a restart the server can
+# count job ids up from a number it already used, and qsub then refuses every job with
+# "Job with requested ID already exists" (seen re-running CI on one machine).
+hist=$(qselect -x -s F 2>/dev/null || true)
+[[ -z $hist ]] || qdel -x -W force $hist >/dev/null 2>&1 || true
 printf '#!/bin/sh\ncat >/dev/null\n' >$PREFIX/bin/pbs_nomail; chmod 755 $PREFIX/bin/pbs_nomail
 q "set server mailer = $PREFIX/bin/pbs_nomail"
 qmgr -c 'list resource ngpus' >/dev/null 2>&1 || q 'create resource ngpus type=long, flag=nh'
