@@ -209,11 +209,15 @@ Host $node localhost
   IdentityFile $UH/id_ed25519
   IdentitiesOnly yes
   UserKnownHostsFile $UH/known_hosts
-  StrictHostKeyChecking accept-new
+  StrictHostKeyChecking yes
   BatchMode yes
   LogLevel ERROR
 EOF
 chown "$PBS_USER:$PBS_USER" "$UH/config"; chmod 600 "$UH/config"
+# Pin the rig's own host key: a known_hosts left from an earlier rig (its key since
+# regenerated) made every attach fail "REMOTE HOST IDENTIFICATION HAS CHANGED".
+printf '[127.0.0.1]:%s %s\n' "$PBS_SSH_PORT" "$(cut -d' ' -f1,2 "$S/host_ed25519.pub")" >"$UH/known_hosts"
+chown "$PBS_USER:$PBS_USER" "$UH/known_hosts"; chmod 600 "$UH/known_hosts"
 chmod 644 "$S/authorized_keys"   # read by sshd for a non-root user (StrictModes no)
 chmod 711 "$S"
 
