@@ -25,6 +25,12 @@ const (
 	OrderSmallestFirst = "smallest-first" // smaller jobs first, by --nice (Slurm)
 )
 
+// Smallest-first's nice per doubling of a job's size (System.OrderNiceStep).
+const (
+	DefaultOrderNiceStep = 32
+	MaxOrderNiceStep     = 1000
+)
+
 // Catalog is a whole sites.yaml.
 type Catalog struct {
 	// Path is where the catalog was read from ("" for the embedded default).
@@ -65,6 +71,10 @@ type System struct {
 	// job is submitted with a --nice that grows with its size, so the user's smaller
 	// jobs go ahead of their larger ones; see OrderSmallestFirst).
 	OrderOwnJobs string `yaml:"order_own_jobs,omitempty" json:"order_own_jobs,omitempty"`
+	// OrderNiceStep is smallest-first's nice per doubling of a job's size (0: the
+	// default, DefaultOrderNiceStep). A smaller step lets fewer of the user's later
+	// small jobs pass a large one: a longer mean wait, a shorter tail.
+	OrderNiceStep int `yaml:"order_nice_step,omitempty" json:"order_nice_step,omitempty"`
 
 	Partitions []Partition `yaml:"partitions,omitempty" json:"partitions"`
 	SimConfig  *SimSystem  `yaml:"sim,omitempty" json:"sim,omitempty"` // kind: sim only

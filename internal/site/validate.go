@@ -100,6 +100,12 @@ func validateSystem(s *System, path string, rep *reporter) {
 	case kind == KindSim:
 		rep.errf(path+".order_own_jobs", "%s is for Slurm sites (ssh, local, globus); a simulated system's queue ignores nice", OrderSmallestFirst)
 	}
+	switch o := strings.ToLower(s.OrderOwnJobs); {
+	case s.OrderNiceStep < 0 || s.OrderNiceStep > MaxOrderNiceStep:
+		rep.errf(path+".order_nice_step", "must be 1 to %d (the nice per doubling of a job's size), got %d; leave it out for %d", MaxOrderNiceStep, s.OrderNiceStep, DefaultOrderNiceStep)
+	case s.OrderNiceStep != 0 && o != OrderSmallestFirst:
+		rep.errf(path+".order_nice_step", "applies only with order_own_jobs: %s (remove it or set that order)", OrderSmallestFirst)
+	}
 	switch kind {
 	case KindSSH:
 		if strings.TrimSpace(s.Host) == "" {

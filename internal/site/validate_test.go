@@ -44,6 +44,14 @@ func TestParseErrors(t *testing.T) {
 			"t.yaml:5: systems[0].order_own_jobs", "needs Slurm's --nice"},
 		{"smallest-first on a simulated system", "systems:\n  - name: a\n    kind: sim\n    order_own_jobs: smallest-first\n    partitions:\n" + part,
 			"t.yaml:4: systems[0].order_own_jobs", "a simulated system's queue ignores nice"},
+		{"nice step without smallest-first", "systems:\n  - name: a\n    kind: local\n    order_nice_step: 4\n    partitions:\n" + part,
+			"t.yaml:4: systems[0].order_nice_step", "applies only with order_own_jobs: smallest-first"},
+		{"negative nice step", "systems:\n  - name: a\n    kind: local\n    order_own_jobs: smallest-first\n    order_nice_step: -4\n    partitions:\n" + part,
+			"t.yaml:5: systems[0].order_nice_step", "must be 1 to 1000"},
+		{"nice step too large", "systems:\n  - name: a\n    kind: local\n    order_own_jobs: smallest-first\n    order_nice_step: 5000\n    partitions:\n" + part,
+			"t.yaml:5: systems[0].order_nice_step", "must be 1 to 1000"},
+		{"nice step not a number", "systems:\n  - name: a\n    kind: local\n    order_own_jobs: smallest-first\n    order_nice_step: four\n    partitions:\n" + part,
+			"t.yaml:5: systems[0].order_nice_step", "want a whole number"},
 		{"missing name", "systems:\n  - kind: local\n    partitions:\n" + part,
 			"t.yaml:2: systems[0].name", "required"},
 		{"name with space", "systems:\n  - name: my cluster\n    kind: local\n    partitions:\n" + part,
@@ -244,5 +252,21 @@ func TestValidateBuiltInCatalog(t *testing.T) {
 	}
 	if _, err := Validate(nil); err == nil {
 		t.Error("Validate(nil) accepted")
+	}
+}
+
+// TestOrderNiceStepParses: a Slurm system ordering smallest first takes a step, and a
+// catalog without one leaves it 0 (the provider's default).
+func TestOrderNiceStepParses(t *testing.T) {
+	const part = "      - {name: p, nodes: 1, cpu_cores: 4, memory_gb: 8}\n"
+	c, err := Parse("t.yaml", []byte("systems:\n  - name: a\n    kind: local\n    order_own_jobs: smallest-first\n    order_nice_step: 4\n    partitions:\n"+part+
+		"  - name: b\n    kind: local\n    order_own_jobs: smallest-first\n    partitions:\n"+part))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.System("a")
+	b, _ := c.System("b")
+	if a.OrderNiceStep != 4 || b.OrderNiceStep != 0 {
+		t.Errorf("steps %d and %d, want 4 and 0", a.OrderNiceStep, b.OrderNiceStep)
 	}
 }

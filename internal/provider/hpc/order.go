@@ -21,18 +21,20 @@ import (
 // by little, and nice breaks those near-ties the same way.
 //
 // The nice grows with the logarithm of the job's size, GPU-minutes (core-minutes for a
-// job without GPUs): OrderNiceStep for each doubling above one. On the benchmark's
+// job without GPUs): the site's order_nice_step (default site.DefaultOrderNiceStep)
+// for each doubling above one. On the benchmark's
 // streams (1–4 GPUs, limits of one or two minutes) an offline model of the rig puts
 // placement with this order at 0.80× of sbatch -M's mean wait over 100 seeds, against
 // 0.91× without it (docs/PLACEMENT.md, "Smallest first").
 
-// OrderNiceStep is the nice added per doubling of a job's size.
-const OrderNiceStep = 32
-
-// orderNice is the nice for spec under order (the site's order_own_jobs).
-func orderNice(order string, spec model.JobSpec) int {
+// orderNice is the nice for spec under order (the site's order_own_jobs) with step
+// per doubling (its order_nice_step; 0 or less: site.DefaultOrderNiceStep).
+func orderNice(order string, step int, spec model.JobSpec) int {
 	if !strings.EqualFold(order, site.OrderSmallestFirst) {
 		return 0
+	}
+	if step <= 0 {
+		step = site.DefaultOrderNiceStep
 	}
 	minutes := spec.Walltime.D().Minutes()
 	units := float64(spec.GPUs)
@@ -43,11 +45,11 @@ func orderNice(order string, spec model.JobSpec) int {
 	if !(size > 1) { // also NaN
 		return 0
 	}
-	return min(int(math.Round(OrderNiceStep*math.Log2(size))), model.MaxNice)
+	return min(int(math.Round(float64(step)*math.Log2(size))), model.MaxNice)
 }
 
 // ordered is spec with the nice this site's order gives it.
 func (p *Provider) ordered(spec model.JobSpec) model.JobSpec {
-	spec.Nice = orderNice(p.sys.OrderOwnJobs, spec)
+	spec.Nice = orderNice(p.sys.OrderOwnJobs, p.sys.OrderNiceStep, spec)
 	return spec
 }

@@ -53,8 +53,8 @@ func TestRigSmallestFirstOrdersOwnJobs(t *testing.T) {
 		prio[f[0]], _ = strconv.ParseInt(f[1], 10, 64)
 		nice[f[0]], _ = strconv.ParseInt(f[2], 10, 64)
 	}
-	if nice[big] != 2*OrderNiceStep || nice[small] != 0 {
-		t.Errorf("nice: the 2-GPU job %d, the 1-GPU job %d; want %d and 0", nice[big], nice[small], 2*OrderNiceStep)
+	if nice[big] != 2*site.DefaultOrderNiceStep || nice[small] != 0 {
+		t.Errorf("nice: the 2-GPU job %d, the 1-GPU job %d; want %d and 0", nice[big], nice[small], 2*site.DefaultOrderNiceStep)
 	}
 	if prio[small] <= prio[big] {
 		t.Errorf("priority: the later 1-GPU job %d, the niced 2-GPU job %d; want the small one ahead", prio[small], prio[big])

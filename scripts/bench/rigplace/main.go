@@ -32,6 +32,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
 type config struct {
@@ -45,6 +47,7 @@ type config struct {
 	out          string
 	sides        string
 	order        string
+	niceStep     int
 	drainTimeout time.Duration
 	idleTimeout  time.Duration
 	model        bool
@@ -62,10 +65,15 @@ func main() {
 	flag.StringVar(&c.out, "out", "", "run directory for the core's state, logs and per-job results (default: a new one under /tmp)")
 	flag.StringVar(&c.sides, "sides", "both", "both, sbatch or mosaic")
 	flag.StringVar(&c.order, "order", "smallest-first", "the Mosaic side's order_own_jobs at both clusters: smallest-first or submission")
+	flag.IntVar(&c.niceStep, "nice-step", site.DefaultOrderNiceStep, "smallest-first's order_nice_step at both clusters, and the model's")
 	flag.DurationVar(&c.drainTimeout, "drain-timeout", 10*time.Minute, "give up on a side whose jobs have not all started and ended this long after the last arrival")
 	flag.DurationVar(&c.idleTimeout, "idle-timeout", 3*time.Minute, "wait at most this long for the rig's GPUs to be free before a side (then run anyway, flagged)")
 	flag.BoolVar(&c.model, "model", false, "run the offline model of the rig instead (no rig, no Mosaic: model.go), over the same streams")
 	flag.Parse()
+	if c.niceStep < 1 || c.niceStep > site.MaxOrderNiceStep {
+		fmt.Fprintf(os.Stderr, "rigplace: --nice-step %d: want 1 to %d\n", c.niceStep, site.MaxOrderNiceStep)
+		os.Exit(2)
+	}
 	if c.model {
 		if err := runModel(os.Stdout, c); err != nil {
 			fmt.Fprintln(os.Stderr, "rigplace:", err)
@@ -185,7 +193,7 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 		defer b.mosaic.stop()
-		fmt.Printf("mosaic core: %s (tick %s, order_own_jobs %s, catalog %s)\n", b.mosaic.url, c.tick, c.order, b.mosaic.sites)
+		fmt.Printf("mosaic core: %s (tick %s, order_own_jobs %s, order_nice_step %d, catalog %s)\n", b.mosaic.url, c.tick, c.order, c.niceStep, b.mosaic.sites)
 	}
 
 	var results []streamResult
@@ -568,6 +576,9 @@ func startCore(ctx context.Context, c config, rig map[string]string) (*core, err
 		}
 		fmt.Fprintf(&sb, "  - name: %s\n    kind: ssh\n    host: %s\n    ssh: {config_file: %s}\n    accounts: [%s]\n    workdir: %s\n    order_own_jobs: %s\n",
 			cl, host, rig["RIG_SSH_CONFIG"], rig["RIG_ACCOUNT"], rig["RIG_WORKDIR_"+up], c.order)
+		if strings.EqualFold(c.order, site.OrderSmallestFirst) {
+			fmt.Fprintf(&sb, "    order_nice_step: %d\n", c.niceStep)
+		}
 	}
 	sites := filepath.Join(c.out, "sites.yaml")
 	if err := os.WriteFile(sites, []byte(sb.String()), 0o600); err != nil {

@@ -54,22 +54,21 @@ const modelGPUs = 4
 // modelPolicies are the policies the model compares, in its output's order.
 var modelPolicies = []string{"sbatch-M", "will-run", "one-plan", "floored", "simulated", "pooled", "smallest-first", "pooled-smallest"}
 
-// modelNiceStep is the nice per doubling of a job's GPU-minutes (hpc.OrderNiceStep).
-const modelNiceStep = 32
-
-// modelNice is the nice Mosaic's smallest-first order gives j (hpc.orderNice).
-func modelNice(j mJob) int64 {
+// modelNice is the nice Mosaic's smallest-first order with step per doubling gives j
+// (hpc.orderNice).
+func modelNice(j mJob, step int) int64 {
 	size := float64(j.gpus) * time.Duration(j.limit).Minutes()
 	if size <= 1 {
 		return 0
 	}
-	return int64(math.Round(modelNiceStep * math.Log2(size)))
+	return int64(math.Round(float64(step) * math.Log2(size)))
 }
 
 type mJob struct {
 	at, run, limit int64 // nanoseconds from the stream's start
 	gpus           int
 	key            int64 // its place in its cluster's queue: lower first (queued jobs only)
+	nice           int64 // its nice under smallest-first (modelNice)
 }
 
 type mRun struct {
@@ -97,7 +96,7 @@ type mCluster struct {
 func (c *mCluster) queued(jobs []mJob, id int, niced bool) []int {
 	k := c.seq
 	if niced {
-		k += modelNice(jobs[id])
+		k += jobs[id].nice
 	}
 	jobs[id].key = k
 	i := len(c.queue)
@@ -327,12 +326,14 @@ func (c *mCluster) estimate(policy string, jobs []mJob, id int, now int64, pred 
 	panic("model: unknown policy " + policy)
 }
 
-// modelStream runs one stream under policy and returns each job's wait.
-func modelStream(stream []Job, policy string) modelRun {
+// modelStream runs one stream under policy, with smallest-first's niceStep, and returns
+// each job's wait.
+func modelStream(stream []Job, policy string, niceStep int) modelRun {
 	jobs := make([]mJob, len(stream))
 	byLimit := map[int64][]int64{}
 	for i, j := range stream {
 		jobs[i] = mJob{at: int64(j.At), run: int64(j.Runtime), limit: int64(j.Walltime), gpus: j.GPUs}
+		jobs[i].nice = modelNice(jobs[i], niceStep)
 		byLimit[jobs[i].limit] = append(byLimit[jobs[i].limit], jobs[i].run)
 	}
 	medians := map[int64]int64{}
@@ -436,8 +437,8 @@ func schedulePooled(clusters []*mCluster, jobs []mJob, now int64, pred func(int6
 // runModel prints the model's mean waits per seed and policy, each policy's ratio to
 // sbatch-M's, and the mean of the per-seed ratios over the seeds.
 func runModel(w io.Writer, c config) error {
-	fmt.Fprintf(w, "offline model of the rig: %d stream(s) of %d jobs, mean gap %s, seeds %d..%d (no rig; see model.go)\n",
-		c.streams, c.jobs, c.gap, c.seed, c.seed+uint64(c.streams)-1)
+	fmt.Fprintf(w, "offline model of the rig: %d stream(s) of %d jobs, mean gap %s, seeds %d..%d, nice step %d (no rig; see model.go)\n",
+		c.streams, c.jobs, c.gap, c.seed, c.seed+uint64(c.streams)-1, c.niceStep)
 	fmt.Fprintf(w, "%-6s", "seed")
 	for _, p := range modelPolicies {
 		fmt.Fprintf(w, " %18s", p+" mean")
@@ -457,7 +458,7 @@ func runModel(w io.Writer, c config) error {
 		ratios := make([]float64, len(modelPolicies))
 		var base, baseP95 time.Duration
 		for k, p := range modelPolicies {
-			r := modelStream(stream, p)
+			r := modelStream(stream, p, c.niceStep)
 			m, q := r.mean(), r.p95()
 			if k == 0 {
 				base, baseP95 = m, q

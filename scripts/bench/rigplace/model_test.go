@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mosaic-hpc/mosaic/internal/provider/hpc"
+	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
 // TestModelNoQueueNoWait: jobs ten minutes apart (every limit is at most two) never
@@ -22,7 +22,7 @@ func TestModelNoQueueNoWait(t *testing.T) {
 		stream[i].At = time.Duration(i) * 10 * time.Minute
 	}
 	for _, p := range modelPolicies {
-		for i, w := range modelStream(stream, p).Waits {
+		for i, w := range modelStream(stream, p, site.DefaultOrderNiceStep).Waits {
 			if w != 0 {
 				t.Errorf("%s: job %d waited %v on an idle rig", p, i, w)
 			}
@@ -104,7 +104,7 @@ func TestModelSimulatedEstimateIsTheStart(t *testing.T) {
 // TestRunModel: the report names every policy and the paired difference.
 func TestRunModel(t *testing.T) {
 	var b bytes.Buffer
-	if err := runModel(&b, config{jobs: 30, gap: 6 * time.Second, seed: 1, streams: 3}); err != nil {
+	if err := runModel(&b, config{jobs: 30, gap: 6 * time.Second, seed: 1, streams: 3, niceStep: site.DefaultOrderNiceStep}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range append(modelPolicies, "mean of per-seed ratios", "simulated − one-plan, paired by seed", "simulated − floored, paired by seed", "smallest-first − simulated, paired by seed", "mean of per-seed p95 ratios", "\n1 ", "\n3 ") {
@@ -122,13 +122,17 @@ func TestRunModel(t *testing.T) {
 // later no longer does; without nice the queue is in arrival order. The model's nice
 // is Mosaic's.
 func TestModelSmallestFirstQueue(t *testing.T) {
-	if modelNiceStep != hpc.OrderNiceStep {
-		t.Fatalf("the model's nice step %d is not Mosaic's %d", modelNiceStep, hpc.OrderNiceStep)
-	}
+	const step = site.DefaultOrderNiceStep
 	minute := int64(time.Minute)
 	jobs := []mJob{{limit: 2 * minute, gpus: 2}, {limit: minute, gpus: 1}, {limit: minute, gpus: 1}}
-	if n := modelNice(jobs[0]); n != 2*modelNiceStep {
-		t.Fatalf("nice of 4 GPU-minutes %d, want %d", n, 2*modelNiceStep)
+	for i := range jobs {
+		jobs[i].nice = modelNice(jobs[i], step)
+	}
+	if jobs[0].nice != 2*step {
+		t.Fatalf("nice of 4 GPU-minutes %d, want %d", jobs[0].nice, 2*step)
+	}
+	if n := modelNice(jobs[0], 4); n != 8 {
+		t.Fatalf("nice of 4 GPU-minutes with a step of 4: %d, want 8", n)
 	}
 	c := &mCluster{}
 	c.queue = c.queued(jobs, 0, true)
@@ -138,7 +142,7 @@ func TestModelSmallestFirstQueue(t *testing.T) {
 	if want := []int{1, 0}; !slices.Equal(c.queue, want) {
 		t.Errorf("queue %v, want %v", c.queue, want)
 	}
-	c.seq += 2*modelNiceStep - 1
+	c.seq += 2*step - 1
 	if q := c.queued(jobs, 2, true); !slices.Equal(q, []int{1, 0, 2}) {
 		t.Errorf("a job 64 submissions later: queue %v, want it last", q)
 	}
