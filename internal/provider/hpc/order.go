@@ -1,7 +1,6 @@
 package hpc
 
 import (
-	"math"
 	"strings"
 
 	"github.com/mosaic-hpc/mosaic/internal/model"
@@ -33,19 +32,11 @@ func orderNice(order string, step int, spec model.JobSpec) int {
 	if !strings.EqualFold(order, site.OrderSmallestFirst) {
 		return 0
 	}
-	if step <= 0 {
-		step = site.DefaultOrderNiceStep
-	}
-	minutes := spec.Walltime.D().Minutes()
 	units := float64(spec.GPUs)
 	if units <= 0 {
 		units = float64(spec.TotalCores())
 	}
-	size := units * minutes
-	if !(size > 1) { // also NaN
-		return 0
-	}
-	return min(int(math.Round(float64(step)*math.Log2(size))), model.MaxNice)
+	return site.SmallestFirstNice(units*spec.Walltime.D().Minutes(), step)
 }
 
 // ordered is spec with the nice this site's order gives it.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/mosaic-hpc/mosaic/internal/site"
 )
 
 // The offline model of the rig (--model): no Slurm, no Mosaic, only arithmetic. Two
@@ -54,14 +56,9 @@ const modelGPUs = 4
 // modelPolicies are the policies the model compares, in its output's order.
 var modelPolicies = []string{"sbatch-M", "will-run", "one-plan", "floored", "simulated", "pooled", "smallest-first", "pooled-smallest"}
 
-// modelNice is the nice Mosaic's smallest-first order with step per doubling gives j
-// (hpc.orderNice).
+// modelNice is the nice Mosaic's smallest-first order with step per doubling gives j.
 func modelNice(j mJob, step int) int64 {
-	size := float64(j.gpus) * time.Duration(j.limit).Minutes()
-	if size <= 1 {
-		return 0
-	}
-	return int64(math.Round(float64(step) * math.Log2(size)))
+	return int64(site.SmallestFirstNice(float64(j.gpus)*time.Duration(j.limit).Minutes(), step))
 }
 
 type mJob struct {
